@@ -1,0 +1,42 @@
+import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import { HttpError } from './errors.js';
+import { fail } from './result.js';
+
+/**
+ * Turns schema failures into one sentence naming the field: `body.code must match pattern "^\d{6}$"`.
+ * A schema may carry `errorMessage` to say it in the user's terms instead of the validator's.
+ */
+export function formatValidationErrors(errors: FastifySchemaValidationError[], dataVar: string): Error {
+  const messages = errors.map((error) => {
+    const params = error.params as Record<string, unknown>;
+    if (error.keyword === 'required') return `${dataVar}.${String(params.missingProperty)} is required`;
+    const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
+    const custom = (error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage;
+    return `${field} ${typeof custom === 'string' ? custom : error.message ?? 'is invalid'}`;
+  });
+  return new Error(messages.join('; '));
+}
+
+/** Ajv options: keep `errorMessage` as a known annotation and hand the failing schema to the formatter. */
+export const ajvOptions = {
+  customOptions: { keywords: ['errorMessage'], verbose: true, allErrors: false },
+};
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+    if (error instanceof HttpError) {
+      return reply.code(error.statusCode).headers(error.headers).send(fail(error.message));
+    }
+    if (error.validation) return reply.code(400).send(fail(error.message));
+    // Fastify's own client errors: malformed JSON, unsupported media type, body too large...
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return reply.code(error.statusCode).send(fail(error.message));
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    return reply.code(404).send(fail(`No route for ${request.method} ${request.url.split('?')[0]}`));
+  });
+}

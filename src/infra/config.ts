@@ -1,0 +1,142 @@
+/**
+ * Configuration from environment variables, validated once at start.
+ *
+ * Every variable has a default that works on a developer machine (services on loopback),
+ * so `npm start` needs no .env file. A bad value stops the process with a message that
+ * names the variable, what it got and what it expects.
+ */
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  host: string;
+  port: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /**
+   * Whose X-Forwarded-For to believe when finding the client IP (rate limits are per IP):
+   * false (direct clients), true (any proxy) or a comma-separated list of proxy addresses/CIDRs.
+   */
+  trustProxy: boolean | string;
+  redisUrl: string;
+  /** Comma-separated host:port list; when set, the app talks to a Redis Cluster instead. */
+  redisClusterNodes: string[];
+  /** Prepended to every Redis key this process writes; lets several apps or test runs share one Redis. */
+  redisKeyPrefix: string;
+  mysqlUrl: string;
+  mysqlPoolSize: number;
+  auth: {
+    /** Session (login:token:*) time to live, renewed by every authenticated request. */
+    sessionTtlSeconds: number;
+    /** Login code (login:code:*) time to live. */
+    loginCodeTtlSeconds: number;
+    /** Wrong codes tolerated before the code is burnt and a new one must be requested. */
+    loginCodeMaxAttempts: number;
+    /** Codes per phone per day. */
+    smsDailyLimitPerPhone: number;
+    /** Minimum seconds between two codes for one phone. */
+    smsIntervalSeconds: number;
+    /** Codes per client IP per hour. */
+    smsHourlyLimitPerIp: number;
+  };
+}
+
+type Env = Record<string, string | undefined>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const read = new EnvReader(env);
+  const nodeEnv = read.oneOf('NODE_ENV', ['development', 'production', 'test'] as const, 'development');
+  return {
+    nodeEnv,
+    host: read.string('HOST', '0.0.0.0'),
+    port: read.int('PORT', 8081, { min: 0, max: 65535 }),
+    logLevel: read.oneOf(
+      'LOG_LEVEL',
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      nodeEnv === 'test' ? 'silent' : 'info',
+    ),
+    trustProxy: read.trustProxy('TRUST_PROXY', false),
+    redisUrl: read.url('REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
+    redisClusterNodes: read.hostPortList('REDIS_CLUSTER_NODES', []),
+    redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
+    mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
+    mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    auth: {
+      sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
+      loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
+      loginCodeMaxAttempts: read.int('LOGIN_CODE_MAX_ATTEMPTS', 5, { min: 1, max: 100 }),
+      smsDailyLimitPerPhone: read.int('SMS_DAILY_LIMIT_PER_PHONE', 10, { min: 1 }),
+      smsIntervalSeconds: read.int('SMS_INTERVAL_SECONDS', 60, { min: 1 }),
+      smsHourlyLimitPerIp: read.int('SMS_HOURLY_LIMIT_PER_IP', 30, { min: 1 }),
+    },
+  };
+}
+
+/** Typed readers that fail with the variable's name, the bad value and what was expected. */
+class EnvReader {
+  constructor(private readonly env: Env) {}
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+
+  private fail(name: string, value: string, expected: string): never {
+    throw new ConfigError(`Invalid environment variable ${name}=${JSON.stringify(value)}: expected ${expected}`);
+  }
+
+  string(name: string, fallback: string): string {
+    return this.env[name] ?? fallback;
+  }
+
+  int(name: string, fallback: number, range: { min?: number; max?: number } = {}): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const { min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER } = range;
+    const parsed = Number(value);
+    if (!/^-?\d+$/.test(value) || parsed < min || parsed > max) {
+      this.fail(name, value, `an integer from ${min} to ${max}`);
+    }
+    return parsed;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(value)) this.fail(name, value, `one of ${allowed.join(', ')}`);
+    return value as T;
+  }
+
+  url(name: string, fallback: string, protocols: string[]): string {
+    const value = this.raw(name) ?? fallback;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return this.fail(name, value, `a URL like ${fallback}`);
+    }
+    if (!protocols.includes(url.protocol)) this.fail(name, value, `a ${protocols.join(' or ')}// URL`);
+    return value;
+  }
+
+  hostPortList(name: string, fallback: string[]): string[] {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const items = value.split(',').map((item) => item.trim());
+    for (const item of items) {
+      if (!/^[\w.-]+:\d{1,5}$/.test(item)) this.fail(name, value, 'a comma-separated list of host:port');
+    }
+    return items;
+  }
+
+  trustProxy(name: string, fallback: boolean): boolean | string {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    if (/^[\d.:a-fA-F/]+(,[\d.:a-fA-F/]+)*$/.test(value.replace(/\s/g, ''))) return value.replace(/\s/g, '');
+    return this.fail(name, value, 'true, false or a comma-separated list of proxy addresses/CIDRs');
+  }
+}

@@ -1,0 +1,15 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import * as initialSchema from './0001_initial_schema.js';
+
+/**
+ * Migrations in order. Listed statically (not read from the directory) so they work the same
+ * from src/ under tsx, from dist/ after a build, and in a bundle. Never edit a landed one:
+ * add the next number.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '0001_initial_schema': initialSchema,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => MIGRATIONS,
+};

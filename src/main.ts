@@ -1,0 +1,41 @@
+import closeWithGrace from 'close-with-grace';
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, type Config } from './infra/config.js';
+import { createDb } from './infra/db.js';
+import { closeRedis, createRedis } from './infra/redis.js';
+
+/** Starts one stateless app instance: HTTP server on PORT, connections from config. */
+async function main(): Promise<void> {
+  const config = loadConfigOrExit();
+  const redis = createRedis(config);
+  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
+  const app = await buildApp({ config, redis, db });
+
+  app.addHook('onClose', async () => {
+    await db.destroy();
+    await closeRedis(redis);
+  });
+
+  // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, then close the pools.
+  closeWithGrace({ delay: 10_000, logger: app.log }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an uncaught error');
+    else app.log.info(`${signal} received, shutting down`);
+    await app.close();
+  });
+
+  await app.listen({ host: config.host, port: config.port });
+}
+
+function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
+
+await main();

@@ -1,0 +1,54 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ok } from '../../http/result.js';
+import { IdParams } from '../../http/schemas.js';
+import { currentUser } from './auth-hooks.js';
+import type { UserService } from './service.js';
+
+/** Mainland-China mobile numbers: 11 digits, 1 then 3-9. */
+const Phone = Type.String({
+  pattern: '^1[3-9][0-9]{9}$',
+  errorMessage: 'must be a mainland-China mobile number (11 digits starting with 13-19)',
+});
+const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be the 6-digit code sent by SMS' });
+
+export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = async (app, { service }) => {
+  app.post(
+    '/user/code',
+    { config: { public: true }, schema: { querystring: Type.Object({ phone: Phone }) } },
+    async (request) => {
+      await service.sendCode(request.query.phone, request.ip);
+      return ok();
+    },
+  );
+
+  app.post(
+    '/user/login',
+    {
+      config: { public: true },
+      schema: {
+        body: Type.Object({
+          phone: Phone,
+          code: Code,
+          // hmdp's form also posts a password field; password login is not offered.
+          password: Type.Optional(Type.String({ maxLength: 128 })),
+        }),
+      },
+    },
+    async (request) => ok(await service.login(request.body.phone, request.body.code)),
+  );
+
+  app.post('/user/logout', async (request) => {
+    if (request.sessionToken !== null) await service.logout(request.sessionToken);
+    return ok();
+  });
+
+  app.get('/user/me', async (request) => ok(currentUser(request)));
+
+  app.get('/user/info/:id', { schema: { params: IdParams } }, async (request) =>
+    ok(await service.getInfo(request.params.id)),
+  );
+
+  app.get('/user/:id', { schema: { params: IdParams } }, async (request) =>
+    ok(await service.getUser(request.params.id)),
+  );
+};
