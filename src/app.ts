@@ -38,8 +38,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     ajv: ajvOptions,
     schemaErrorFormatter: formatValidationErrors,
-    // Keep a caller's (load balancer's) request id so one id follows a request through the logs.
-    requestIdHeader: 'x-request-id',
+    // Keep a caller's (load balancer's) request id, if it looks sane, so one id follows a
+    // request through the logs of every hop.
     genReqId: (request) => {
       const incoming = request.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
