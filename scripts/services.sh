@@ -61,13 +61,22 @@ ensure_mariadb() {
     log "starting MariaDB on 127.0.0.1:$MYSQL_PORT"
     as_root mkdir -p /run/mysqld
     as_root chown mysql:mysql /run/mysqld
-    as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql
+    # A pid file of our own: --exec alone would match any mariadbd running on the machine.
+    as_root start-stop-daemon --start --oknodo --background --make-pidfile --pidfile /run/mysqld/hmdp-mariadbd.pid \
+      --exec /usr/sbin/mariadbd -- --user=mysql
     wait_for_port "$MYSQL_PORT" MariaDB
   fi
   if ! mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uroot -e 'SELECT 1' >/dev/null 2>&1; then
-    log "allowing root to log in over TCP without a password (development setup)"
-    as_root mariadb -uroot -e "ALTER USER root@localhost IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('')" \
-      || as_root mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED BY ''"
+    # Debian's MariaDB lets root in only through the socket; TCP connections from loopback
+    # come as root@127.0.0.1 or root@::1. Development setup: root without a password, loopback only.
+    log "allowing root to log in over TCP from loopback without a password (development setup)"
+    as_root mariadb -uroot <<'SQL'
+ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
+CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+CREATE USER IF NOT EXISTS 'root'@'::1' IDENTIFIED BY '';
+GRANT ALL PRIVILEGES ON *.* TO 'root'@'::1' WITH GRANT OPTION;
+SQL
   fi
   mariadb -h127.0.0.1 -P"$MYSQL_PORT" -uroot -e \
     "CREATE DATABASE IF NOT EXISTS \`$DB_NAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
