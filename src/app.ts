@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './infra/config.js';
@@ -6,7 +7,17 @@ import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
 import { stringifyResult } from './http/result.js';
+import { IdGenerator } from './lib/id/index.js';
 import { RateLimit } from './lib/rate-limit/index.js';
+import { UnpaidOrderCanceller } from './modules/order/canceller.js';
+import { OrderRepository } from './modules/order/repository.js';
+import { orderRoutes } from './modules/order/routes.js';
+import { OrderService, type Locks } from './modules/order/service.js';
+import { OrderWorker } from './modules/order/worker.js';
+import { SeckillStore } from './modules/seckill/store.js';
+import { VoucherRepository } from './modules/voucher/repository.js';
+import { voucherRoutes } from './modules/voucher/routes.js';
+import { VoucherService } from './modules/voucher/service.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { installAuthHooks } from './modules/user/auth-hooks.js';
 import { LoginCodeStore } from './modules/user/login-code-store.js';
@@ -23,6 +34,10 @@ export interface AppDeps {
   /** Defaults to a sender that logs the code. */
   sms?: SmsSender;
   logger?: FastifyServerOptions['logger'];
+  /** Distributed locks for the sync seckill strategy. */
+  locks?: Locks;
+  /** Consumer name of this instance's order worker (stable across restarts). */
+  consumerName?: string;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
@@ -71,13 +86,60 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ]),
   });
 
+  const seckill = buildSeckill(deps, app.log);
+  app.addHook('onReady', async () => {
+    const published = await seckill.voucherService.publishUnfinished();
+    if (published > 0) app.log.info({ published }, 'published seckill vouchers missing from Redis');
+    if (config.seckill.workerEnabled) {
+      seckill.worker.start();
+      seckill.canceller.start();
+    }
+  });
+  app.addHook('onClose', async () => {
+    await seckill.worker.stop();
+    await seckill.canceller.stop();
+  });
+
   await app.register(
     async (api) => {
       installAuthHooks(api, sessions);
       await api.register(healthRoutes, { redis, db });
       await api.register(userRoutes, { service: userService });
+      await api.register(voucherRoutes, { service: seckill.voucherService, adminUserIds: config.adminUserIds });
+      await api.register(orderRoutes, { service: seckill.orderService });
     },
     { prefix: '/api' },
   );
   return app;
+}
+
+/** Vouchers, orders and the background jobs that move orders from Redis to MySQL. */
+export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
+  const { config, redis, db } = deps;
+  const store = new SeckillStore(redis, config.seckill.streamShards);
+  const vouchers = new VoucherRepository(db);
+  const orders = new OrderRepository(db);
+  const voucherService = new VoucherService(vouchers, store);
+  const orderService = new OrderService({
+    strategy: config.seckill.strategy,
+    ids: new IdGenerator(redis),
+    store,
+    orders,
+    vouchers,
+    voucherService,
+    ...(deps.locks ? { locks: deps.locks } : {}),
+  });
+  const worker = new OrderWorker(redis, store, orders, {
+    consumer: deps.consumerName ?? `${hostname()}:${config.port}`,
+    batchSize: config.seckill.workerBatchSize,
+    maxDeliveries: config.seckill.maxDeliveries,
+    claimIdleMs: config.seckill.claimIdleMs,
+    log,
+  });
+  const canceller = new UnpaidOrderCanceller(orders, store, {
+    paymentWindowSeconds: config.seckill.paymentWindowSeconds,
+    intervalMs: Math.min(30_000, Math.max(1_000, (config.seckill.paymentWindowSeconds * 1000) / 4)),
+    log,
+  });
+  return { store, voucherService, orderService, worker, canceller, orders };
 }

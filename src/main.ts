@@ -11,16 +11,13 @@ async function main(): Promise<void> {
   const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
   const app = await buildApp({ config, redis, db });
 
-  app.addHook('onClose', async () => {
-    await db.destroy();
-    await closeRedis(redis);
-  });
-
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, then close the pools.
   closeWithGrace({ delay: 10_000, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an uncaught error');
     else app.log.info(`${signal} received, shutting down`);
-    await app.close();
+    await app.close(); // stops the order worker and canceller too
+    await db.destroy();
+    await closeRedis(redis);
   });
 
   await app.listen({ host: config.host, port: config.port });

@@ -27,6 +27,28 @@ export interface Config {
   redisKeyPrefix: string;
   mysqlUrl: string;
   mysqlPoolSize: number;
+  /** Users allowed to create vouchers (hmdp has no roles; ids listed in ADMIN_USER_IDS). */
+  adminUserIds: string[];
+  seckill: {
+    /** `async`: Lua + Redis Stream + worker (default). `sync`: lock + MySQL transaction, for comparison. */
+    strategy: 'async' | 'sync';
+    /**
+     * Order streams. A voucher's keys and its stream share the hash tag `{seckill:N}` with
+     * N = voucherId mod shards, so one Lua script touches one Redis Cluster slot while vouchers
+     * still spread over the cluster. Changing it while orders are queued strands them.
+     */
+    streamShards: number;
+    /** Run the order worker inside this app instance. */
+    workerEnabled: boolean;
+    /** Entries read per XREADGROUP. */
+    workerBatchSize: number;
+    /** Deliveries after which an entry goes to the dead-letter stream. */
+    maxDeliveries: number;
+    /** Pending entries idle this long on any consumer are claimed (XAUTOCLAIM) and retried. */
+    claimIdleMs: number;
+    /** Unpaid orders are cancelled after this many seconds. */
+    paymentWindowSeconds: number;
+  };
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
     sessionTtlSeconds: number;
@@ -63,6 +85,16 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
     mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    adminUserIds: read.idList('ADMIN_USER_IDS', []),
+    seckill: {
+      strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
+      streamShards: read.int('SECKILL_STREAM_SHARDS', 4, { min: 1, max: 1024 }),
+      workerEnabled: read.bool('SECKILL_WORKER', true),
+      workerBatchSize: read.int('SECKILL_WORKER_BATCH', 100, { min: 1, max: 10_000 }),
+      maxDeliveries: read.int('SECKILL_MAX_DELIVERIES', 5, { min: 1, max: 1000 }),
+      claimIdleMs: read.int('SECKILL_CLAIM_IDLE_MS', 30_000, { min: 100 }),
+      paymentWindowSeconds: read.int('SECKILL_PAYMENT_WINDOW_SECONDS', 15 * 60, { min: 1 }),
+    },
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
@@ -129,6 +161,22 @@ class EnvReader {
       if (!/^[\w.-]+:\d{1,5}$/.test(item)) this.fail(name, value, 'a comma-separated list of host:port');
     }
     return items;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (value === 'true' || value === '1') return true;
+    if (value === 'false' || value === '0') return false;
+    return this.fail(name, value, 'true or false');
+  }
+
+  idList(name: string, fallback: string[]): string[] {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const ids = value.split(',').map((item) => item.trim());
+    if (!ids.every((id) => /^[1-9]\d{0,18}$/.test(id))) this.fail(name, value, 'a comma-separated list of user ids');
+    return ids;
   }
 
   trustProxy(name: string, fallback: boolean): boolean | string {

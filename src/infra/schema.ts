@@ -127,6 +127,9 @@ export interface VoucherOrderTable {
   voucher_id: Id;
   pay_type: Defaulted<number>;
   status: Defaulted<number>;
+  /** 1 while the order counts toward "one per user", null once cancelled or refunded. */
+  live: Defaulted<number | null>;
+  stock_released: Defaulted<number>;
   create_time: CreateTime;
   pay_time: Defaulted<Date | null>;
   use_time: Defaulted<Date | null>;

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
-import { buildApp } from '../../src/app.js';
+import { buildApp, type AppDeps } from '../../src/app.js';
+import { SessionStore } from '../../src/modules/user/session-store.js';
 import { loadConfig, type Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
@@ -36,6 +37,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     REDIS_URL: testRedisUrl(),
     REDIS_KEY_PREFIX: keyPrefix,
     MYSQL_POOL_SIZE: '5',
+    // Background jobs only where a test asks for them.
+    SECKILL_WORKER: 'false',
     ...env,
   });
   await ensureDatabase(mysqlUrl);
@@ -52,16 +55,30 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
   return { name, config, db, redis, keyPrefix, mysqlUrl, cleanup };
 }
 
-/** Removes every key under a prefix (SCAN, never KEYS or FLUSHDB: other tests share this Redis). */
-export async function deleteKeys(prefix: string): Promise<void> {
+/** Every key matching a pattern, unprefixed (SCAN to the end, never KEYS). */
+export async function scanKeys(pattern: string): Promise<string[]> {
   const raw = new Redis(testRedisUrl());
+  const found: string[] = [];
   try {
     let cursor = '0';
     do {
-      const [next, keys] = await raw.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await raw.unlink(...keys);
+      const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      found.push(...keys);
       cursor = next;
     } while (cursor !== '0');
+    return found;
+  } finally {
+    raw.disconnect();
+  }
+}
+
+/** Removes every key under a prefix (never FLUSHDB: other tests share this Redis). */
+export async function deleteKeys(prefix: string): Promise<void> {
+  const keys = await scanKeys(`${prefix}*`);
+  if (keys.length === 0) return;
+  const raw = new Redis(testRedisUrl());
+  try {
+    for (let i = 0; i < keys.length; i += 500) await raw.unlink(...keys.slice(i, i + 500));
   } finally {
     raw.disconnect();
   }
@@ -91,8 +108,33 @@ export class InboxSmsSender implements SmsSender {
   }
 }
 
-export async function buildTestApp(testEnv: TestEnv, sms = new InboxSmsSender()): Promise<{ app: FastifyInstance; sms: InboxSmsSender }> {
-  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: false });
+export async function buildTestApp(
+  testEnv: TestEnv,
+  sms = new InboxSmsSender(),
+  extra: Partial<AppDeps> = {},
+): Promise<{ app: FastifyInstance; sms: InboxSmsSender }> {
+  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: false, ...extra });
   await app.ready();
   return { app, sms };
+}
+
+/**
+ * Users with open sessions, made directly in MySQL and Redis (the HTTP login is tested on its
+ * own): returns their ids and `authorization` tokens, in order.
+ */
+export async function createUsersWithSessions(testEnv: TestEnv, count: number, firstPhone = 15_000_000_000): Promise<Array<{ id: string; token: string }>> {
+  const phones = Array.from({ length: count }, (_, i) => String(firstPhone + i));
+  for (let i = 0; i < phones.length; i += 500) {
+    const values = phones.slice(i, i + 500).map((phone) => ({ phone, nick_name: `u${phone.slice(-6)}` }));
+    await testEnv.db.insertInto('tb_user').values(values).execute();
+  }
+  const rows = await testEnv.db.selectFrom('tb_user').select(['id', 'phone', 'nick_name']).where('phone', 'in', phones).execute();
+  const byPhone = new Map(rows.map((row) => [row.phone, row]));
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  return Promise.all(
+    phones.map(async (phone) => {
+      const row = byPhone.get(phone)!;
+      return { id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '' }) };
+    }),
+  );
 }

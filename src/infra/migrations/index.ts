@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as initialSchema from './0001_initial_schema.js';
+import * as orderLifecycle from './0002_order_lifecycle.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -8,6 +9,7 @@ import * as initialSchema from './0001_initial_schema.js';
  */
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial_schema': initialSchema,
+  '0002_order_lifecycle': orderLifecycle,
 };
 
 export const migrationProvider: MigrationProvider = {

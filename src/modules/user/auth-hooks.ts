@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { unauthorized } from '../../http/errors.js';
+import { forbidden, unauthorized } from '../../http/errors.js';
 import type { SessionStore, SessionUser } from './session-store.js';
 
 declare module 'fastify' {
@@ -54,4 +54,11 @@ function readToken(request: FastifyRequest): string | null {
 export function currentUser(request: FastifyRequest): SessionUser {
   if (request.user === null) throw unauthorized();
   return request.user;
+}
+
+/** Throws 403 unless the logged-in user is one of the configured administrators. */
+export function requireAdmin(request: FastifyRequest, adminUserIds: readonly string[]): SessionUser {
+  const user = currentUser(request);
+  if (!adminUserIds.includes(user.id)) throw forbidden('Only administrators may do this');
+  return user;
 }

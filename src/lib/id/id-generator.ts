@@ -1,0 +1,150 @@
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A standalone Redis or a Redis Cluster (ioredis). */
+export type RedisClient = Redis | Cluster;
+
+/** Default epoch of the time part: IDs issued before it cannot exist. 31 bits of seconds last until 2092. */
+export const DEFAULT_ID_EPOCH = new Date('2024-01-01T00:00:00Z');
+
+const SEQUENCE_BITS = 32n;
+/** Largest sequence number of one prefix in one UTC day. */
+export const MAX_SEQUENCE = 2 ** 32 - 1;
+/** Largest time part (seconds since the epoch): the sign bit of the 64-bit ID stays 0. */
+export const MAX_TIME_PART = 2 ** 31 - 1;
+
+const NEXT_SEQUENCE_LUA = readFileSync(new URL('./next-sequence.lua', import.meta.url), 'utf8');
+const NEXT_SEQUENCE_COMMAND = 'idNextSequence';
+
+/** The script command that defineCommand adds to the client (kept out of ioredis' global types). */
+interface IdCommands {
+  [NEXT_SEQUENCE_COMMAND](counterKey: string, maxSequence: number): Promise<number>;
+}
+
+export interface IdGeneratorOptions {
+  /** Start of the time part; whole seconds. Default 2024-01-01T00:00:00Z. Never change it for existing data. */
+  epoch?: Date;
+  /** Wall clock in milliseconds since 1970 (default `Date.now`); a seam for tests of clock jumps. */
+  clock?: () => number;
+}
+
+export interface DecodedId {
+  /** The second the ID was issued (the time part; milliseconds are always 0). */
+  timestamp: Date;
+  /** Position in the day's sequence of its prefix: 1 for the first ID of the UTC day. */
+  sequence: number;
+}
+
+/** The day's 2^32 IDs of a prefix are used up: refusing is safer than wrapping into duplicates. */
+export class IdSequenceExhaustedError extends Error {
+  override readonly name = 'IdSequenceExhaustedError';
+  constructor(
+    readonly prefix: string,
+    readonly day: string,
+  ) {
+    super(`ID sequence of "${prefix}" exhausted for UTC day ${day} (${MAX_SEQUENCE} IDs issued)`);
+  }
+}
+
+/** The clock is outside the range the 31-bit time part can express. */
+export class IdClockError extends Error {
+  override readonly name = 'IdClockError';
+}
+
+/**
+ * 64-bit IDs, unique across processes and increasing with time:
+ *
+ *   0 | 31 bits: seconds since the epoch | 32 bits: per-prefix sequence of the UTC day
+ *
+ * The sequence is `INCR icr:{prefix}:{yyyyMMdd}` on Redis, so the counter of a day also
+ * reads as the number of IDs issued with that prefix that day. See README.md.
+ */
+export class IdGenerator {
+  private readonly commands: IdCommands;
+  private readonly epochSeconds: number;
+  private readonly clock: () => number;
+  /** Largest time part issued by this generator: the time part never goes backwards. */
+  private lastTimePart = -1;
+
+  constructor(
+    private readonly redis: RedisClient,
+    options: IdGeneratorOptions = {},
+  ) {
+    const epoch = options.epoch ?? DEFAULT_ID_EPOCH;
+    if (!Number.isFinite(epoch.getTime()) || epoch.getTime() % 1000 !== 0) {
+      throw new RangeError('The ID epoch must be a valid date in whole seconds');
+    }
+    this.epochSeconds = epoch.getTime() / 1000;
+    this.clock = options.clock ?? Date.now;
+    redis.defineCommand(NEXT_SEQUENCE_COMMAND, { numberOfKeys: 1, lua: NEXT_SEQUENCE_LUA });
+    this.commands = redis as unknown as IdCommands;
+  }
+
+  /** Issues the next ID of `prefix` (e.g. "order"). One Redis round trip. */
+  async nextId(prefix: string): Promise<bigint> {
+    assertPrefix(prefix);
+    // Time part and day key come from the same reading: an ID's time part always lies in the
+    // day whose counter gave its sequence, which is what makes (time, sequence) unique.
+    const timePart = this.nextTimePart();
+    const day = utcDayStamp(new Date((this.epochSeconds + timePart) * 1000));
+    const sequence = await this.commands[NEXT_SEQUENCE_COMMAND](counterKey(prefix, day), MAX_SEQUENCE);
+    if (sequence < 0) throw new IdSequenceExhaustedError(prefix, day);
+    return (BigInt(timePart) << SEQUENCE_BITS) | BigInt(sequence);
+  }
+
+  /** IDs issued with `prefix` on the UTC day containing `day` (0 if none). */
+  async dailyCount(prefix: string, day: Date): Promise<number> {
+    assertPrefix(prefix);
+    const count = await this.redis.get(counterKey(prefix, utcDayStamp(day)));
+    return count === null ? 0 : Number(count);
+  }
+
+  /** Decodes an ID made with this generator's epoch. */
+  decode(id: bigint): DecodedId {
+    return decodeId(id, new Date(this.epochSeconds * 1000));
+  }
+
+  private nextTimePart(): number {
+    const now = Math.floor(this.clock() / 1000) - this.epochSeconds;
+    if (now < 0) throw new IdClockError(`The clock (${new Date(this.clock()).toISOString()}) is before the ID epoch`);
+    // Clock moved backwards (NTP step, VM resume): keep the last time part until the clock
+    // catches up, so this process never issues a time part smaller than one it already issued.
+    const timePart = Math.max(now, this.lastTimePart);
+    if (timePart > MAX_TIME_PART) throw new IdClockError('The 31-bit time part of IDs is exhausted');
+    this.lastTimePart = timePart;
+    return timePart;
+  }
+}
+
+/** Splits an ID into its issue second and its sequence number. */
+export function decodeId(id: bigint, epoch: Date = DEFAULT_ID_EPOCH): DecodedId {
+  if (id < 0n || id > 0x7fff_ffff_ffff_ffffn) throw new RangeError(`Not a 63-bit ID: ${id}`);
+  const seconds = Number(id >> SEQUENCE_BITS);
+  return {
+    timestamp: new Date(epoch.getTime() + seconds * 1000),
+    sequence: Number(id & BigInt(MAX_SEQUENCE)),
+  };
+}
+
+/**
+ * Parses an ID that arrived as a decimal string (JSON carries IDs as strings because
+ * JavaScript numbers lose precision above 2^53). Throws RangeError on anything else.
+ */
+export function parseId(text: string): bigint {
+  if (!/^(0|[1-9][0-9]{0,18})$/.test(text)) throw new RangeError(`Not an ID: ${JSON.stringify(text)}`);
+  const id = BigInt(text);
+  if (id > 0x7fff_ffff_ffff_ffffn) throw new RangeError(`ID out of range: ${text}`);
+  return id;
+}
+
+/** Redis key of the sequence (and count) of `prefix` on a UTC day given as yyyyMMdd. */
+export const counterKey = (prefix: string, dayStamp: string): string => `icr:${prefix}:${dayStamp}`;
+
+/** yyyyMMdd of the UTC day: every process agrees on it whatever its time zone. */
+export function utcDayStamp(date: Date): string {
+  return date.toISOString().slice(0, 10).replaceAll('-', '');
+}
+
+function assertPrefix(prefix: string): void {
+  if (prefix.length === 0 || /\s/.test(prefix)) throw new TypeError(`Invalid ID prefix: ${JSON.stringify(prefix)}`);
+}

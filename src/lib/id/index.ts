@@ -1,0 +1,15 @@
+export {
+  DEFAULT_ID_EPOCH,
+  IdClockError,
+  IdGenerator,
+  IdSequenceExhaustedError,
+  MAX_SEQUENCE,
+  MAX_TIME_PART,
+  counterKey,
+  decodeId,
+  parseId,
+  utcDayStamp,
+  type DecodedId,
+  type IdGeneratorOptions,
+  type RedisClient,
+} from './id-generator.js';

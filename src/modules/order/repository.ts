@@ -1,0 +1,153 @@
+import { sql, type Selectable, type Transaction } from 'kysely';
+import type { Db } from '../../infra/db.js';
+import type { Database, VoucherOrderTable } from '../../infra/schema.js';
+
+export type OrderRow = Selectable<VoucherOrderTable>;
+
+/** tb_voucher_order.status values (hmdp's). */
+export const OrderStatus = { unpaid: 1, paid: 2, used: 3, cancelled: 4, refunding: 5, refunded: 6 } as const;
+
+export interface NewOrder {
+  orderId: string;
+  userId: string;
+  voucherId: string;
+}
+
+/**
+ * `created`: inserted now, stock taken. `duplicate`: this very order was written before (a
+ * redelivered stream entry). `user-has-order`: the user already has another live order for the
+ * voucher (Redis lost its buyer mark, e.g. in a failover); MySQL's unique key refused it.
+ */
+export type PersistOutcome = 'created' | 'duplicate' | 'user-has-order';
+
+export class OutOfStockInDatabase extends Error {
+  override name = 'OutOfStockInDatabase';
+}
+
+export class OrderRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Writes one order and takes its unit of stock, in one transaction. Idempotent: the primary
+   * key (order id) and the unique (user, voucher, live) key turn a second write into a no-op.
+   */
+  async persist(order: NewOrder): Promise<PersistOutcome> {
+    return this.db.transaction().execute(async (trx) => {
+      // INSERT IGNORE, not ON DUPLICATE KEY UPDATE: mysql2 connects with CLIENT_FOUND_ROWS, under
+      // which a no-op duplicate update also reports 1 affected row and would look like an insert.
+      const insert = await trx
+        .insertInto('tb_voucher_order')
+        .ignore()
+        .values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId })
+        .executeTakeFirst();
+      if (Number(insert.numInsertedOrUpdatedRows ?? 0n) === 0) {
+        const same = await trx.selectFrom('tb_voucher_order').select('id').where('id', '=', order.orderId).executeTakeFirst();
+        return same ? 'duplicate' : 'user-has-order';
+      }
+      await takeStock(trx, order.voucherId);
+      return 'created';
+    });
+  }
+
+  async findForUser(orderId: string, userId: string): Promise<OrderRow | undefined> {
+    return this.db
+      .selectFrom('tb_voucher_order')
+      .selectAll()
+      .where('id', '=', orderId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+  }
+
+  /** Marks an unpaid order paid; false if it is not (any longer) unpaid. */
+  async pay(orderId: string, userId: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('tb_voucher_order')
+      .set({ status: OrderStatus.paid, pay_time: new Date() })
+      .where('id', '=', orderId)
+      .where('user_id', '=', userId)
+      .where('status', '=', OrderStatus.unpaid)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async listUnpaidCreatedBefore(cutoff: Date, limit: number): Promise<OrderRow[]> {
+    return this.db
+      .selectFrom('tb_voucher_order')
+      .selectAll()
+      .where('status', '=', OrderStatus.unpaid)
+      .where('create_time', '<', cutoff)
+      .orderBy('create_time')
+      .limit(limit)
+      .execute();
+  }
+
+  /**
+   * Cancels an unpaid order and gives its unit back to MySQL stock, in one transaction. The
+   * conditional update makes it exactly once: of two instances cancelling the same order, one
+   * sees `status = unpaid` and the other updates nothing.
+   */
+  async cancelUnpaid(orderId: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const cancelled = await trx
+        .updateTable('tb_voucher_order')
+        .set({ status: OrderStatus.cancelled, live: null })
+        .where('id', '=', orderId)
+        .where('status', '=', OrderStatus.unpaid)
+        .executeTakeFirst();
+      if (cancelled.numUpdatedRows !== 1n) return false;
+      const order = await trx.selectFrom('tb_voucher_order').select('voucher_id').where('id', '=', orderId).executeTakeFirstOrThrow();
+      await trx
+        .updateTable('tb_seckill_voucher')
+        .set({ stock: sql`stock + 1` })
+        .where('voucher_id', '=', order.voucher_id)
+        .execute();
+      return true;
+    });
+  }
+
+  /** Cancelled orders whose unit has not been given back in Redis yet. */
+  async listCancelledUnreleased(limit: number): Promise<OrderRow[]> {
+    return this.db
+      .selectFrom('tb_voucher_order')
+      .selectAll()
+      .where('status', '=', OrderStatus.cancelled)
+      .where('stock_released', '=', 0)
+      .limit(limit)
+      .execute();
+  }
+
+  async markReleased(orderId: string): Promise<void> {
+    await this.db.updateTable('tb_voucher_order').set({ stock_released: 1 }).where('id', '=', orderId).execute();
+  }
+
+  /**
+   * The synchronous strategy's transaction (hmdp's pre-Redis version, made safe): the caller
+   * holds the per-user lock; the unique key still refuses a second order if the lock was lost.
+   */
+  async placeDirect(order: NewOrder): Promise<'created' | 'user-has-order'> {
+    return this.db.transaction().execute(async (trx) => {
+      const existing = await trx
+        .selectFrom('tb_voucher_order')
+        .select('id')
+        .where('user_id', '=', order.userId)
+        .where('voucher_id', '=', order.voucherId)
+        .where('live', '=', 1)
+        .executeTakeFirst();
+      if (existing) return 'user-has-order';
+      await takeStock(trx, order.voucherId);
+      await trx.insertInto('tb_voucher_order').values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId }).execute();
+      return 'created';
+    });
+  }
+}
+
+/** `stock = stock - 1 WHERE stock > 0`: the database never goes below zero. */
+async function takeStock(trx: Transaction<Database>, voucherId: string): Promise<void> {
+  const taken = await trx
+    .updateTable('tb_seckill_voucher')
+    .set({ stock: sql`stock - 1` })
+    .where('voucher_id', '=', voucherId)
+    .where('stock', '>', 0)
+    .executeTakeFirst();
+  if (taken.numUpdatedRows !== 1n) throw new OutOfStockInDatabase(`voucher ${voucherId} has no stock left in MySQL`);
+}

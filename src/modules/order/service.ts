@@ -1,0 +1,153 @@
+import { HttpError, notFound } from '../../http/errors.js';
+import type { SeckillStore } from '../seckill/store.js';
+import type { VoucherRepository } from '../voucher/repository.js';
+import type { VoucherService } from '../voucher/service.js';
+import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow } from './repository.js';
+
+/** Source of global unique order ids (src/lib/id). */
+export interface OrderIds {
+  nextId(prefix: string): Promise<bigint>;
+}
+
+/** Runs `fn` holding a distributed lock (src/lib/lock); used by the sync strategy only. */
+export interface Locks {
+  withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
+}
+
+export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
+
+export interface OrderView {
+  id: string;
+  voucherId: string;
+  state: OrderState;
+  createTime?: string;
+  payTime?: string;
+}
+
+/** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
+export class SaleRefused extends HttpError {
+  constructor(message: string) {
+    super(200, message);
+  }
+}
+
+export const REFUSALS = {
+  notStarted: 'The sale has not started yet',
+  ended: 'The sale has ended',
+  soldOut: 'Sold out',
+  alreadyBought: 'You already have an order for this voucher',
+  unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
+} as const;
+
+const STATE_BY_STATUS: Record<number, OrderState> = {
+  [OrderStatus.unpaid]: 'created',
+  [OrderStatus.paid]: 'paid',
+  [OrderStatus.used]: 'used',
+  [OrderStatus.cancelled]: 'cancelled',
+  [OrderStatus.refunding]: 'refunding',
+  [OrderStatus.refunded]: 'refunded',
+};
+
+export interface OrderServiceDeps {
+  strategy: 'async' | 'sync';
+  ids: OrderIds;
+  store: SeckillStore;
+  orders: OrderRepository;
+  vouchers: VoucherRepository;
+  voucherService: VoucherService;
+  locks?: Locks;
+}
+
+export class OrderService {
+  constructor(private readonly deps: OrderServiceDeps) {}
+
+  /** Places a seckill order; returns its id (as a decimal string). */
+  async placeSeckillOrder(userId: string, voucherId: string): Promise<string> {
+    return this.deps.strategy === 'async' ? this.placeAsync(userId, voucherId) : this.placeSync(userId, voucherId);
+  }
+
+  /**
+   * The Redis path: one Lua script decides and queues the order; MySQL is written by the worker.
+   * The answer is immediate; the client polls GET /voucher-order/{id} for `created`.
+   */
+  private async placeAsync(userId: string, voucherId: string): Promise<string> {
+    const orderId = String(await this.deps.ids.nextId('order'));
+    const order = { orderId, userId, voucherId };
+    let outcome = await this.deps.store.reserve(order);
+    if (outcome === 'unknown-voucher' && (await this.publishFromDatabase(voucherId))) {
+      outcome = await this.deps.store.reserve(order);
+    }
+    switch (outcome) {
+      case 'accepted': return orderId;
+      case 'not-started': throw new SaleRefused(REFUSALS.notStarted);
+      case 'ended': throw new SaleRefused(REFUSALS.ended);
+      case 'sold-out': throw new SaleRefused(REFUSALS.soldOut);
+      case 'already-bought': throw new SaleRefused(REFUSALS.alreadyBought);
+      case 'unknown-voucher': throw notFound(REFUSALS.unknownVoucher(voucherId));
+    }
+  }
+
+  /** A voucher created while Redis was away (or lost by Redis) is published from MySQL on first use. */
+  private async publishFromDatabase(voucherId: string): Promise<boolean> {
+    const seckill = await this.deps.vouchers.findSeckill(voucherId);
+    if (!seckill) return false;
+    await this.deps.store.publish({ voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
+    return true;
+  }
+
+  /**
+   * hmdp's synchronous version, for comparison: a per-user distributed lock, then window check,
+   * one-per-user check, conditional stock decrement and insert in one MySQL transaction.
+   */
+  private async placeSync(userId: string, voucherId: string): Promise<string> {
+    const locks = this.deps.locks;
+    if (!locks) throw new Error('the sync strategy needs a lock service');
+    const seckill = await this.deps.vouchers.findSeckill(voucherId);
+    if (!seckill) throw notFound(REFUSALS.unknownVoucher(voucherId));
+    const now = Date.now();
+    if (now < seckill.begin_time.getTime()) throw new SaleRefused(REFUSALS.notStarted);
+    if (now >= seckill.end_time.getTime()) throw new SaleRefused(REFUSALS.ended);
+    if (seckill.stock <= 0) throw new SaleRefused(REFUSALS.soldOut);
+
+    const orderId = String(await this.deps.ids.nextId('order'));
+    const outcome = await locks.withLock(`lock:order:${userId}`, async () => {
+      try {
+        return await this.deps.orders.placeDirect({ orderId, userId, voucherId });
+      } catch (error) {
+        if (error instanceof OutOfStockInDatabase) return 'sold-out' as const;
+        throw error;
+      }
+    });
+    if (outcome === 'user-has-order') throw new SaleRefused(REFUSALS.alreadyBought);
+    if (outcome === 'sold-out') throw new SaleRefused(REFUSALS.soldOut);
+    return orderId;
+  }
+
+  async getOrder(userId: string, orderId: string): Promise<OrderView> {
+    const row = await this.deps.orders.findForUser(orderId, userId);
+    if (row) return toView(row);
+    const queued = await this.deps.store.findQueued(orderId);
+    if (queued && queued.userId === userId) return { id: orderId, voucherId: queued.voucherId, state: 'queued' };
+    throw notFound(`Order ${orderId} not found`);
+  }
+
+  /** Simulated payment. Paying a paid order again is fine; a queued or cancelled one is not. */
+  async pay(userId: string, orderId: string): Promise<OrderView> {
+    if (await this.deps.orders.pay(orderId, userId)) return this.getOrder(userId, orderId);
+    const order = await this.getOrder(userId, orderId);
+    if (order.state === 'paid') return order;
+    if (order.state === 'queued') throw new HttpError(409, 'The order is still being processed; try again in a moment');
+    throw new HttpError(409, `The order is ${order.state} and cannot be paid`);
+  }
+}
+
+function toView(row: OrderRow): OrderView {
+  const view: OrderView = {
+    id: row.id,
+    voucherId: row.voucher_id,
+    state: STATE_BY_STATUS[row.status] ?? 'created',
+    createTime: row.create_time.toISOString(),
+  };
+  if (row.pay_time) view.payTime = row.pay_time.toISOString();
+  return view;
+}

@@ -1,0 +1,232 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { RedisClient } from '../../infra/redis.js';
+import { ORDER_GROUP, type QueuedOrder, type SeckillStore } from '../seckill/store.js';
+import type { OrderRepository } from './repository.js';
+
+export interface OrderWorkerOptions {
+  /** Consumer name in the group. Keep it stable across restarts: a restarted worker finds its own pending entries by it. */
+  consumer: string;
+  batchSize: number;
+  /** An entry delivered this many times without success goes to the dead-letter stream. */
+  maxDeliveries: number;
+  /** Entries idle this long on another consumer are taken over (that consumer is presumed dead). */
+  claimIdleMs: number;
+  /** Wait before retrying an entry of our own that failed. */
+  retryDelayMs?: number;
+  /** Longest XREADGROUP block; bounds how late stop() and maintenance run. */
+  blockMs?: number;
+  log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+}
+
+type StreamEntry = [id: string, fields: string[]];
+
+/**
+ * Writes seckill orders from the Redis Streams to MySQL (consumer group `order-writers`).
+ *
+ * At-least-once delivery + idempotent writes = every accepted order exactly once in MySQL:
+ * an entry is XACKed only after its transaction committed; a crash before that leaves it pending,
+ * and it is written again (a no-op thanks to the keys) by this consumer on restart (pending list
+ * re-read) or by another one after `claimIdleMs` (XAUTOCLAIM). An entry that keeps failing is
+ * moved to the dead-letter stream and its stock and buyer mark are given back.
+ */
+export class OrderWorker {
+  private running = false;
+  private readonly readers: RedisClient[] = [];
+  private loops: Array<Promise<void>> = [];
+  private readonly lastErrors = new Map<string, string>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly store: SeckillStore,
+    private readonly orders: OrderRepository,
+    private readonly options: OrderWorkerOptions,
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loops = Array.from({ length: this.store.shards }, (_, shard) => this.runShard(shard));
+  }
+
+  /** Stops reading, finishes the batch in hand, closes the blocking connections. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    for (const reader of this.readers) reader.disconnect();
+    await Promise.allSettled(this.loops);
+    this.readers.length = 0;
+  }
+
+  /** Processes everything now pending or new in every shard once; for tests and tools. */
+  async drainOnce(): Promise<void> {
+    for (let shard = 0; shard < this.store.shards; shard += 1) {
+      await this.ensureGroup(shard);
+      await this.readOwnPending(shard);
+      await this.readNew(shard, this.redis, 0);
+      await this.retryOwn(shard);
+      await this.claimAbandoned(shard);
+    }
+  }
+
+  private async runShard(shard: number): Promise<void> {
+    // XREADGROUP BLOCK holds its connection: one of its own per shard, so the shared client
+    // (and its auto-pipelined commands) never waits behind it.
+    const reader = this.redis.duplicate();
+    this.readers.push(reader);
+    let maintenanceDue = 0;
+    let recovered = false;
+    while (this.running) {
+      try {
+        if (!recovered) {
+          await this.ensureGroup(shard);
+          await this.readOwnPending(shard);
+          recovered = true;
+        }
+        await this.readNew(shard, reader, this.options.blockMs ?? 1000);
+        if (Date.now() >= maintenanceDue) {
+          await this.retryOwn(shard);
+          await this.claimAbandoned(shard);
+          maintenanceDue = Date.now() + this.retryDelayMs;
+        }
+      } catch (error) {
+        if (!this.running) break;
+        if (String(error).includes('NOGROUP')) recovered = false; // stream lost (e.g. Redis failover): recreate
+        this.options.log.error({ err: error, shard }, 'order worker: read failed, retrying');
+        await sleep(500);
+      }
+    }
+  }
+
+  private get retryDelayMs(): number {
+    return this.options.retryDelayMs ?? 1000;
+  }
+
+  private async ensureGroup(shard: number): Promise<void> {
+    // From 0, not $: entries appended before the group existed are orders too.
+    await this.store.ensureGroup(shard);
+  }
+
+  /** After a restart: entries delivered to this consumer before the crash and never acknowledged. */
+  private async readOwnPending(shard: number): Promise<void> {
+    let after = '0';
+    for (;;) {
+      const entries = await this.readGroup(this.redis, shard, after, 0);
+      if (entries.length === 0) return;
+      await this.handleBatch(shard, entries);
+      after = entries[entries.length - 1]![0];
+    }
+  }
+
+  private async readNew(shard: number, client: RedisClient, blockMs: number): Promise<void> {
+    const entries = await this.readGroup(client, shard, '>', blockMs);
+    if (entries.length > 0) await this.handleBatch(shard, entries);
+  }
+
+  private async readGroup(client: RedisClient, shard: number, id: string, blockMs: number): Promise<StreamEntry[]> {
+    const { stream } = this.store.shardKeys(shard);
+    const args: Array<string | number> = ['GROUP', ORDER_GROUP, this.options.consumer, 'COUNT', this.options.batchSize];
+    if (blockMs > 0) args.push('BLOCK', blockMs);
+    const reply = (await (client.xreadgroup as (...a: Array<string | number>) => Promise<unknown>)(
+      ...args, 'STREAMS', stream, id,
+    )) as Array<[string, StreamEntry[]]> | null;
+    // A pending entry deleted from the stream comes back with null fields: nothing to write.
+    return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
+  }
+
+  /** Our own failed entries: retried after a pause, dead-lettered after too many deliveries. */
+  private async retryOwn(shard: number): Promise<void> {
+    const { stream } = this.store.shardKeys(shard);
+    const pending = (await this.redis.xpending(
+      stream, ORDER_GROUP, 'IDLE', this.retryDelayMs, '-', '+', this.options.batchSize, this.options.consumer,
+    )) as Array<[string, string, number, number]>;
+    for (const [id, , , deliveries] of pending) {
+      const claimed = (await this.redis.xclaim(stream, ORDER_GROUP, this.options.consumer, this.retryDelayMs, id)) as StreamEntry[];
+      const entry = claimed[0];
+      if (entry === undefined || entry[1] === null) {
+        await this.redis.xack(stream, ORDER_GROUP, id); // gone from the stream: nothing left to do
+        continue;
+      }
+      if (deliveries >= this.options.maxDeliveries) await this.deadLetter(shard, entry, deliveries + 1);
+      else await this.handleBatch(shard, [entry]);
+    }
+  }
+
+  /** Entries left pending by consumers that stopped answering (crashed instances). */
+  private async claimAbandoned(shard: number): Promise<void> {
+    const { stream } = this.store.shardKeys(shard);
+    let cursor = '0-0';
+    do {
+      const [next, entries, deleted = []] = (await this.redis.xautoclaim(
+        stream, ORDER_GROUP, this.options.consumer, this.options.claimIdleMs, cursor, 'COUNT', this.options.batchSize,
+      )) as [string, StreamEntry[], string[]?];
+      if (deleted.length > 0) await this.redis.xack(stream, ORDER_GROUP, ...deleted);
+      const live = entries.filter((entry) => entry[1] !== null);
+      if (live.length > 0) {
+        this.options.log.warn({ shard, count: live.length }, 'order worker: took over entries of an unresponsive consumer');
+        await this.handleBatch(shard, live);
+      }
+      cursor = next;
+    } while (cursor !== '0-0' && this.running);
+  }
+
+  private async handleBatch(shard: number, entries: StreamEntry[]): Promise<void> {
+    await Promise.all(entries.map((entry) => this.handleEntry(shard, entry)));
+  }
+
+  private async handleEntry(shard: number, [id, fields]: StreamEntry): Promise<void> {
+    const order = parseOrder(fields);
+    if (order === null) {
+      this.lastErrors.set(id, 'malformed entry: orderId, userId and voucherId must be decimal ids');
+      await this.deadLetter(shard, [id, fields], 1);
+      return;
+    }
+    try {
+      const outcome = await this.orders.persist(order);
+      if (outcome === 'user-has-order') {
+        // Redis had lost the buyer mark (failover); MySQL's unique key kept the rule. Give the unit back.
+        this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
+        await this.store.release(order);
+      }
+      await this.acknowledge(shard, id, order.orderId);
+      this.lastErrors.delete(id);
+    } catch (error) {
+      this.lastErrors.set(id, String(error));
+      this.options.log.warn({ err: error, entry: id, order }, 'order worker: writing the order failed; it stays pending');
+    }
+  }
+
+  private async acknowledge(shard: number, entryId: string, orderId: string): Promise<void> {
+    const { stream, queued } = this.store.shardKeys(shard);
+    await this.redis.multi().xack(stream, ORDER_GROUP, entryId).hdel(queued, orderId).exec();
+  }
+
+  /**
+   * Gives the unit back (idempotent), then records the entry in the dead-letter stream and
+   * acknowledges it in one MULTI. A crash in between only means doing it again.
+   */
+  private async deadLetter(shard: number, [id, fields]: StreamEntry, deliveries: number): Promise<void> {
+    const { stream, deadLetters } = this.store.shardKeys(shard);
+    const error = this.lastErrors.get(id) ?? 'failed on another consumer';
+    const order = parseOrder(fields);
+    if (order !== null) await this.store.release(order);
+    await this.redis
+      .multi()
+      .xadd(deadLetters, '*', ...fields, 'sourceId', id, 'deliveries', String(deliveries), 'error', error.slice(0, 1000))
+      .xack(stream, ORDER_GROUP, id)
+      .exec();
+    this.lastErrors.delete(id);
+    this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
+  }
+}
+
+function parseOrder(fields: string[]): QueuedOrder | null {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
+  const orderId = map.get('orderId');
+  const userId = map.get('userId');
+  const voucherId = map.get('voucherId');
+  const isId = (value: string | undefined): value is string => value !== undefined && /^[1-9]\d{0,19}$/.test(value);
+  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId } : null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

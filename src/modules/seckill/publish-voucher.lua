@@ -1,0 +1,13 @@
+--[[
+  Publishes a seckill voucher's stock and sale window to Redis, unless it is there already
+  (then live stock, which orders have been taking, must not be overwritten by an older count).
+
+  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end}  (begin/end: epoch ms)
+  ARGV     stock, begin, end
+  Returns 1 when published, 0 when the voucher was already there.
+]]
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3])
+return 1

@@ -1,0 +1,37 @@
+--[[
+  One seckill order, atomically: check the sale window (Redis server time, so app instances
+  with skewed clocks agree), the stock and whether this user already bought; then take one unit,
+  mark the buyer, remember the order as queued and append it to the order stream.
+  Every key shares the hash tag {seckill:N}: one Redis Cluster slot.
+
+  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end}
+  KEYS[2]  {seckill:N}:buyers:{voucherId}   set of user ids with a live order
+  KEYS[3]  {seckill:N}:orders               stream the order worker reads
+  KEYS[4]  {seckill:N}:queued               hash orderId -> "userId:voucherId", until in MySQL
+  ARGV     userId, orderId, voucherId
+
+  Returns 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher.
+]]
+local voucher = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end')
+if not voucher[1] then
+  return 5
+end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if now < tonumber(voucher[2]) then
+  return 1
+end
+if now >= tonumber(voucher[3]) then
+  return 2
+end
+if tonumber(voucher[1]) <= 0 then
+  return 3
+end
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
+  return 4
+end
+redis.call('HINCRBY', KEYS[1], 'stock', -1)
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3])
+redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3])
+return 0

@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs';
+import type { Result } from 'ioredis';
+import type { RedisClient } from '../../infra/redis.js';
+
+/**
+ * The Redis side of flash sales: stock, sale window, buyers and the order streams.
+ *
+ * Keys are grouped in shards by the hash tag `{seckill:N}`, N = voucherId mod shards: all keys one
+ * script touches (a voucher's stock, its buyers, its shard's stream) live in one Redis Cluster slot,
+ * and different vouchers still spread over the cluster.
+ */
+const script = (name: string) => readFileSync(new URL(`./${name}.lua`, import.meta.url), 'utf8');
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    seckillPublish(voucher: string, stock: number, beginMs: number, endMs: number): Result<number, Context>;
+    seckillReserve(
+      voucher: string, buyers: string, stream: string, queued: string,
+      userId: string, orderId: string, voucherId: string,
+    ): Result<number, Context>;
+    seckillEnsureGroup(stream: string, group: string): Result<number, Context>;
+    seckillRelease(
+      voucher: string, buyers: string, marker: string, queued: string,
+      userId: string, orderId: string, markerTtlSeconds: number,
+    ): Result<number, Context>;
+  }
+}
+
+export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher';
+
+const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher'];
+
+/** How long the "already released" marker of an order is kept (a retry comes within minutes). */
+const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
+
+export const ORDER_GROUP = 'order-writers';
+
+export interface SeckillVoucherState {
+  voucherId: string;
+  stock: number;
+  begin: Date;
+  end: Date;
+}
+
+export interface QueuedOrder {
+  orderId: string;
+  userId: string;
+  voucherId: string;
+}
+
+export class SeckillStore {
+  constructor(
+    readonly redis: RedisClient,
+    readonly shards: number,
+  ) {
+    redis.defineCommand('seckillPublish', { numberOfKeys: 1, lua: script('publish-voucher') });
+    redis.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
+    redis.defineCommand('seckillRelease', { numberOfKeys: 4, lua: script('release') });
+    redis.defineCommand('seckillEnsureGroup', { numberOfKeys: 1, lua: script('ensure-group') });
+  }
+
+  shardOf(voucherId: string): number {
+    return Number(BigInt(voucherId) % BigInt(this.shards));
+  }
+
+  keys(voucherId: string) {
+    const tag = shardTag(this.shardOf(voucherId));
+    return {
+      voucher: `${tag}:voucher:${voucherId}`,
+      buyers: `${tag}:buyers:${voucherId}`,
+      ...this.shardKeys(this.shardOf(voucherId)),
+    };
+  }
+
+  shardKeys(shard: number) {
+    const tag = shardTag(shard);
+    return { stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, tag };
+  }
+
+  /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
+  async publish(state: SeckillVoucherState): Promise<boolean> {
+    const published = await this.redis.seckillPublish(
+      this.keys(state.voucherId).voucher, state.stock, state.begin.getTime(), state.end.getTime(),
+    );
+    return published === 1;
+  }
+
+  async read(voucherId: string): Promise<SeckillVoucherState | null> {
+    const fields = await this.redis.hgetall(this.keys(voucherId).voucher);
+    if (fields.stock === undefined) return null;
+    return { voucherId, stock: Number(fields.stock), begin: new Date(Number(fields.begin)), end: new Date(Number(fields.end)) };
+  }
+
+  /** The atomic order check (reserve.lua): on `accepted` the order is on its way to MySQL. */
+  async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+    const keys = this.keys(order.voucherId);
+    const code = await this.redis.seckillReserve(
+      keys.voucher, keys.buyers, keys.stream, keys.queued, order.userId, order.orderId, order.voucherId,
+    );
+    const outcome = RESERVE_OUTCOMES[code];
+    if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
+    return outcome;
+  }
+
+  /** Gives an order's unit and buyer mark back, exactly once per order (release.lua). */
+  async release(order: QueuedOrder): Promise<boolean> {
+    const keys = this.keys(order.voucherId);
+    const marker = `${keys.tag}:released:${order.orderId}`;
+    const released = await this.redis.seckillRelease(
+      keys.voucher, keys.buyers, marker, keys.queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS,
+    );
+    return released === 1;
+  }
+
+  /** Creates the shard's stream and its consumer group (from id 0) if missing. */
+  async ensureGroup(shard: number): Promise<void> {
+    await this.redis.seckillEnsureGroup(this.shardKeys(shard).stream, ORDER_GROUP);
+  }
+
+  /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
+  async findQueued(orderId: string): Promise<QueuedOrder | null> {
+    // One HGET per shard; not a pipeline, which Redis Cluster refuses across slots.
+    const shards = Array.from({ length: this.shards }, (_, shard) => shard);
+    const values = await Promise.all(shards.map((shard) => this.redis.hget(this.shardKeys(shard).queued, orderId)));
+    const value = values.find((found) => found !== null);
+    if (value) {
+      const [userId = '', voucherId = ''] = value.split(':');
+      return { orderId, userId, voucherId };
+    }
+    return null;
+  }
+}
+
+export const shardTag = (shard: number): string => `{seckill:${shard}}`;

@@ -1,0 +1,56 @@
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from '../../infra/db.js';
+import type { SeckillVoucherTable, VoucherTable } from '../../infra/schema.js';
+
+export type NewVoucher = Omit<Insertable<VoucherTable>, 'id' | 'type'>;
+export type SeckillFields = Omit<Insertable<SeckillVoucherTable>, 'voucher_id'>;
+
+export type VoucherWithSeckill = Selectable<VoucherTable> & {
+  stock: number | null;
+  begin_time: Date | null;
+  end_time: Date | null;
+};
+
+export class VoucherRepository {
+  constructor(private readonly db: Db) {}
+
+  async shopExists(shopId: string): Promise<boolean> {
+    const row = await this.db.selectFrom('tb_shop').select('id').where('id', '=', shopId).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async insertNormal(voucher: NewVoucher): Promise<string> {
+    const result = await this.db.insertInto('tb_voucher').values({ ...voucher, type: 0 }).executeTakeFirstOrThrow();
+    return String(result.insertId);
+  }
+
+  /** tb_voucher and tb_seckill_voucher in one transaction: never one without the other. */
+  async insertSeckill(voucher: NewVoucher, seckill: SeckillFields): Promise<string> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx.insertInto('tb_voucher').values({ ...voucher, type: 1 }).executeTakeFirstOrThrow();
+      const voucherId = String(result.insertId);
+      await trx.insertInto('tb_seckill_voucher').values({ ...seckill, voucher_id: voucherId }).execute();
+      return voucherId;
+    });
+  }
+
+  async listByShop(shopId: string): Promise<VoucherWithSeckill[]> {
+    return this.db
+      .selectFrom('tb_voucher as v')
+      .leftJoin('tb_seckill_voucher as s', 's.voucher_id', 'v.id')
+      .selectAll('v')
+      .select(['s.stock', 's.begin_time', 's.end_time'])
+      .where('v.shop_id', '=', shopId)
+      .orderBy('v.id')
+      .execute();
+  }
+
+  async findSeckill(voucherId: string): Promise<Selectable<SeckillVoucherTable> | undefined> {
+    return this.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
+  }
+
+  /** Seckill vouchers whose sale has not ended: what Redis must know about. */
+  async listUnfinishedSeckill(now: Date): Promise<Array<Selectable<SeckillVoucherTable>>> {
+    return this.db.selectFrom('tb_seckill_voucher').selectAll().where('end_time', '>', now).execute();
+  }
+}
