@@ -130,7 +130,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     ...(deps.locks ? { locks: deps.locks } : {}),
   });
   const worker = new OrderWorker(redis, store, orders, {
-    consumer: deps.consumerName ?? `${hostname()}:${config.port}`,
+    consumer: deps.consumerName ?? (config.seckill.consumer || `${hostname()}:${config.port}`),
     batchSize: config.seckill.workerBatchSize,
     maxDeliveries: config.seckill.maxDeliveries,
     claimIdleMs: config.seckill.claimIdleMs,

@@ -38,6 +38,8 @@ export interface Config {
      * still spread over the cluster. Changing it while orders are queued strands them.
      */
     streamShards: number;
+    /** Name in the consumer group; empty = `{hostname}:{port}`. Keep it stable across restarts. */
+    consumer: string;
     /** Run the order worker inside this app instance. */
     workerEnabled: boolean;
     /** Entries read per XREADGROUP. */
@@ -89,6 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     seckill: {
       strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
       streamShards: read.int('SECKILL_STREAM_SHARDS', 4, { min: 1, max: 1024 }),
+      consumer: read.string('SECKILL_CONSUMER', ''),
       workerEnabled: read.bool('SECKILL_WORKER', true),
       workerBatchSize: read.int('SECKILL_WORKER_BATCH', 100, { min: 1, max: 10_000 }),
       maxDeliveries: read.int('SECKILL_MAX_DELIVERIES', 5, { min: 1, max: 1000 }),

@@ -1,0 +1,41 @@
+import { hostname } from 'node:os';
+import pino from 'pino';
+import { buildSeckill } from '../app.js';
+import { ConfigError, loadConfig } from '../infra/config.js';
+import { createDb } from '../infra/db.js';
+import { closeRedis, createRedis } from '../infra/redis.js';
+
+/**
+ * The order worker (and unpaid-order canceller) as a process of its own, for deployments that
+ * scale writers apart from the HTTP instances (then run those with SECKILL_WORKER=false).
+ * SECKILL_CONSUMER names it in the consumer group; keep it stable across restarts so a restarted
+ * worker re-reads its own pending entries at once instead of waiting for XAUTOCLAIM.
+ */
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+}
+const log = pino({ level: config.logLevel });
+const redis = createRedis(config);
+const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
+const consumerName = config.seckill.consumer || `${hostname()}:worker`;
+const { worker, canceller } = buildSeckill({ config, redis, db, consumerName }, log);
+
+worker.start();
+canceller.start();
+log.info({ consumer: consumerName, shards: config.seckill.streamShards }, 'order worker started');
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    log.info(`${signal} received, stopping the order worker`);
+    void (async () => {
+      await worker.stop();
+      await canceller.stop();
+      await db.destroy();
+      await closeRedis(redis);
+    })();
+  });
+}
