@@ -10,6 +10,8 @@ async function main(): Promise<void> {
   const redis = createRedis(config);
   const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
   const app = await buildApp({ config, redis, db });
+  // ioredis reconnects by itself; say so in our log instead of its "Unhandled error event".
+  redis.on('error', (err: Error) => app.log.warn({ err }, 'redis connection error'));
 
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, then close the pools.
   closeWithGrace({ delay: 10_000, logger: app.log }, async ({ signal, err }) => {

@@ -20,6 +20,7 @@ try {
 }
 const log = pino({ level: config.logLevel });
 const redis = createRedis(config);
+redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const consumerName = config.seckill.consumer || `${hostname()}:worker`;
 const { worker, canceller } = buildSeckill({ config, redis, db, consumerName }, log);

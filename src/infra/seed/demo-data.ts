@@ -124,17 +124,17 @@ export function demoVouchers(now: Date) {
     vouchers: [
       {
         id: '1', shop_id: '1', title: '50元代金券', sub_title: '周一至周日均可使用',
-        rules: '全场通用\\n无需预约\\n可无限叠加\\n不兑现、不找零\\n仅限堂食',
+        rules: '全场通用\n无需预约\n可无限叠加\n不兑现、不找零\n仅限堂食',
         pay_value: '4750', actual_value: '5000', type: 0, status: 1,
       },
       {
         id: DEMO_SECKILL_VOUCHER_ID, shop_id: '1', title: '100元代金券', sub_title: '限时秒杀，每人限购一张',
-        rules: '全场通用\\n无需预约\\n不兑现、不找零\\n仅限堂食',
+        rules: '全场通用\n无需预约\n不兑现、不找零\n仅限堂食',
         pay_value: '8000', actual_value: '10000', type: 1, status: 1,
       },
       {
         id: '3', shop_id: '2', title: '双人套餐代金券', sub_title: '周末节假日通用',
-        rules: '需提前一天预约\\n仅限堂食', pay_value: '9900', actual_value: '15000', type: 0, status: 1,
+        rules: '需提前一天预约\n仅限堂食', pay_value: '9900', actual_value: '15000', type: 0, status: 1,
       },
     ],
     seckill: [
