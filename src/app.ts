@@ -8,6 +8,7 @@ import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
 import { stringifyResult } from './http/result.js';
 import { IdGenerator } from './lib/id/index.js';
+import { LockClient } from './lib/lock/index.js';
 import { RateLimit } from './lib/rate-limit/index.js';
 import { UnpaidOrderCanceller } from './modules/order/canceller.js';
 import { OrderRepository } from './modules/order/repository.js';
@@ -98,6 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onClose', async () => {
     await seckill.worker.stop();
     await seckill.canceller.stop();
+    await seckill.ownLocks?.close();
   });
 
   await app.register(
@@ -120,6 +122,9 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
   const vouchers = new VoucherRepository(db);
   const orders = new OrderRepository(db);
   const voucherService = new VoucherService(vouchers, store);
+  // The sync strategy takes a per-user lock; the async one needs none.
+  const ownLocks = !deps.locks && config.seckill.strategy === 'sync' ? new LockClient(redis) : undefined;
+  const locks = deps.locks ?? ownLocks;
   const orderService = new OrderService({
     strategy: config.seckill.strategy,
     ids: new IdGenerator(redis),
@@ -127,7 +132,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     orders,
     vouchers,
     voucherService,
-    ...(deps.locks ? { locks: deps.locks } : {}),
+    ...(locks ? { locks } : {}),
   });
   const worker = new OrderWorker(redis, store, orders, {
     consumer: deps.consumerName ?? (config.seckill.consumer || `${hostname()}:${config.port}`),
@@ -141,5 +146,5 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     intervalMs: Math.min(30_000, Math.max(1_000, (config.seckill.paymentWindowSeconds * 1000) / 4)),
     log,
   });
-  return { store, voucherService, orderService, worker, canceller, orders };
+  return { store, voucherService, orderService, worker, canceller, orders, ownLocks };
 }

@@ -52,7 +52,7 @@ export class IdClockError extends Error {
 }
 
 /**
- * 64-bit IDs, unique across processes and increasing with time:
+ * 64-bit IDs, unique per prefix across processes, and increasing with time:
  *
  *   0 | 31 bits: seconds since the epoch | 32 bits: per-prefix sequence of the UTC day
  *
@@ -80,7 +80,10 @@ export class IdGenerator {
     this.commands = redis as unknown as IdCommands;
   }
 
-  /** Issues the next ID of `prefix` (e.g. "order"). One Redis round trip. */
+  /**
+   * Issues the next ID of `prefix`, the ID space (e.g. "order"): IDs of different prefixes may be
+   * equal. One Redis round trip.
+   */
   async nextId(prefix: string): Promise<bigint> {
     assertPrefix(prefix);
     // Time part and day key come from the same reading: an ID's time part always lies in the

@@ -1,4 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
+import { LockTimeoutError } from '../../lib/lock/index.js';
 import type { SeckillStore } from '../seckill/store.js';
 import type { VoucherRepository } from '../voucher/repository.js';
 import type { VoucherService } from '../voucher/service.js';
@@ -11,8 +12,11 @@ export interface OrderIds {
 
 /** Runs `fn` holding a distributed lock (src/lib/lock); used by the sync strategy only. */
 export interface Locks {
-  withLock<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  withLock<T>(name: string, fn: () => Promise<T>, options?: { waitMs?: number }): Promise<T>;
 }
+
+/** How long a request of the sync strategy waits for the same user's earlier request. */
+const USER_LOCK_WAIT_MS = 5_000;
 
 export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
 
@@ -36,6 +40,7 @@ export const REFUSALS = {
   ended: 'The sale has ended',
   soldOut: 'Sold out',
   alreadyBought: 'You already have an order for this voucher',
+  busy: 'Your previous order request is still being processed',
   unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
 } as const;
 
@@ -110,14 +115,23 @@ export class OrderService {
     if (seckill.stock <= 0) throw new SaleRefused(REFUSALS.soldOut);
 
     const orderId = String(await this.deps.ids.nextId('order'));
-    const outcome = await locks.withLock(`lock:order:${userId}`, async () => {
+    // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
+    // Bounded wait: a user's requests queue behind each other, never forever.
+    const place = async () => {
       try {
         return await this.deps.orders.placeDirect({ orderId, userId, voucherId });
       } catch (error) {
         if (error instanceof OutOfStockInDatabase) return 'sold-out' as const;
         throw error;
       }
-    });
+    };
+    let outcome: Awaited<ReturnType<typeof place>>;
+    try {
+      outcome = await locks.withLock(`order:${userId}`, place, { waitMs: USER_LOCK_WAIT_MS });
+    } catch (error) {
+      if (error instanceof LockTimeoutError) throw new SaleRefused(REFUSALS.busy);
+      throw error;
+    }
     if (outcome === 'user-has-order') throw new SaleRefused(REFUSALS.alreadyBought);
     if (outcome === 'sold-out') throw new SaleRefused(REFUSALS.soldOut);
     return orderId;

@@ -1,0 +1,37 @@
+/** `lock()` / `withLock()` waited `waitMs` without getting the lock. */
+export class LockTimeoutError extends Error {
+  override readonly name = 'LockTimeoutError';
+  constructor(
+    readonly lockName: string,
+    readonly waitMs: number,
+  ) {
+    super(`Could not acquire lock "${lockName}" within ${waitMs} ms`);
+  }
+}
+
+/** The reason of a handle's aborted signal: the holder must stop relying on the lock. */
+export class LockLostError extends Error {
+  override readonly name = 'LockLostError';
+  constructor(
+    readonly lockName: string,
+    readonly why: string,
+  ) {
+    super(`Lock "${lockName}" lost: ${why}`);
+  }
+}
+
+/** `unlock()` was called from an async context that does not hold the lock. */
+export class LockNotHeldError extends Error {
+  override readonly name = 'LockNotHeldError';
+  constructor(readonly lockName: string) {
+    super(`Lock "${lockName}" is not held by the current async context`);
+  }
+}
+
+/** The LockClient was closed: no new acquisitions, waiting calls are rejected. */
+export class LockClientClosedError extends Error {
+  override readonly name = 'LockClientClosedError';
+  constructor() {
+    super('LockClient is closed');
+  }
+}

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import { currentContextId } from './context.js';
+import { assertDuration, fenceKey, fenceTtlMs, lockKey, type LockEngine } from './engine.js';
+import { LockClientClosedError, LockNotHeldError, LockTimeoutError } from './errors.js';
+import { Hold, type HoldBackend } from './hold.js';
+import type { LockKind, LockScripts } from './scripts.js';
+import type { Lock, LockHandle, TryLockOptions } from './types.js';
+
+type Attempt = { handle: LockHandle } | { handle: null; ttlMs: number };
+
+const now = (): number => performance.now();
+
+/** Acquisition, waiting and watchdog shared by both kinds of single-Redis lock. */
+abstract class RedisLock implements Lock {
+  protected abstract readonly kind: LockKind;
+
+  constructor(
+    protected readonly engine: LockEngine,
+    readonly name: string,
+  ) {
+    // Braces would move the Cluster hash tag, and the lock and fence keys must share one slot.
+    if (name.length === 0 || /[{}]/.test(name)) {
+      throw new TypeError(`Invalid lock name (empty or with braces): ${JSON.stringify(name)}`);
+    }
+  }
+
+  /** The Redis value identifying the holder of one acquisition. */
+  protected abstract ownerOfNextAcquisition(): string;
+
+  get defaultLeaseMs(): number {
+    return this.engine.defaultLeaseMs;
+  }
+
+  async tryLock(options: TryLockOptions = {}): Promise<LockHandle | null> {
+    const { waitMs = 0, leaseMs, signal } = options;
+    assertDuration('waitMs', waitMs, { allowInfinity: true });
+    if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
+    this.engine.assertOpen();
+    signal?.throwIfAborted();
+    const deadline = now() + waitMs;
+    const owner = this.ownerOfNextAcquisition();
+    const first = await this.attempt(owner, leaseMs);
+    if (first.handle || waitMs === 0) return first.handle;
+    return this.waitForRelease(owner, leaseMs, deadline, signal);
+  }
+
+  async lock(options: TryLockOptions = {}): Promise<LockHandle> {
+    const waitMs = options.waitMs ?? Infinity;
+    const handle = await this.tryLock({ ...options, waitMs });
+    if (!handle) throw new LockTimeoutError(this.name, waitMs);
+    return handle;
+  }
+
+  async isLocked(): Promise<boolean> {
+    return (await this.engine.redis.exists(lockKey(this.name))) === 1;
+  }
+
+  protected get scripts(): LockScripts {
+    return this.engine.scriptsFor(this.kind);
+  }
+
+  protected holdId(owner: string): string {
+    return `${this.kind}\u0000${this.name}\u0000${owner}`;
+  }
+
+  /**
+   * Sleeps until a release notification, the holder's lease end or the poll cap, then tries again.
+   * No busy spinning: every attempt follows a notification or a bounded sleep.
+   */
+  private async waitForRelease(
+    owner: string,
+    leaseMs: number | undefined,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<LockHandle | null> {
+    const waiter = this.engine.notifier.join(this.engine.releaseChannel(this.name));
+    try {
+      // Try again only once subscribed: a release between our first attempt and the
+      // subscription would otherwise go unnoticed until the next poll.
+      await settledWithin(waiter.subscribed, deadline - now());
+      for (;;) {
+        signal?.throwIfAborted();
+        const attempt = await this.attempt(owner, leaseMs);
+        if (attempt.handle) return attempt.handle;
+        const remainingMs = deadline - now();
+        if (remainingMs <= 0) return null;
+        await waiter.sleep(this.pauseMs(attempt.ttlMs, remainingMs), signal);
+      }
+    } finally {
+      waiter.leave();
+    }
+  }
+
+  /** Until the holder's lease ends, but never longer than the poll cap or the time left. */
+  private pauseMs(holderTtlMs: number, remainingMs: number): number {
+    const untilExpiry = holderTtlMs >= 0 ? holderTtlMs : Infinity; // -1: a key without TTL
+    return Math.max(1, Math.min(untilExpiry, this.engine.pollMs, remainingMs));
+  }
+
+  private async attempt(owner: string, leaseMs: number | undefined): Promise<Attempt> {
+    const lease = leaseMs ?? this.engine.defaultLeaseMs;
+    const sentAt = now();
+    const [status, value] = await this.scripts.acquire(
+      lockKey(this.name),
+      fenceKey(this.name),
+      owner,
+      lease,
+      fenceTtlMs(lease),
+    );
+    if (status === 0) return { handle: null, ttlMs: Number(value) };
+    const hold = this.holdFor(owner, BigInt(value), status === 2);
+    hold.confirmLease(sentAt, lease);
+    if (leaseMs === undefined) hold.watch(lease);
+    const handle = hold.newHandle();
+    if (this.engine.isClosed) {
+      // Closed while the request was in flight: no watchdog may outlive close().
+      await handle.release().catch(() => undefined);
+      throw new LockClientClosedError();
+    }
+    return { handle };
+  }
+
+  private holdFor(owner: string, fencingToken: bigint, reentry: boolean): Hold {
+    const id = this.holdId(owner);
+    const holds = this.engine.holds;
+    const existing = holds.get(id);
+    if (existing && reentry) return existing;
+    // A new hold while we still had one: its last release is in flight (just forget it), or Redis
+    // expired it before our timer noticed (tell its holders).
+    if (existing?.handleCount === 0) existing.end();
+    else existing?.lose('lease expired');
+    const hold = new Hold(this.name, fencingToken, this.backend(owner), (ended) => {
+      if (holds.get(id) === ended) holds.delete(id);
+    });
+    holds.set(id, hold);
+    return hold;
+  }
+
+  private backend(owner: string): HoldBackend {
+    const { name, scripts } = this;
+    const channel = this.engine.releaseChannel(name);
+    return {
+      renew: async (leaseMs) =>
+        (await scripts.renew(lockKey(name), fenceKey(name), owner, leaseMs, fenceTtlMs(leaseMs))) === 1,
+      release: () => scripts.release(lockKey(name), owner, channel),
+    };
+  }
+}
+
+/**
+ * Redisson's RLock: a Redis hash {owner: hold count}. The owner is this client's instance id plus
+ * the current async context (see LockClient.runInContext), so a logical operation can re-enter
+ * the lock across `await`s while every other operation is excluded. Outside any context each
+ * acquisition is its own owner (no re-entry).
+ */
+export class ReentrantLock extends RedisLock {
+  protected readonly kind = 'reentrant';
+
+  protected ownerOfNextAcquisition(): string {
+    return `${this.engine.instanceId}:${currentContextId() ?? randomUUID()}`;
+  }
+
+  /**
+   * Releases the latest hold taken by the current async context (like Redisson's `unlock()`).
+   * Throws LockNotHeldError if this context holds no hold of the lock (or the lock was lost).
+   */
+  async unlock(): Promise<void> {
+    const owner = this.contextOwner();
+    const handle = owner && this.engine.holds.get(this.holdId(owner))?.latestHandle();
+    if (!handle || !(await handle.release())) throw new LockNotHeldError(this.name);
+  }
+
+  /** Holds of the current async context according to Redis (0 when it does not hold the lock). */
+  async holdCount(): Promise<number> {
+    const owner = this.contextOwner();
+    if (!owner) return 0;
+    return Number((await this.engine.redis.hget(lockKey(this.name), owner)) ?? 0);
+  }
+
+  async isHeldByCurrentContext(): Promise<boolean> {
+    return (await this.holdCount()) > 0;
+  }
+
+  private contextOwner(): string | undefined {
+    const contextId = currentContextId();
+    return contextId && `${this.engine.instanceId}:${contextId}`;
+  }
+}
+
+/**
+ * The classic Redis lock: `SET key token NX PX lease`, released by compare-and-delete of the
+ * token, so only the acquisition that set it can delete it. Not reentrant: a second acquisition
+ * from the same operation waits like anyone else. Released through its handle.
+ */
+export class SimpleLock extends RedisLock {
+  protected readonly kind = 'simple';
+
+  protected ownerOfNextAcquisition(): string {
+    return `${this.engine.instanceId}:${randomUUID()}`;
+  }
+}
+
+/** Waits for `promise` to settle (either way), at most `ms`. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
+  });
+  try {
+    await Promise.race([promise.catch(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
