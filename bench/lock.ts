@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 // @ts-expect-error -- redlock's package.json "exports" hides its .d.ts from NodeNext resolution
 import RedlockUntyped from 'redlock';
+import { deleteKeysWithPrefix } from '../src/infra/redis.js';
 import { LockClient } from '../src/lib/lock/index.js';
 
 export interface LockBenchOptions {
@@ -85,7 +86,7 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
     }
   } finally {
     await locks.close();
-    await deleteKeys(theirs, prefix);
+    await deleteKeysWithPrefix(theirs, prefix);
     await Promise.all([ours.quit(), theirs.quit()]);
   }
   return rows;
@@ -111,15 +112,6 @@ async function measure(run: Pair, loops: number, maxPairs: number, durationMs = 
     }),
   );
   return { pairs, elapsedMs: performance.now() - start };
-}
-
-async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    if (keys.length > 0) await redis.unlink(...keys);
-    cursor = next;
-  } while (cursor !== '0');
 }
 
 export function lockTable(rows: readonly LockBenchRow[]): string {

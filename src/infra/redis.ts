@@ -32,3 +32,19 @@ export async function closeRedis(redis: RedisClient): Promise<void> {
     redis.disconnect();
   }
 }
+
+/**
+ * Deletes every key that starts with `prefix` (SCAN + UNLINK, never KEYS or FLUSHDB), through a
+ * client without a key prefix. For tests, benchmarks and tools that own a prefix on a shared Redis.
+ */
+export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<number> {
+  if (prefix === '') throw new Error('refusing to delete every key: the prefix is empty');
+  let deleted = 0;
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', 1000);
+    if (keys.length > 0) deleted += await redis.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  return deleted;
+}

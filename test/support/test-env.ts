@@ -7,7 +7,7 @@ import { SessionStore } from '../../src/modules/user/session-store.js';
 import { loadConfig, type Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
-import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
+import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../src/infra/redis.js';
 import type { SmsSender } from '../../src/modules/user/sms-sender.js';
 import { testMysqlUrl, testRedisUrl } from './env.js';
 
@@ -74,14 +74,8 @@ export async function scanKeys(pattern: string): Promise<string[]> {
 
 /** Removes every key under a prefix (never FLUSHDB: other tests share this Redis). */
 export async function deleteKeys(prefix: string): Promise<void> {
-  const keys = await scanKeys(`${prefix}*`);
-  if (keys.length === 0) return;
   const raw = new Redis(testRedisUrl());
-  try {
-    for (let i = 0; i < keys.length; i += 500) await raw.unlink(...keys.slice(i, i + 500));
-  } finally {
-    raw.disconnect();
-  }
+  await deleteKeysWithPrefix(raw, prefix).finally(() => raw.disconnect());
 }
 
 async function dropDatabase(name: string): Promise<void> {

@@ -2,7 +2,6 @@ import { HttpError, notFound } from '../../http/errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import type { SeckillStore } from '../seckill/store.js';
 import type { VoucherRepository } from '../voucher/repository.js';
-import type { VoucherService } from '../voucher/service.js';
 import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow } from './repository.js';
 
 /** Source of global unique order ids (src/lib/id). */
@@ -59,7 +58,6 @@ export interface OrderServiceDeps {
   store: SeckillStore;
   orders: OrderRepository;
   vouchers: VoucherRepository;
-  voucherService: VoucherService;
   locks?: Locks;
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
+import { deleteKeysWithPrefix } from '../../../src/infra/redis.js';
 import { testRedisUrl } from '../../support/env.js';
 
 /** A key prefix no other test file (or run) uses. */
@@ -12,16 +13,7 @@ export const connectRedis = (keyPrefix: string, options: RedisOptions = {}): Red
 /** Deletes this file's keys only (SCAN + UNLINK): other test files share the Redis. */
 export async function deleteKeys(prefix: string, url = testRedisUrl()): Promise<void> {
   const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.unlink(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
+  await deleteKeysWithPrefix(redis, prefix).finally(() => redis.disconnect());
 }
 
 /** Polls `probe` until it returns `expected` or `timeoutMs` passes; returns the last value. */
