@@ -1,6 +1,6 @@
 import { HttpError, notFound } from '../../http/errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
-import type { SeckillStore } from '../seckill/store.js';
+import type { QueuedOrder, ReserveOutcome, SeckillStore } from '../seckill/store.js';
 import type { VoucherRepository } from '../voucher/repository.js';
 import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow } from './repository.js';
 
@@ -77,9 +77,7 @@ export class OrderService {
     const orderId = String(await this.deps.ids.nextId('order'));
     const order = { orderId, userId, voucherId };
     let outcome = await this.deps.store.reserve(order);
-    if (outcome === 'unknown-voucher' && (await this.publishFromDatabase(voucherId))) {
-      outcome = await this.deps.store.reserve(order);
-    }
+    if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
       case 'accepted': return orderId;
       case 'not-started': throw new SaleRefused(REFUSALS.notStarted);
@@ -90,12 +88,16 @@ export class OrderService {
     }
   }
 
-  /** A voucher created while Redis was away (or lost by Redis) is published from MySQL on first use. */
-  private async publishFromDatabase(voucherId: string): Promise<boolean> {
-    const seckill = await this.deps.vouchers.findSeckill(voucherId);
-    if (!seckill) return false;
-    await this.deps.store.publish({ voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
-    return true;
+  /**
+   * A voucher Redis does not know: created while Redis was away, lost by Redis, or a sale long
+   * over whose keys expired. Published from MySQL (not when over: its answer is known), then retried.
+   */
+  private async publishFromDatabase(order: QueuedOrder): Promise<ReserveOutcome> {
+    const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
+    if (!seckill) return 'unknown-voucher';
+    if (Date.now() >= seckill.end_time.getTime()) return 'ended';
+    await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
+    return this.deps.store.reserve(order);
   }
 
   /**

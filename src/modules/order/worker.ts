@@ -20,6 +20,9 @@ export interface OrderWorkerOptions {
 
 type StreamEntry = [id: string, fields: string[]];
 
+/** How often acknowledged entries are trimmed from a shard's stream. */
+const TRIM_INTERVAL_MS = 60_000;
+
 /**
  * Writes seckill orders from the Redis Streams to MySQL (consumer group `order-writers`).
  *
@@ -65,6 +68,7 @@ export class OrderWorker {
       await this.readNew(shard, this.redis, 0);
       await this.retryOwn(shard);
       await this.claimAbandoned(shard);
+      await this.store.trimAcknowledged(shard);
     }
   }
 
@@ -74,6 +78,7 @@ export class OrderWorker {
     const reader = this.redis.duplicate();
     this.readers.push(reader);
     let maintenanceDue = 0;
+    let trimDue = Date.now() + TRIM_INTERVAL_MS;
     let recovered = false;
     while (this.running) {
       try {
@@ -87,6 +92,10 @@ export class OrderWorker {
           await this.retryOwn(shard);
           await this.claimAbandoned(shard);
           maintenanceDue = Date.now() + this.retryDelayMs;
+        }
+        if (Date.now() >= trimDue) {
+          await this.store.trimAcknowledged(shard);
+          trimDue = Date.now() + TRIM_INTERVAL_MS;
         }
       } catch (error) {
         if (!this.running) break;

@@ -2,12 +2,15 @@
   Publishes a seckill voucher's stock and sale window to Redis, unless it is there already
   (then live stock, which orders have been taking, must not be overwritten by an older count).
 
+  The hash expires some days after the sale ends (ARGV[4]): no sale leaves keys behind forever.
+
   KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end}  (begin/end: epoch ms)
-  ARGV     stock, begin, end
+  ARGV     stock, begin, end, keep after the end (ms)
   Returns 1 when published, 0 when the voucher was already there.
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3])
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]))
 return 1

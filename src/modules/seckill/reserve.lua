@@ -8,7 +8,7 @@
   KEYS[2]  {seckill:N}:buyers:{voucherId}   set of user ids with a live order
   KEYS[3]  {seckill:N}:orders               stream the order worker reads
   KEYS[4]  {seckill:N}:queued               hash orderId -> "userId:voucherId", until in MySQL
-  ARGV     userId, orderId, voucherId
+  ARGV     userId, orderId, voucherId, keep after the end (ms)
 
   Returns 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher.
 ]]
@@ -32,6 +32,7 @@ if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then
 end
 redis.call('HINCRBY', KEYS[1], 'stock', -1)
 redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('PEXPIREAT', KEYS[2], tonumber(voucher[3]) + tonumber(ARGV[4]))
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3])
 redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3])
 return 0

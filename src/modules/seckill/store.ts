@@ -13,12 +13,13 @@ const script = (name: string) => readFileSync(new URL(`./${name}.lua`, import.me
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    seckillPublish(voucher: string, stock: number, beginMs: number, endMs: number): Result<number, Context>;
+    seckillPublish(voucher: string, stock: number, beginMs: number, endMs: number, keepMs: number): Result<number, Context>;
     seckillReserve(
       voucher: string, buyers: string, stream: string, queued: string,
-      userId: string, orderId: string, voucherId: string,
+      userId: string, orderId: string, voucherId: string, keepMs: number,
     ): Result<number, Context>;
     seckillEnsureGroup(stream: string, group: string): Result<number, Context>;
+    seckillTrimAcknowledged(stream: string, group: string): Result<number, Context>;
     seckillRelease(
       voucher: string, buyers: string, marker: string, queued: string,
       userId: string, orderId: string, markerTtlSeconds: number,
@@ -32,6 +33,9 @@ const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 
 
 /** How long the "already released" marker of an order is kept (a retry comes within minutes). */
 const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
+
+/** A sale's stock hash and buyer set expire this long after the sale ends. */
+export const SALE_KEYS_KEPT_AFTER_END_MS = 7 * 24 * 3600_000;
 
 export const ORDER_GROUP = 'order-writers';
 
@@ -57,6 +61,7 @@ export class SeckillStore {
     redis.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
     redis.defineCommand('seckillRelease', { numberOfKeys: 4, lua: script('release') });
     redis.defineCommand('seckillEnsureGroup', { numberOfKeys: 1, lua: script('ensure-group') });
+    redis.defineCommand('seckillTrimAcknowledged', { numberOfKeys: 1, lua: script('trim-acknowledged') });
   }
 
   shardOf(voucherId: string): number {
@@ -80,7 +85,7 @@ export class SeckillStore {
   /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
   async publish(state: SeckillVoucherState): Promise<boolean> {
     const published = await this.redis.seckillPublish(
-      this.keys(state.voucherId).voucher, state.stock, state.begin.getTime(), state.end.getTime(),
+      this.keys(state.voucherId).voucher, state.stock, state.begin.getTime(), state.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
     );
     return published === 1;
   }
@@ -96,6 +101,7 @@ export class SeckillStore {
     const keys = this.keys(order.voucherId);
     const code = await this.redis.seckillReserve(
       keys.voucher, keys.buyers, keys.stream, keys.queued, order.userId, order.orderId, order.voucherId,
+      SALE_KEYS_KEPT_AFTER_END_MS,
     );
     const outcome = RESERVE_OUTCOMES[code];
     if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
@@ -115,6 +121,11 @@ export class SeckillStore {
   /** Creates the shard's stream and its consumer group (from id 0) if missing. */
   async ensureGroup(shard: number): Promise<void> {
     await this.redis.seckillEnsureGroup(this.shardKeys(shard).stream, ORDER_GROUP);
+  }
+
+  /** Drops the shard's stream entries the group has acknowledged; returns how many. */
+  async trimAcknowledged(shard: number): Promise<number> {
+    return this.redis.seckillTrimAcknowledged(this.shardKeys(shard).stream, ORDER_GROUP);
   }
 
   /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
-import { SeckillStore } from '../../../src/modules/seckill/store.js';
+import { SALE_KEYS_KEPT_AFTER_END_MS, SeckillStore } from '../../../src/modules/seckill/store.js';
 import { REFUSALS } from '../../../src/modules/order/service.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, scanKeys, type TestEnv } from '../../support/test-env.js';
 import { HOUR, buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
@@ -52,6 +52,17 @@ describe('async seckill (Lua + stream + worker)', () => {
     await expectSoldOutExactly(env, voucherId, 100, accepted, redisStock(voucherId));
     // And every order leaves the queued list once it is in MySQL.
     for (const shard of [0, 1, 2]) await eventually(async () => expect(await env.redis.hlen(store.shardKeys(shard).queued)).toBe(0));
+
+    // The sale's keys expire a week after its end; acknowledged stream entries can be trimmed.
+    const { voucher, buyers, stream } = store.keys(voucherId);
+    const end = (await store.read(voucherId))!.end.getTime();
+    for (const key of [voucher, buyers]) {
+      const expiresAt = Date.now() + (await env.redis.pttl(key));
+      expect(Math.abs(expiresAt - (end + SALE_KEYS_KEPT_AFTER_END_MS))).toBeLessThan(5_000);
+    }
+    expect(await env.redis.xlen(stream)).toBeGreaterThanOrEqual(100);
+    await store.trimAcknowledged(store.shardOf(voucherId));
+    expect(await env.redis.xlen(stream)).toBeLessThanOrEqual(1); // the last delivered entry marks the group's place
   });
 
   it('one user sending 50 concurrent requests gets exactly one order', async () => {
@@ -72,11 +83,12 @@ describe('async seckill (Lua + stream + worker)', () => {
     const { app } = { app: instances[0]! };
     const notStarted = await buy(app, users[1]!.token, early);
     expect(notStarted.json()).toEqual({ success: false, errorMsg: REFUSALS.notStarted });
-    // A voucher whose sale ended is not published at start; the first order publishes it from MySQL.
+    // A sale that is over is answered from MySQL and never (re)published to Redis.
     const ended = await buy(app, users[1]!.token, late);
     expect(ended.json()).toEqual({ success: false, errorMsg: REFUSALS.ended });
+    expect(await redisStock(early)()).toBe(5);
+    expect(await store.read(late)).toBeNull();
     for (const voucherId of [early, late]) {
-      expect(await redisStock(voucherId)()).toBe(5);
       expect(await mysqlStock(env, voucherId)).toBe(5);
       expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     }
