@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './infra/config.js';
+import { createMetrics, type Metrics } from './infra/metrics.js';
 import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   locks?: Locks;
   /** Consumer name of this instance's order worker (stable across restarts). */
   consumerName?: string;
+  /** Defaults to a registry of this app's own. */
+  metrics?: Metrics;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
@@ -63,7 +66,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  const metrics = deps.metrics ?? createMetrics();
   app.setReplySerializer(stringifyResult);
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'; // the pattern, never the raw URL: bounded labels
+    metrics.httpDuration.observe({ method: request.method, route, status: reply.statusCode }, reply.elapsedTime / 1000);
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -87,7 +95,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ]),
   });
 
-  const seckill = buildSeckill(deps, app.log);
+  const seckill = buildSeckill({ ...deps, metrics }, app.log);
   app.addHook('onReady', async () => {
     // Best effort: a voucher missing from Redis is also published on its first order.
     try {
@@ -107,6 +115,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await seckill.ownLocks?.close();
   });
 
+  // Outside /api: a load balancer routes /api to users and leaves /metrics to the scraper.
+  app.get('/metrics', async (_request, reply) => {
+    for (const { shard, length, pending } of await seckill.store.streamStats()) {
+      metrics.streamLength.set({ shard: String(shard) }, length);
+      metrics.streamPending.set({ shard: String(shard) }, pending);
+    }
+    return reply.type(metrics.registry.contentType).serializer(String).send(await metrics.registry.metrics());
+  });
+
   await app.register(
     async (api) => {
       installAuthHooks(api, sessions);
@@ -123,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 /** Vouchers, orders and the background jobs that move orders from Redis to MySQL. */
 export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
   const { config, redis, db } = deps;
+  const metrics = deps.metrics ?? createMetrics();
   const store = new SeckillStore(redis, config.seckill.streamShards);
   const vouchers = new VoucherRepository(db);
   const orders = new OrderRepository(db);
@@ -137,6 +155,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     orders,
     vouchers,
     ...(locks ? { locks } : {}),
+    countOutcome: (strategy, outcome) => metrics.seckillRequests.inc({ strategy, outcome }),
   });
   const worker = new OrderWorker(redis, store, orders, {
     consumer: deps.consumerName ?? (config.seckill.consumer || `${hostname()}:${config.port}`),
@@ -144,6 +163,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     maxDeliveries: config.seckill.maxDeliveries,
     claimIdleMs: config.seckill.claimIdleMs,
     log,
+    onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
   });
   const canceller = new UnpaidOrderCanceller(orders, store, {
     paymentWindowSeconds: config.seckill.paymentWindowSeconds,

@@ -29,7 +29,10 @@ export interface OrderView {
 
 /** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
 export class SaleRefused extends HttpError {
-  constructor(message: string) {
+  constructor(
+    readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy',
+    message: string,
+  ) {
     super(200, message);
   }
 }
@@ -59,6 +62,8 @@ export interface OrderServiceDeps {
   orders: OrderRepository;
   vouchers: VoucherRepository;
   locks?: Locks;
+  /** Counts outcomes (seckill_requests_total). */
+  countOutcome?: (strategy: string, outcome: string) => void;
 }
 
 export class OrderService {
@@ -66,7 +71,15 @@ export class OrderService {
 
   /** Places a seckill order; returns its id (as a decimal string). */
   async placeSeckillOrder(userId: string, voucherId: string): Promise<string> {
-    return this.deps.strategy === 'async' ? this.placeAsync(userId, voucherId) : this.placeSync(userId, voucherId);
+    const { strategy, countOutcome } = this.deps;
+    try {
+      const orderId = strategy === 'async' ? await this.placeAsync(userId, voucherId) : await this.placeSync(userId, voucherId);
+      countOutcome?.(strategy, 'accepted');
+      return orderId;
+    } catch (error) {
+      countOutcome?.(strategy, outcomeOf(error));
+      throw error;
+    }
   }
 
   /**
@@ -80,10 +93,10 @@ export class OrderService {
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
       case 'accepted': return orderId;
-      case 'not-started': throw new SaleRefused(REFUSALS.notStarted);
-      case 'ended': throw new SaleRefused(REFUSALS.ended);
-      case 'sold-out': throw new SaleRefused(REFUSALS.soldOut);
-      case 'already-bought': throw new SaleRefused(REFUSALS.alreadyBought);
+      case 'not-started': throw new SaleRefused('not-started', REFUSALS.notStarted);
+      case 'ended': throw new SaleRefused('ended', REFUSALS.ended);
+      case 'sold-out': throw new SaleRefused('sold-out', REFUSALS.soldOut);
+      case 'already-bought': throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
       case 'unknown-voucher': throw notFound(REFUSALS.unknownVoucher(voucherId));
     }
   }
@@ -110,9 +123,9 @@ export class OrderService {
     const seckill = await this.deps.vouchers.findSeckill(voucherId);
     if (!seckill) throw notFound(REFUSALS.unknownVoucher(voucherId));
     const now = Date.now();
-    if (now < seckill.begin_time.getTime()) throw new SaleRefused(REFUSALS.notStarted);
-    if (now >= seckill.end_time.getTime()) throw new SaleRefused(REFUSALS.ended);
-    if (seckill.stock <= 0) throw new SaleRefused(REFUSALS.soldOut);
+    if (now < seckill.begin_time.getTime()) throw new SaleRefused('not-started', REFUSALS.notStarted);
+    if (now >= seckill.end_time.getTime()) throw new SaleRefused('ended', REFUSALS.ended);
+    if (seckill.stock <= 0) throw new SaleRefused('sold-out', REFUSALS.soldOut);
 
     const orderId = String(await this.deps.ids.nextId('order'));
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
@@ -129,11 +142,11 @@ export class OrderService {
     try {
       outcome = await locks.withLock(`order:${userId}`, place, { waitMs: USER_LOCK_WAIT_MS });
     } catch (error) {
-      if (error instanceof LockTimeoutError) throw new SaleRefused(REFUSALS.busy);
+      if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
       throw error;
     }
-    if (outcome === 'user-has-order') throw new SaleRefused(REFUSALS.alreadyBought);
-    if (outcome === 'sold-out') throw new SaleRefused(REFUSALS.soldOut);
+    if (outcome === 'user-has-order') throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
+    if (outcome === 'sold-out') throw new SaleRefused('sold-out', REFUSALS.soldOut);
     return orderId;
   }
 
@@ -153,6 +166,12 @@ export class OrderService {
     if (order.state === 'queued') throw new HttpError(409, 'The order is still being processed; try again in a moment');
     throw new HttpError(409, `The order is ${order.state} and cannot be paid`);
   }
+}
+
+function outcomeOf(error: unknown): string {
+  if (error instanceof SaleRefused) return error.outcome;
+  if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
+  return 'error';
 }
 
 function toView(row: OrderRow): OrderView {

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { RedisClient } from '../../infra/redis.js';
 import { ORDER_GROUP, type QueuedOrder, type SeckillStore } from '../seckill/store.js';
-import type { OrderRepository } from './repository.js';
+import type { OrderRepository, PersistOutcome } from './repository.js';
 
 export interface OrderWorkerOptions {
   /** Consumer name in the group. Keep it stable across restarts: a restarted worker finds its own pending entries by it. */
@@ -16,6 +16,8 @@ export interface OrderWorkerOptions {
   /** Longest XREADGROUP block; bounds how late stop() and maintenance run. */
   blockMs?: number;
   log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  /** Told of every finished entry (created, duplicate, user-has-order, dead-letter) and failure. */
+  onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
 }
 
 type StreamEntry = [id: string, fields: string[]];
@@ -198,7 +200,9 @@ export class OrderWorker {
       }
       await this.acknowledge(shard, id, order.orderId);
       this.lastErrors.delete(id);
+      this.options.onResult?.(outcome);
     } catch (error) {
+      this.options.onResult?.('failed');
       this.lastErrors.set(id, String(error));
       this.options.log.warn({ err: error, entry: id, order }, 'order worker: writing the order failed; it stays pending');
     }
@@ -224,6 +228,7 @@ export class OrderWorker {
       .xack(stream, ORDER_GROUP, id)
       .exec();
     this.lastErrors.delete(id);
+    this.options.onResult?.('dead-letter');
     this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
   }
 }

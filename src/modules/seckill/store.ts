@@ -128,6 +128,19 @@ export class SeckillStore {
     return this.redis.seckillTrimAcknowledged(this.shardKeys(shard).stream, ORDER_GROUP);
   }
 
+  /** Stream length and entries pending in the group, per shard (for monitoring). */
+  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number }>> {
+    return Promise.all(
+      Array.from({ length: this.shards }, async (_, shard) => {
+        const { stream } = this.shardKeys(shard);
+        const length = await this.redis.xlen(stream);
+        if (length === 0) return { shard, length, pending: 0 };
+        const summary = (await this.redis.xpending(stream, ORDER_GROUP).catch(() => [0])) as [number];
+        return { shard, length, pending: Number(summary[0]) };
+      }),
+    );
+  }
+
   /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
   async findQueued(orderId: string): Promise<QueuedOrder | null> {
     // One HGET per shard; not a pipeline, which Redis Cluster refuses across slots.

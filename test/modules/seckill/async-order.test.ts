@@ -127,6 +127,34 @@ describe('async seckill (Lua + stream + worker)', () => {
   });
 });
 
+/** The value of one sample in Prometheus text format (0 when absent). */
+function sample(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{${labels}}`));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+}
+
+describe('metrics', () => {
+  it('counts outcomes, worker results and request durations at GET /metrics', async () => {
+    const app = instances[0]!;
+    const scrape = async () => (await app.inject({ url: '/metrics' })).body;
+    const before = await scrape();
+    const voucherId = await insertSeckillVoucher(env, { stock: 2 });
+    for (const user of users.slice(500, 503)) await buy(app, user.token, voucherId);
+    await eventually(async () => expect(await mysqlOrders(env, voucherId)).toHaveLength(2));
+
+    const after = await scrape();
+    const delta = (name: string, labels: string) => sample(after, name, labels) - sample(before, name, labels);
+    expect(delta('seckill_requests_total', 'strategy="async",outcome="accepted"')).toBe(2);
+    expect(delta('seckill_requests_total', 'strategy="async",outcome="sold-out"')).toBe(1);
+    expect(delta('http_request_duration_seconds_count', 'method="POST",route="/api/voucher-order/seckill/:id",status="200"')).toBe(3);
+    // Both instances' workers write orders; together they wrote these two.
+    const written = await Promise.all(instances.map(async (instance) => sample((await instance.inject({ url: '/metrics' })).body, 'seckill_worker_entries_total', 'result="created"')));
+    expect(written.reduce((sum, value) => sum + value, 0)).toBeGreaterThanOrEqual(2);
+    expect(after).toMatch(/^seckill_stream_pending\{shard="0"\} \d+$/m);
+    expect(after).toContain('process_cpu_user_seconds_total');
+  });
+});
+
 describe('key hygiene', () => {
   it('writes every seckill key under the configured prefix (nothing escapes client-side prefixing)', async () => {
     expect((await scanKeys('{seckill:*')).filter((key) => !strayBefore.includes(key))).toEqual([]);
