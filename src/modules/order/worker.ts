@@ -38,7 +38,8 @@ export class OrderWorker {
   private running = false;
   private readonly readers: RedisClient[] = [];
   private loops: Array<Promise<void>> = [];
-  private readonly lastErrors = new Map<string, string>();
+  /** Why this worker's latest attempt at an entry failed; only such entries can be dead-lettered. */
+  private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -157,7 +158,7 @@ export class OrderWorker {
         await this.redis.xack(stream, ORDER_GROUP, id); // gone from the stream: nothing left to do
         continue;
       }
-      if (deliveries >= this.options.maxDeliveries) await this.deadLetter(shard, entry, deliveries + 1);
+      if (deliveries >= this.options.maxDeliveries && this.isPoison(id)) await this.deadLetter(shard, entry, deliveries + 1);
       else await this.handleBatch(shard, [entry]);
     }
   }
@@ -187,7 +188,7 @@ export class OrderWorker {
   private async handleEntry(shard: number, [id, fields]: StreamEntry): Promise<void> {
     const order = parseOrder(fields);
     if (order === null) {
-      this.lastErrors.set(id, 'malformed entry: orderId, userId and voucherId must be decimal ids');
+      this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false });
       await this.deadLetter(shard, [id, fields], 1);
       return;
     }
@@ -203,9 +204,19 @@ export class OrderWorker {
       this.options.onResult?.(outcome);
     } catch (error) {
       this.options.onResult?.('failed');
-      this.lastErrors.set(id, String(error));
+      this.lastErrors.set(id, { message: String(error), transient: isTransient(error) });
       this.options.log.warn({ err: error, entry: id, order }, 'order worker: writing the order failed; it stays pending');
     }
+  }
+
+  /**
+   * Dead-letter only what this worker saw fail for a reason of the entry itself. An outage
+   * (MySQL down, deadlock, lock timeout) must not turn accepted orders into dead letters however
+   * long it lasts, and an entry taken over from another consumer is tried here first.
+   */
+  private isPoison(entryId: string): boolean {
+    const error = this.lastErrors.get(entryId);
+    return error !== undefined && !error.transient;
   }
 
   private async acknowledge(shard: number, entryId: string, orderId: string): Promise<void> {
@@ -219,7 +230,7 @@ export class OrderWorker {
    */
   private async deadLetter(shard: number, [id, fields]: StreamEntry, deliveries: number): Promise<void> {
     const { stream, deadLetters } = this.store.shardKeys(shard);
-    const error = this.lastErrors.get(id) ?? 'failed on another consumer';
+    const error = this.lastErrors.get(id)?.message ?? 'unknown';
     const order = parseOrder(fields);
     if (order !== null) await this.store.release(order);
     await this.redis
@@ -231,6 +242,22 @@ export class OrderWorker {
     this.options.onResult?.('dead-letter');
     this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
   }
+}
+
+/** Errors that say nothing about the entry: the database was unreachable or busy. */
+const TRANSIENT_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
+  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR',
+  'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED',
+]);
+
+export function isTransient(error: unknown): boolean {
+  for (let current = error; current instanceof Error; current = current.cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
+    if (current instanceof AggregateError && current.errors.some(isTransient)) return true;
+  }
+  return false;
 }
 
 function parseOrder(fields: string[]): QueuedOrder | null {

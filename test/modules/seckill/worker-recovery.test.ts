@@ -3,6 +3,9 @@ import { once } from 'node:events';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
+import { createDb } from '../../../src/infra/db.js';
+import { OrderRepository } from '../../../src/modules/order/repository.js';
+import { OrderWorker } from '../../../src/modules/order/worker.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/store.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
@@ -131,6 +134,33 @@ describe('order worker recovery', () => {
     } finally {
       await seckill.worker.stop();
     }
+  });
+
+  it('never dead-letters orders while MySQL is unreachable, however often they are retried, and writes them once it is back', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 10 });
+    const accepted = await placeOrders(voucherId, 40_001, 5);
+    const log = pino({ level: 'silent' });
+    const options = { consumer: 'outage', batchSize: 20, maxDeliveries: 2, claimIdleMs: 60_000, retryDelayMs: 1, log };
+    const deadDb = createDb({ mysqlUrl: 'mysql://root@127.0.0.1:1/nothing', poolSize: 1 });
+    const shard = seckill.store.shardOf(voucherId);
+    const { deadLetters, stream } = seckill.store.shardKeys(shard);
+    try {
+      const broken = new OrderWorker(env.redis, seckill.store, new OrderRepository(deadDb), options);
+      for (let round = 0; round < 6; round += 1) {
+        await broken.drainOnce();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      const pending = (await env.redis.xpending(stream, ORDER_GROUP, '-', '+', 100, 'outage')) as Array<[string, string, number, number]>;
+      expect(pending).toHaveLength(5);
+      expect(Math.min(...pending.map(([, , , deliveries]) => deliveries))).toBeGreaterThan(options.maxDeliveries);
+      expect(await env.redis.xlen(deadLetters)).toBe(0);
+    } finally {
+      await deadDb.destroy();
+    }
+    // MySQL is back: the same consumer writes every order.
+    const healthy = new OrderWorker(env.redis, seckill.store, new OrderRepository(env.db), options);
+    await healthy.drainOnce();
+    await expectExactlyOnce(voucherId, accepted, 10);
   });
 
   it('moves a poison message to the dead-letter stream with its error and gives its stock back', async () => {
