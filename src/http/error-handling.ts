@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import { isTransient } from '../infra/transient-errors.js';
 import { HttpError } from './errors.js';
 import { fail } from './result.js';
 
@@ -31,6 +32,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     // Fastify's own client errors: malformed JSON, unsupported media type, body too large...
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
       return reply.code(error.statusCode).send(fail(error.message));
+    }
+    if (isTransient(error)) {
+      // Redis or MySQL is unreachable or busy: the client may simply retry.
+      request.log.warn({ err: error }, 'dependency unavailable');
+      return reply.code(503).header('retry-after', '1').send(fail(`Service temporarily unavailable, please retry (request id ${request.id})`));
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));

@@ -37,7 +37,7 @@ describe('HTTP conventions', () => {
     expect(response.json()).toEqual({ success: true, data: { status: 'up', redis: 'up', mysql: 'up' } });
   });
 
-  it('GET /api/health answers 503 naming Redis when Redis is unreachable', async () => {
+  it('answers 503 when Redis is unreachable: health names it, other requests may retry', async () => {
     const deadRedis = createRedis({ redisUrl: 'redis://127.0.0.1:1/0', redisClusterNodes: [], redisKeyPrefix: '' });
     deadRedis.on('error', () => {});
     const { app: broken } = await buildTestApp({ ...env, redis: deadRedis });
@@ -45,6 +45,11 @@ describe('HTTP conventions', () => {
       const response = await broken.inject({ url: '/api/health' });
       expect(response.statusCode).toBe(503);
       expect(response.json()).toMatchObject({ success: false, data: { redis: 'down', mysql: 'up' } });
+      // A request that needs Redis gets 503 and a hint to retry, not a 500.
+      const code = await broken.inject({ method: 'POST', url: '/api/user/code?phone=13812345678' });
+      expect(code.statusCode).toBe(503);
+      expect(code.headers['retry-after']).toBe('1');
+      expect(code.json().errorMsg).toMatch(/^Service temporarily unavailable, please retry/);
     } finally {
       await broken.close();
       await closeRedis(deadRedis);

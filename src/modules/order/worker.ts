@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { RedisClient } from '../../infra/redis.js';
+import { isTransient } from '../../infra/transient-errors.js';
 import { ORDER_GROUP, type QueuedOrder, type SeckillStore } from '../seckill/store.js';
 import type { OrderRepository, PersistOutcome } from './repository.js';
 
@@ -242,22 +243,6 @@ export class OrderWorker {
     this.options.onResult?.('dead-letter');
     this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
   }
-}
-
-/** Errors that say nothing about the entry: the database was unreachable or busy. */
-const TRANSIENT_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH',
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'ER_CON_COUNT_ERROR',
-  'ER_LOCK_DEADLOCK', 'ER_LOCK_WAIT_TIMEOUT', 'ER_SERVER_SHUTDOWN', 'ER_QUERY_INTERRUPTED',
-]);
-
-export function isTransient(error: unknown): boolean {
-  for (let current = error; current instanceof Error; current = current.cause) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return true;
-    if (current instanceof AggregateError && current.errors.some(isTransient)) return true;
-  }
-  return false;
 }
 
 function parseOrder(fields: string[]): QueuedOrder | null {
