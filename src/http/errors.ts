@@ -19,7 +19,6 @@ export const badRequest = (message: string): HttpError => new HttpError(400, mes
 export const unauthorized = (message = 'Please log in first'): HttpError => new HttpError(401, message);
 export const forbidden = (message: string): HttpError => new HttpError(403, message);
 export const notFound = (message: string): HttpError => new HttpError(404, message);
-export const conflict = (message: string): HttpError => new HttpError(409, message);
 
 export function tooManyRequests(message: string, retryAfterMs: number): HttpError {
   return new HttpError(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });

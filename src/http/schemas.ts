@@ -10,6 +10,3 @@ export const IdString = Type.String({
 });
 
 export const IdParams = Type.Object({ id: IdString });
-
-/** 1-based page number, as hmdp's `current` parameter. */
-export const PageQuery = Type.Integer({ minimum: 1, maximum: 10_000, default: 1 });

@@ -29,7 +29,7 @@ export function createDb({ mysqlUrl, poolSize = 10 }: DbOptions): Db {
   });
 }
 
-export function createMysqlPool(mysqlUrl: string, poolSize = 10): Pool {
+function createMysqlPool(mysqlUrl: string, poolSize = 10): Pool {
   return createPool({
     uri: mysqlUrl,
     connectionLimit: poolSize,

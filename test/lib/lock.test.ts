@@ -12,6 +12,7 @@ import {
   type LockHandle,
 } from '../../src/lib/lock/index.js';
 import { connectRedis, deleteKeys, eventually, uniquePrefix } from './helpers/redis.js';
+import { expectWaiterWokenByRelease } from './helpers/wake.js';
 
 const keyPrefix = uniquePrefix('lock');
 let redis: Redis;
@@ -272,15 +273,7 @@ describe('waiting', () => {
   it('wakes a waiter on release much sooner than the poll interval', async () => {
     const locks = newClient({ pollMs: 10_000 });
     const name = freshName();
-    const holder = await locks.lock(name).lock({ leaseMs: 20_000 });
-    const waiting = locks.lock(name).tryLock({ waitMs: 8_000, leaseMs: 5_000 });
-    await sleep(300);
-    const releasedAt = Date.now();
-    await holder.release();
-    const handle = await waiting;
-    expect(handle).not.toBeNull();
-    expect(Date.now() - releasedAt).toBeLessThan(1_000);
-    await handle!.release();
+    await expectWaiterWokenByRelease(locks.lock(name), locks.lock(name));
   });
 
   it('uses one subscription per lock name for all waiters of the process, and serves them in turn', async () => {

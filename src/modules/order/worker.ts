@@ -67,7 +67,7 @@ export class OrderWorker {
   /** Processes everything now pending or new in every shard once; for tests and tools. */
   async drainOnce(): Promise<void> {
     for (let shard = 0; shard < this.store.shards; shard += 1) {
-      await this.ensureGroup(shard);
+      await this.store.ensureGroup(shard);
       await this.readOwnPending(shard);
       await this.readNew(shard, this.redis, 0);
       await this.retryOwn(shard);
@@ -87,7 +87,7 @@ export class OrderWorker {
     while (this.running) {
       try {
         if (!recovered) {
-          await this.ensureGroup(shard);
+          await this.store.ensureGroup(shard);
           await this.readOwnPending(shard);
           recovered = true;
         }
@@ -112,11 +112,6 @@ export class OrderWorker {
 
   private get retryDelayMs(): number {
     return this.options.retryDelayMs ?? 1000;
-  }
-
-  private async ensureGroup(shard: number): Promise<void> {
-    // From 0, not $: entries appended before the group existed are orders too.
-    await this.store.ensureGroup(shard);
   }
 
   /** After a restart: entries delivered to this consumer before the crash and never acknowledged. */

@@ -118,7 +118,7 @@ export class SeckillStore {
     return released === 1;
   }
 
-  /** Creates the shard's stream and its consumer group (from id 0) if missing. */
+  /** Creates the shard's stream and its consumer group if missing; from id 0, not $: entries appended before the group existed are orders too. */
   async ensureGroup(shard: number): Promise<void> {
     await this.redis.seckillEnsureGroup(this.shardKeys(shard).stream, ORDER_GROUP);
   }

@@ -32,23 +32,22 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts a server; `extraArgs(port)` adds options (e.g. cluster mode). */
-export async function startRedisServer(extraArgs: (port: number) => string[] = () => []): Promise<RedisServer> {
+export async function startRedisServer(): Promise<RedisServer> {
   // Another process may take the port between freePort() and the bind: try a few ports.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      return await startOn(port, extraArgs(port));
+      return await startOn(port);
     } catch (error) {
       if (attempt >= 3) throw error;
     }
   }
 }
 
-function startOn(port: number, extraArgs: string[]): Promise<RedisServer> {
+function startOn(port: number): Promise<RedisServer> {
   const child = spawn(
     REDIS_SERVER,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...extraArgs],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   started.add(child);
