@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import RedlockUntyped from 'redlock';
 import { deleteKeysWithPrefix } from '../src/infra/redis.js';
 import { LockClient } from '../src/lib/lock/index.js';
+import { timed } from './timed.js';
 
 export interface LockBenchOptions {
   redisUrl?: string;
@@ -63,12 +64,12 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
   const rows: LockBenchRow[] = [];
   try {
     for (const [mode, loops] of modes) {
-      for (const [, run] of cases) await measure(run, loops, 1_000); // warm-up: scripts, JIT
+      for (const [, run] of cases) await timed((loop) => run(`bench-${loop}`), loops, 1_000); // warm-up: scripts, JIT
       // Cases take turns in short slices, so that background noise hits them all alike.
       const totals = cases.map(() => ({ pairs: 0, elapsedMs: 0 }));
       for (let round = 0; round < ROUNDS; round++) {
         for (const [i, [, run]] of cases.entries()) {
-          const { pairs, elapsedMs } = await measure(run, loops, Infinity, durationMs / ROUNDS);
+          const { ops: pairs, ms: elapsedMs } = await timed((loop) => run(`bench-${loop}`), loops, Infinity, durationMs / ROUNDS);
           totals[i]!.pairs += pairs;
           totals[i]!.elapsedMs += elapsedMs;
         }
@@ -96,22 +97,6 @@ async function pair(acquisition: Promise<{ release(): Promise<boolean> } | null>
   const handle = await acquisition;
   if (!handle) throw new Error('lock unexpectedly held: the benchmark is meant to be uncontended');
   await handle.release();
-}
-
-/** Runs `loops` loops, each on its own lock name, until `maxPairs` per loop or `durationMs`. */
-async function measure(run: Pair, loops: number, maxPairs: number, durationMs = Infinity) {
-  const start = performance.now();
-  const end = start + durationMs;
-  let pairs = 0;
-  await Promise.all(
-    Array.from({ length: loops }, async (_, loop) => {
-      for (let i = 0; i < maxPairs && performance.now() < end; i++) {
-        await run(`bench-${loop}`);
-        pairs++;
-      }
-    }),
-  );
-  return { pairs, elapsedMs: performance.now() - start };
 }
 
 export function lockTable(rows: readonly LockBenchRow[]): string {

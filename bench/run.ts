@@ -1,28 +1,127 @@
 /**
- * `npm run bench [section...]`: the benchmark harness. Sections: seckill, lock (default: all).
- * Prints Markdown tables to paste into docs/BENCHMARKS.md. Talks to the local Redis and MariaDB
- * (scripts/services.sh) in a database and key prefix of its own, removed afterwards.
+ * `npm run bench [-- options]`: throughput, latency and correctness of hmdp-ts in one run on one
+ * machine (see USAGE in options.ts and docs/BENCHMARKS.md). Exit code 1 when a correctness check
+ * fails, 2 on bad options.
+ *
+ * It uses the local Redis and MariaDB (scripts/services.sh) in a database and key prefix of its
+ * own, removed afterwards, and starts a server process per scenario.
  */
-import { cpus } from 'node:os';
-import { runSeckillBench, seckillTable } from './seckill.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { sql } from 'kysely';
+import { runBaseline, runShopHot } from './http-scenarios.js';
+import { measureIds, type OpsRow } from './id.js';
+import { measureLockBench } from './lock.js';
+import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './options.js';
+import { summariseProfileDir } from './profile.js';
+import { Progress } from './progress.js';
+import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
+import { runSeckill } from './seckill.js';
+import { createWorld, type World } from './world.js';
 
-const sections = process.argv.slice(2);
-const wanted = (name: string) => sections.length === 0 || sections.includes(name);
-const number = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-
-console.log(`# hmdp-ts benchmark, ${new Date().toISOString()}, Node ${process.version}, ${cpus().length} CPU(s): ${cpus()[0]?.model ?? '?'}\n`);
-
-if (wanted('seckill')) {
-  const requests = number('BENCH_REQUESTS', 20_000);
-  const stock = number('BENCH_STOCK', 5_000);
-  const connections = number('BENCH_CONNECTIONS', 100);
-  console.log(`## Seckill: ${requests} requests from ${requests} distinct users, stock ${stock}, ${connections} connections\n`);
-  console.log(seckillTable(await runSeckillBench({ requests, stock, connections })));
-  console.log();
+export async function runBench(options: BenchOptions, progress = new Progress()): Promise<BenchReport> {
+  const startedAt = new Date().toISOString();
+  progress.step(`preparing ${options.users} users with sessions`);
+  const world = await createWorld(options);
+  const profileDir = options.cpuProf ? await mkdtemp(join(tmpdir(), 'hmdp-bench-prof-')) : undefined;
+  try {
+    const { commandLine, ...rest } = options;
+    const report: BenchReport = {
+      startedAt,
+      finishedAt: startedAt,
+      commandLine,
+      machine: await describeMachine(world),
+      options: rest,
+      seckill: [],
+      targets: [],
+      pass: true,
+    };
+    const wanted = new Set(options.scenarios);
+    if (wanted.has('baseline')) report.baseline = await runBaseline(options, world, progress);
+    if (wanted.has('seckill-async')) report.seckill.push(await runSeckill('async', options, world, progress, profileDir));
+    if (wanted.has('seckill-sync')) report.seckill.push(await runSeckill('sync', options, world, progress));
+    if (wanted.has('shop-hot')) {
+      const [cached, bare] = await runShopHot(options, world, progress);
+      report.shopHot = { cached, bare };
+    }
+    const microMs = (options.durationSeconds * 1000) / 2;
+    if (wanted.has('id')) {
+      progress.step('id: IdGenerator.nextId vs INCR', (microMs * 2) / 1000);
+      report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
+    }
+    if (wanted.has('lock')) {
+      progress.step('lock: lock + unlock pairs vs redlock', (microMs * 8) / 1000);
+      report.locks = lockRows(await measureLockBench({ redisUrl: options.redisUrl, durationMs: microMs }));
+    }
+    if (profileDir) report.profile = await summariseProfileDir(profileDir);
+    report.targets = computeTargets(report);
+    report.pass = report.seckill.every((sale) => sale.pass);
+    report.finishedAt = new Date().toISOString();
+    return report;
+  } finally {
+    progress.step('cleaning up');
+    await world.destroy();
+    if (profileDir) await rm(profileDir, { recursive: true, force: true });
+    progress.done();
+  }
 }
 
-if (wanted('lock')) {
-  const { runLockBench } = await import('./lock.js');
-  console.log('## Distributed lock: uncontended lock + unlock pairs\n');
-  console.log(await runLockBench());
+/** The lock rows as ops, each compared with redlock in the same mode. */
+function lockRows(rows: Awaited<ReturnType<typeof measureLockBench>>): OpsRow[] {
+  return rows.map((row) => {
+    const redlock = rows.find((other) => other.mode === row.mode && other.lock.startsWith('redlock'));
+    const isRedlock = redlock === row;
+    return {
+      name: `${row.lock} lock+unlock`,
+      mode: row.mode,
+      ops: row.pairs,
+      opsPerSecond: row.pairsPerSecond,
+      ...(redlock && !isRedlock ? { baseline: 'redlock', ratio: row.pairsPerSecond / redlock.pairsPerSecond } : {}),
+    };
+  });
+}
+
+async function describeMachine(world: World): Promise<Machine> {
+  const info = await world.redis.info('server');
+  const { rows } = await sql<{ v: string }>`SELECT VERSION() AS v`.execute(world.db);
+  const version = rows[0]?.v ?? '?';
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model.trim() ?? '?',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    os: `${platform()} ${release()}`,
+    node: process.version,
+    redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?',
+    mysql: /mariadb/i.test(version) ? `MariaDB ${version.split('-')[0]}` : `MySQL ${version}`,
+  };
+}
+
+async function main(): Promise<number> {
+  let options;
+  try {
+    options = parseBenchOptions(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof OptionsError)) throw error;
+    console.error(`bench: ${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (options === 'help') {
+    console.log(USAGE);
+    return 0;
+  }
+  const report = await runBench(options, new Progress(process.stderr, false));
+  if (options.json) console.log(JSON.stringify(report, null, 2));
+  else console.log(renderMarkdown(report));
+  if (options.write) {
+    const written = await writeDocs(report, options.docsDir);
+    console.error(`wrote ${written.markdown} and ${written.svg}`);
+  }
+  if (!report.pass) console.error('bench: a correctness check FAILED (see the checks above)');
+  return report.pass ? 0 : 1;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.exitCode = await main();
 }

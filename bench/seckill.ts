@@ -1,213 +1,219 @@
 /**
- * Seckill benchmark: async (Lua + stream) vs sync (lock + transaction) vs a bare EVALSHA
- * endpoint, in one run, each against its own server process; with the correctness check of
- * every sale (orders in MySQL = stock, no user twice) next to its numbers.
+ * The seckill scenarios: one strategy (async: Lua + stream + worker; sync: lock + transaction)
+ * under load, then the correctness check of everything it sold.
+ *
+ * The sale: vouchers with `stock` units each, offered one after the other to all users: request
+ * i is user i mod U buying voucher ⌊i / U⌋. So each voucher sees U buyers at once for `stock`
+ * units (sold out part-way: the oversell boundary is crossed under full concurrency), and a user
+ * never asks twice for one voucher until every voucher made for the run has been offered (then
+ * the offers wrap round and the answer is "already bought").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { createConnection } from 'mysql2/promise';
-import { Redis } from 'ioredis';
-import { createDb, type Db } from '../src/infra/db.js';
-import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
-import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
-import { SessionStore } from '../src/modules/user/session-store.js';
+import type { BenchOptions } from './options.js';
+import type { World } from './world.js';
+import { measure, type PhaseResult, type RequestSource } from './load.js';
+import { startServer, type ServerProcess } from './processes.js';
+import type { Progress } from './progress.js';
+import { ORDER_GROUP, SeckillStore } from '../src/modules/seckill/store.js';
 
-export interface SeckillBenchOptions {
-  /** Requests per scenario, each from a different user. */
-  requests?: number;
-  stock?: number;
-  connections?: number;
-  redisUrl?: string;
-  mysqlServerUrl?: string;
-}
+export type Strategy = 'async' | 'sync';
 
-export interface ScenarioResult {
+export interface Check {
   name: string;
-  requests: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
+  pass: boolean;
+  detail: string;
+}
+
+export interface SeckillResult {
+  scenario: `seckill-${Strategy}`;
+  strategy: Strategy;
+  saturation: PhaseResult;
+  fixedRate: PhaseResult;
+  vouchers: number;
+  stockPerVoucher: number;
+  /** Answers with success: true, over all phases (warm-up included). */
   accepted: number;
-  /** ms from the end of the load until every accepted order was in MySQL (async only). */
-  drainMs?: number;
-  ordersInMysql?: number;
-  distinctUsers?: number;
-  correct?: boolean;
+  /** Answers with success: false, by message. */
+  refused: Record<string, number>;
+  /** From the end of the load until the order worker had written everything (async). */
+  drainMs: number;
+  checks: Check[];
+  pass: boolean;
 }
 
-const RUN = `hmdp_bench_${process.pid}`;
+const SHARDS = 4;
+/** Planning figure for how many vouchers to create: more answers per second than any scenario reaches here. */
+const MAX_EXPECTED_RPS = 25_000;
 
-export async function runSeckillBench(options: SeckillBenchOptions = {}): Promise<ScenarioResult[]> {
-  const { requests = 20_000, stock = 5_000, connections = 100 } = options;
-  const redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379/0';
-  const mysqlUrl = `${(options.mysqlServerUrl ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '')}/${RUN}`;
-  const keyPrefix = `${RUN}:`;
-  await ensureDatabase(mysqlUrl);
-  const db = createDb({ mysqlUrl, poolSize: 5 });
-  const redis = createRedis({ redisUrl, redisClusterNodes: [], redisKeyPrefix: keyPrefix });
+export async function runSeckill(strategy: Strategy, options: BenchOptions, world: World, progress: Progress, cpuProfDir?: string): Promise<SeckillResult> {
+  const server = await startServer({
+    env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_STREAM_SHARDS: String(SHARDS), SECKILL_CONSUMER: `bench-${strategy}` },
+    ...(cpuProfDir ? { cpuProfDir } : {}),
+  });
   try {
-    await migrateToLatest(db);
-    await db.insertInto('tb_shop').values({ id: '1', name: 'bench', type_id: '1', address: '-', x: 120.15, y: 30.33 }).execute();
-    const env = { MYSQL_URL: mysqlUrl, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: keyPrefix, MYSQL_POOL_SIZE: '20' };
-    const results: ScenarioResult[] = [];
+    const plannedRequests = (2.5 + 2 * options.durationSeconds) * MAX_EXPECTED_RPS;
+    const voucherCount = Math.min(500, Math.ceil(plannedRequests / options.users));
+    progress.step(`seckill-${strategy}: creating ${voucherCount} vouchers of stock ${options.stock}`);
+    const vouchers = await createVouchers(server, world, voucherCount, options.stock);
+    const sale = new Sale(vouchers, world, server.url);
 
-    const bare = await startServer({ ...env, SECKILL_WORKER: 'false' });
-    try {
-      results.push(await load('bare EVALSHA', bare.port, '/bench/evalsha', [], requests, connections));
-    } finally {
-      await stopServer(bare.child);
-    }
+    const { saturation, fixedRate } = await measure(server.url, sale, options, (label, seconds) => progress.step(`seckill-${strategy}: ${label}`, seconds));
 
-    const scenarios = [
-      { name: 'async', strategy: 'async', worker: true },
-      { name: 'async, worker in its own process', strategy: 'async', worker: false },
-      { name: 'sync', strategy: 'sync', worker: true },
-    ] as const;
-    for (const [index, scenario] of scenarios.entries()) {
-      const tokens = await createUsers(db, redis, requests, index * requests);
-      const voucherId = await createVoucher(db, stock);
-      const server = await startServer({ ...env, SECKILL_STRATEGY: scenario.strategy, SECKILL_WORKER: String(scenario.worker) });
-      let worker: ChildProcess | undefined;
-      try {
-        const result = await load(scenario.name, server.port, `/api/voucher-order/seckill/${voucherId}`, tokens, requests, connections);
-        const drainStart = Date.now();
-        // Without an in-process worker the orders wait in the stream until the worker process starts.
-        if (!scenario.worker) worker = startWorker({ ...env, SECKILL_STRATEGY: 'async' });
-        await waitFor(async () => (await countOrders(db, voucherId)) >= Math.min(result.accepted, stock), 120_000);
-        if (scenario.strategy === 'async') result.drainMs = Date.now() - drainStart;
-        Object.assign(result, await verify(db, voucherId, stock, result.accepted));
-        results.push(result);
-      } finally {
-        if (worker) await stopServer(worker);
-        await stopServer(server.child);
-      }
-    }
-    return results;
+    progress.step(`seckill-${strategy}: waiting for the order worker to drain`);
+    const drainStarted = performance.now();
+    const store = new SeckillStore(world.redis, SHARDS);
+    const drained = await waitForDrain(store, options.drainTimeoutSeconds * 1000);
+    const drainMs = Math.round(performance.now() - drainStarted);
+    const checks = await checkSale(world, store, strategy, vouchers, options.stock, sale);
+    if (!drained) checks.unshift({ name: 'worker drained', pass: false, detail: `still queued or pending after ${options.drainTimeoutSeconds} s` });
+    return {
+      scenario: `seckill-${strategy}`,
+      strategy,
+      saturation,
+      fixedRate,
+      vouchers: voucherCount,
+      stockPerVoucher: options.stock,
+      accepted: sale.accepted.size,
+      refused: sale.refused,
+      drainMs,
+      checks,
+      pass: checks.every((check) => check.pass),
+    };
   } finally {
-    await db.destroy();
-    const raw = new Redis(redisUrl);
-    await deleteKeysWithPrefix(raw, keyPrefix).finally(() => raw.disconnect());
-    await closeRedis(redis);
-    const connection = await createConnection(options.mysqlServerUrl ?? 'mysql://root@127.0.0.1:3306');
-    await connection.query(`DROP DATABASE IF EXISTS \`${RUN}\``);
-    await connection.end();
+    await server.stop();
   }
 }
 
-async function startServer(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/server.ts'], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! });
-  for await (const line of lines) {
-    if (line.startsWith('{')) return { child, port: (JSON.parse(line) as { port: number }).port };
+/** Requests of the sale and what their answers said. */
+export class Sale implements RequestSource {
+  readonly method = 'POST' as const;
+  /** Order ids answered with success: true. */
+  readonly accepted = new Set<string>();
+  readonly refused: Record<string, number> = {};
+  /** Answers that were not the API's {success, …} JSON (status and first bytes), counted. */
+  readonly unexpected: Record<string, number> = {};
+  private index = 0;
+
+  constructor(
+    readonly vouchers: string[],
+    private readonly world: World,
+    readonly url: string,
+  ) {}
+
+  next() {
+    const users = this.world.users;
+    const user = users[this.index % users.length]!;
+    const voucher = this.vouchers[Math.floor(this.index / users.length) % this.vouchers.length]!;
+    this.index += 1;
+    return { path: `/api/voucher-order/seckill/${voucher}`, headers: { authorization: user.token } };
   }
-  throw new Error('bench server exited before listening');
-}
 
-function startWorker(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'silent', SECKILL_CONSUMER: 'bench-worker', ...env },
-    stdio: 'ignore',
-  });
-}
-
-async function stopServer(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-  await once(child, 'exit');
-  clearTimeout(timer);
-}
-
-async function load(name: string, port: number, path: string, tokens: string[], amount: number, connections: number): Promise<ScenarioResult> {
-  let next = 0;
-  let accepted = 0;
-  // Wall time of our own, to the last response: autocannon ends a run on its next 1 s tick.
-  const started = performance.now();
-  let lastResponse = started;
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections,
-    amount,
-    requests: [
-      {
-        method: 'POST',
-        path,
-        setupRequest: (request) => {
-          const token = tokens[next++ % Math.max(tokens.length, 1)];
-          return token ? { ...request, headers: { ...request.headers, authorization: token } } : request;
-        },
-        onResponse: (_status, body) => {
-          lastResponse = performance.now();
-          if (body.includes('"success":true')) accepted += 1;
-        },
-      },
-    ],
-  });
-  return {
-    name,
-    requests: result.requests.total,
-    rps: Math.round(result.requests.total / ((lastResponse - started) / 1000)),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.non2xx,
-    accepted,
-  };
-}
-
-/** `count` users with sessions; ids start after `offset` so the strategies never share a buyer. */
-async function createUsers(db: Db, redis: RedisClient, count: number, offset: number): Promise<string[]> {
-  const first = 16_000_000_000 + offset;
-  for (let i = 0; i < count; i += 1000) {
-    const rows = Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({ phone: String(first + i + j) }));
-    await db.insertInto('tb_user').values(rows).execute();
+  onResponse(status: number, body: string): void {
+    const accepted = /^\{"success":true,"data":"(\d+)"/.exec(body);
+    if (status === 200 && accepted) {
+      this.accepted.add(accepted[1]!);
+      return;
+    }
+    const refusal = /"errorMsg":"([^"]*)"/.exec(body);
+    const key = refusal ? `${status} ${refusal[1]}` : `${status} ${body.slice(0, 60)}`;
+    const bucket = status === 200 && refusal ? this.refused : this.unexpected;
+    bucket[key] = (bucket[key] ?? 0) + 1;
   }
-  const users = await db.selectFrom('tb_user').select('id').where('phone', '>=', String(first)).where('phone', '<', String(first + count)).execute();
-  const sessions = new SessionStore(redis, 3600);
-  return Promise.all(users.map((user) => sessions.create({ id: user.id, nickName: 'bench', icon: '' })));
 }
 
-async function createVoucher(db: Db, stock: number): Promise<string> {
-  const result = await db.insertInto('tb_voucher').values({ shop_id: '1', title: 'bench', pay_value: '1', actual_value: '1', type: 1 }).executeTakeFirstOrThrow();
-  const voucherId = String(result.insertId);
-  const now = Math.floor(Date.now() / 1000) * 1000;
-  await db.insertInto('tb_seckill_voucher').values({ voucher_id: voucherId, stock, begin_time: new Date(now - 3600_000), end_time: new Date(now + 3600_000) }).execute();
-  return voucherId;
+async function createVouchers(server: ServerProcess, world: World, count: number, stock: number): Promise<string[]> {
+  const begin = new Date(Date.now() - 60_000).toISOString();
+  const end = new Date(Date.now() + 6 * 3600_000).toISOString();
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${server.url}/api/voucher/seckill`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: world.admin.token },
+      body: JSON.stringify({ shopId: world.shopId, title: `Bench voucher ${i + 1}`, payValue: 100, actualValue: 200, stock, beginTime: begin, endTime: end }),
+    });
+    const body = (await response.json()) as { success: boolean; data?: string; errorMsg?: string };
+    if (!body.success || !body.data) throw new Error(`creating a seckill voucher failed: ${response.status} ${body.errorMsg ?? ''}`);
+    ids.push(body.data);
+  }
+  return ids;
 }
 
-async function countOrders(db: Db, voucherId: string): Promise<number> {
-  const row = await db.selectFrom('tb_voucher_order').select((eb) => eb.fn.countAll<string>().as('n')).where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-async function verify(db: Db, voucherId: string, stock: number, accepted: number) {
-  const { rows } = await sql<{ orders: string; users: string }>`
-    SELECT COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users FROM tb_voucher_order WHERE voucher_id = ${voucherId}`.execute(db);
-  const ordersInMysql = Number(rows[0]!.orders);
-  const distinctUsers = Number(rows[0]!.users);
-  const left = (await db.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow()).stock;
-  const correct = ordersInMysql === accepted && distinctUsers === accepted && ordersInMysql <= stock && left === stock - ordersInMysql;
-  return { ordersInMysql, distinctUsers, correct };
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+/** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
+async function waitForDrain(store: SeckillStore, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the orders to reach MySQL');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  for (;;) {
+    const { queued, pending } = await streamBacklog(store);
+    if (queued === 0 && pending === 0) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-export function seckillTable(results: ScenarioResult[]): string {
-  const header = '| scenario | requests | req/s | p50 ms | p99 ms | errors | accepted | in MySQL | distinct users | drain ms | correct |\n|---|---|---|---|---|---|---|---|---|---|---|';
-  const rows = results.map((r) =>
-    `| ${r.name} | ${r.requests} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.accepted} | ${r.ordersInMysql ?? '–'} | ${r.distinctUsers ?? '–'} | ${r.drainMs ?? '–'} | ${r.correct === undefined ? '–' : r.correct ? 'yes' : 'NO'} |`,
+async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pending: number; dead: number }> {
+  let queued = 0;
+  let pending = 0;
+  let dead = 0;
+  for (let shard = 0; shard < store.shards; shard++) {
+    const keys = store.shardKeys(shard);
+    queued += await store.redis.hlen(keys.queued);
+    dead += await store.redis.xlen(keys.deadLetters);
+    if ((await store.redis.exists(keys.stream)) === 1) {
+      const summary = (await store.redis.xpending(keys.stream, ORDER_GROUP).catch(() => [0])) as [number];
+      pending += Number(summary[0]);
+    }
+  }
+  return { queued, pending, dead };
+}
+
+/**
+ * Everything the sale promised, read back from MySQL and Redis after the drain. Exported for the
+ * harness's own tests, which show that each check can fail.
+ */
+export async function checkSale(world: World, store: SeckillStore, strategy: Strategy, vouchers: string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
+  const { rows: perVoucher } = await sql<{ voucher_id: string; orders: string; users: string }>`
+    SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
+    FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(world.db);
+  const orderIds = new Set(
+    (await world.db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => String(row.id)),
   );
-  return [header, ...rows].join('\n');
+  const mysqlStock = new Map(
+    (await world.db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [String(row.voucher_id), row.stock]),
+  );
+  const redisStock = new Map<string, number | undefined>();
+  for (const voucher of vouchers) redisStock.set(voucher, (await store.read(voucher))?.stock);
+  const backlog = await streamBacklog(store);
+
+  const orders = perVoucher.reduce((sum, row) => sum + Number(row.orders), 0);
+  const sold = vouchers.reduce((sum, voucher) => sum + (stock - (mysqlStock.get(voucher) ?? stock)), 0);
+  const lost = [...sale.accepted].filter((id) => !orderIds.has(id));
+  const unexpected = [...orderIds].filter((id) => !sale.accepted.has(id));
+  const overs = vouchers.filter((voucher) => {
+    const row = perVoucher.find((r) => r.voucher_id === voucher);
+    return Number(row?.orders ?? 0) > stock || (mysqlStock.get(voucher) ?? 0) < 0 || (redisStock.get(voucher) ?? 0) < 0;
+  });
+  const twice = perVoucher.filter((row) => row.orders !== row.users);
+  const drift = vouchers.filter((voucher) => redisStock.get(voucher) !== mysqlStock.get(voucher));
+
+  const checks: Check[] = [
+    {
+      name: 'orders in MySQL = successes returned',
+      pass: orders === sale.accepted.size && lost.length === 0 && unexpected.length === 0,
+      detail: `${orders} orders, ${sale.accepted.size} successes; ${lost.length} answered but missing, ${unexpected.length} never answered`,
+    },
+    { name: 'stock sold = orders', pass: sold === orders, detail: `${sold} units taken from MySQL stock for ${orders} orders` },
+    { name: 'no oversell', pass: overs.length === 0, detail: overs.length === 0 ? `no voucher above its stock of ${stock}` : `vouchers ${overs.slice(0, 5).join(', ')} oversold` },
+    { name: 'no user twice', pass: twice.length === 0, detail: twice.length === 0 ? 'one order per user and voucher' : `${twice.length} vouchers with a repeated buyer` },
+  ];
+  if (strategy === 'async') {
+    checks.push({
+      name: 'MySQL stock = Redis stock',
+      pass: drift.length === 0,
+      detail: drift.length === 0 ? `all ${vouchers.length} vouchers agree` : `${drift.length} vouchers differ, e.g. ${drift[0]}: MySQL ${mysqlStock.get(drift[0]!)}, Redis ${redisStock.get(drift[0]!)}`,
+    });
+  }
+  checks.push(
+    { name: 'nothing pending', pass: backlog.pending === 0 && backlog.queued === 0, detail: `${backlog.pending} pending entries, ${backlog.queued} queued orders` },
+    { name: 'no dead letters', pass: backlog.dead === 0, detail: `${backlog.dead} entries in the dead-letter streams` },
+  );
+  return checks;
 }

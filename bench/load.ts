@@ -1,0 +1,264 @@
+/**
+ * The two ways the harness loads a server:
+ *
+ * - `saturate`: closed loop (autocannon): N connections, each sending its next request as soon as
+ *   the previous answer arrives. Its request rate is the server's throughput at saturation; its
+ *   latencies are not reported, because a closed loop stops sending exactly when the server stalls
+ *   (coordinated omission) and so hides the stall.
+ * - `fixedRate`: open loop at a constant offered rate (the wrk2 method): request i is due at
+ *   start + i / rate whether or not earlier answers have arrived, and its latency is measured from
+ *   that due time, so time spent queued behind a stall counts. Connections come from an undici
+ *   pool; a request waiting for a free connection is waiting, and that counts too.
+ *
+ * Why not autocannon's own rate mode (`overallRate`) for the second: in autocannon 9 every
+ * connection spends its per-second budget at the start of each second (all connections' timers
+ * tick together, so the offered load arrives in bursts), and its coordinated-omission correction
+ * uses `Math.ceil(1 / rate)` as the expected interval in milliseconds, which is 1 ms whatever the
+ * rate: a 30 ms answer is recorded as 30 samples (30, 29, … 1 ms). docs/BENCHMARKS.md shows the
+ * two side by side.
+ */
+import type { EventEmitter } from 'node:events';
+import autocannon from 'autocannon';
+import * as hdr from 'hdr-histogram-js';
+import { Pool } from 'undici';
+
+export interface RequestSource {
+  method: 'GET' | 'POST';
+  /** The next request's path and headers; called once per request, in order. */
+  next(): { path: string; headers?: Record<string, string> };
+  /** Sees every answer (only set where the body matters: it costs the load generator time). */
+  onResponse?(status: number, body: string): void;
+}
+
+export interface Latency {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+}
+
+export interface PhaseResult {
+  /** "saturation" (closed loop) or "fixed rate" (open loop). */
+  mode: 'saturation' | 'fixed-rate';
+  connections: number;
+  durationSeconds: number;
+  /** Answers received. */
+  requests: number;
+  /** Answers per second over the phase. */
+  rps: number;
+  /** Offered rate (fixed-rate phase only). */
+  offeredRate?: number;
+  /** Milliseconds (fixed-rate phase: from the due time; saturation phase: autocannon's raw figures, for reference only). */
+  latency: Latency;
+  /** Socket errors and timeouts. */
+  errors: number;
+  /** Answers with a status outside 2xx. */
+  non2xx: number;
+}
+
+export type Ticker = (elapsedSeconds: number) => void;
+
+/**
+ * Closed loop until about `durationSeconds` have passed. autocannon runs a fixed number of
+ * requests (its duration mode drops the answers in flight when time is up, and a seckill order
+ * whose answer was dropped would look like an order nobody was told of), sized from
+ * `expectedRps`; the rate is answers over the time to the last answer.
+ */
+export async function saturate(
+  url: string,
+  source: RequestSource,
+  options: { connections: number; durationSeconds: number; expectedRps: number; onTick?: Ticker },
+): Promise<PhaseResult> {
+  const { connections } = options;
+  // A multiple of the connections: autocannon gives each connection an equal share.
+  const amount = Math.max(1, Math.ceil((options.expectedRps * options.durationSeconds) / connections)) * connections;
+  const started = performance.now();
+  let answered = 0;
+  let lastAnswer = started;
+  const ticker = options.onTick ? setInterval(() => options.onTick!((performance.now() - started) / 1000), 250) : undefined;
+  try {
+    // Without a callback autocannon returns its event emitter made thenable (its types show only the promise).
+    const instance = autocannon({
+      url,
+      connections,
+      amount,
+      requests: [
+        {
+          method: source.method,
+          setupRequest: (request) => {
+            const { path, headers } = source.next();
+            return { ...request, path, headers: { ...request.headers, ...headers } };
+          },
+          ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
+        },
+      ],
+    }) as unknown as EventEmitter & PromiseLike<autocannon.Result>;
+    instance.on('response', () => {
+      answered += 1;
+      lastAnswer = performance.now();
+    });
+    const result = await instance;
+    const seconds = (lastAnswer - started) / 1000;
+    return {
+      mode: 'saturation',
+      connections,
+      durationSeconds: Math.round(seconds * 100) / 100,
+      requests: answered,
+      rps: Math.round(answered / seconds),
+      latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+      errors: result.errors,
+      non2xx: result.non2xx,
+    };
+  } finally {
+    clearInterval(ticker);
+  }
+}
+
+export async function fixedRate(
+  url: string,
+  source: RequestSource,
+  options: { rate: number; connections: number; durationSeconds: number; onTick?: Ticker },
+): Promise<PhaseResult> {
+  const { rate, durationSeconds } = options;
+  const total = Math.max(1, Math.round(rate * durationSeconds));
+  const connections = Math.min(options.connections, total);
+  const pool = new Pool(url, { connections, pipelining: 1, headersTimeout: 30_000, bodyTimeout: 30_000, keepAliveTimeout: 60_000 });
+  // Microseconds from 1 µs to 5 min, 3 significant digits (the HdrHistogram default precision).
+  const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 300_000_000, numberOfSignificantValueDigits: 3 });
+  let errors = 0;
+  let non2xx = 0;
+  let answered = 0;
+  const inFlight = new Set<Promise<void>>();
+
+  const send = (dueAt: number) => {
+    const { path, headers } = source.next();
+    const request = pool
+      .request({ method: source.method, path, headers: headers ?? {} })
+      .then(async ({ statusCode, body }) => {
+        const text = await body.text();
+        histogram.recordValue(Math.max(1, Math.round((performance.now() - dueAt) * 1000)));
+        answered += 1;
+        if (statusCode < 200 || statusCode > 299) non2xx += 1;
+        source.onResponse?.(statusCode, text);
+      })
+      .catch(() => {
+        errors += 1;
+      })
+      .finally(() => inFlight.delete(request));
+    inFlight.add(request);
+  };
+
+  // Open the connections first, so that connection set-up does not land in the first requests' latency.
+  await Promise.all(Array.from({ length: connections }, () => pool.request({ method: 'GET', path: '/bench/ping' }).then((r) => r.body.dump()).catch(() => undefined)));
+
+  const intervalMs = 1000 / rate;
+  const started = performance.now();
+  let sent = 0;
+  let lastTick = 0;
+  while (sent < total) {
+    const now = performance.now();
+    const due = Math.min(total, Math.floor((now - started) / intervalMs) + 1);
+    while (sent < due) send(started + sent++ * intervalMs);
+    if (options.onTick && now - lastTick > 250) {
+      lastTick = now;
+      options.onTick((now - started) / 1000);
+    }
+    // Wake at the next due time (timers fire no sooner than 1 ms; several requests may then be due).
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + sent * intervalMs - performance.now())));
+  }
+  await Promise.all([...inFlight]);
+  const elapsedSeconds = (performance.now() - started) / 1000;
+  await pool.close();
+  const ms = (micros: number) => Math.round(micros / 100) / 10;
+  return {
+    mode: 'fixed-rate',
+    connections,
+    durationSeconds: Math.round(elapsedSeconds * 100) / 100,
+    requests: answered,
+    rps: Math.round(answered / elapsedSeconds),
+    offeredRate: rate,
+    latency: {
+      p50: ms(histogram.getValueAtPercentile(50)),
+      p90: ms(histogram.getValueAtPercentile(90)),
+      p99: ms(histogram.getValueAtPercentile(99)),
+      max: ms(histogram.maxValue),
+    },
+    errors,
+    non2xx,
+  };
+}
+
+/** autocannon's rate mode, kept to show how its figures differ (see the module comment). */
+export async function autocannonRate(
+  url: string,
+  source: RequestSource,
+  options: { rate: number; connections: number; durationSeconds: number },
+): Promise<PhaseResult> {
+  const result = await autocannon({
+    url,
+    connections: options.connections,
+    overallRate: options.rate,
+    duration: options.durationSeconds,
+    requests: [
+      {
+        method: source.method,
+        setupRequest: (request) => {
+          const { path, headers } = source.next();
+          return { ...request, path, headers: { ...request.headers, ...headers } };
+        },
+        ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
+      },
+    ],
+  });
+  return {
+    mode: 'fixed-rate',
+    connections: Math.min(options.connections, options.rate),
+    durationSeconds: result.duration,
+    requests: result.requests.total,
+    rps: Math.round(result.requests.total / result.duration),
+    offeredRate: options.rate,
+    latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+export interface MeasureOptions {
+  connections: number;
+  latencyConnections: number;
+  durationSeconds: number;
+  /** Offered rate of the fixed-rate phase, or else `rateFraction` of the saturation rate. */
+  rate: number | undefined;
+  rateFraction: number;
+}
+
+/**
+ * A scenario's two measurements: warm-up (JIT, pools, caches; not reported), saturation, then
+ * fixed rate below it. `step` announces each phase and returns its progress ticker.
+ */
+export async function measure(
+  url: string,
+  source: RequestSource,
+  options: MeasureOptions,
+  step: (label: string, seconds?: number) => Ticker,
+): Promise<{ saturation: PhaseResult; fixedRate: PhaseResult }> {
+  const { connections, latencyConnections, durationSeconds } = options;
+  const warmUpSeconds = Math.min(2, durationSeconds / 2);
+  const onTick = step('warm-up', warmUpSeconds);
+  const probe = await saturate(url, source, { connections, durationSeconds: warmUpSeconds / 4, expectedRps: 1_000, onTick });
+  const warm = await saturate(url, source, { connections, durationSeconds: warmUpSeconds, expectedRps: probe.rps, onTick });
+  const saturation = await saturate(url, source, {
+    connections,
+    durationSeconds,
+    expectedRps: warm.rps,
+    onTick: step(`saturation, ${connections} connections`, durationSeconds),
+  });
+  const rate = options.rate ?? Math.max(1, Math.round(saturation.rps * options.rateFraction));
+  const fixed = await fixedRate(url, source, {
+    rate,
+    connections: latencyConnections,
+    durationSeconds,
+    onTick: step(`fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
+  });
+  return { saturation, fixedRate: fixed };
+}

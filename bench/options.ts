@@ -1,0 +1,146 @@
+/**
+ * Command-line options of `npm run bench`, parsed and checked once: a bad value stops the run
+ * before anything starts, with a message naming the option.
+ */
+import { parseArgs } from 'node:util';
+
+export const SCENARIOS = ['baseline', 'seckill-async', 'seckill-sync', 'shop-hot', 'id', 'lock'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+export interface BenchOptions {
+  scenarios: ScenarioName[];
+  /** Seconds of each measured phase (saturation, then fixed rate). */
+  durationSeconds: number;
+  /** Connections of the saturation phase. */
+  connections: number;
+  /** Connections of the fixed-rate (latency) phase. */
+  latencyConnections: number;
+  /** Offered rate of the latency phase: an absolute req/s, or else this fraction of the scenario's saturation rate. */
+  rate: number | undefined;
+  rateFraction: number;
+  /** Users with sessions that place the orders. */
+  users: number;
+  /** Stock of each voucher; every voucher is offered to every user once (a sale of `users` buyers for `stock` units). */
+  stock: number;
+  /** Redis and MySQL the servers and the checks use. */
+  redisUrl: string;
+  mysqlServerUrl: string;
+  /** Print one JSON document on stdout instead of Markdown. */
+  json: boolean;
+  /** Write docs/BENCHMARKS.md (generated section) and the SVG chart. */
+  write: boolean;
+  /** Where the Markdown and SVG go when written. */
+  docsDir: string;
+  /** Profile the seckill-async server (node --cpu-prof) and summarise where its time goes. */
+  cpuProf: boolean;
+  /** How long to wait for the order worker to drain after a sale. */
+  drainTimeoutSeconds: number;
+  /** The command line, as given, for the report. */
+  commandLine: string;
+}
+
+export class OptionsError extends Error {
+  override name = 'OptionsError';
+}
+
+export const USAGE = `npm run bench -- [options]
+
+  --scenarios LIST        comma-separated, from: ${SCENARIOS.join(', ')} (default: all)
+  --duration SECONDS      each measured phase (default 10)
+  --connections N         connections at saturation (default 100)
+  --latency-connections N connections at the fixed rate (default 1000)
+  --rate N                offered req/s of the latency phase (default: --rate-fraction of saturation)
+  --rate-fraction F       0 < F < 1 (default 0.5)
+  --users N               buyers with sessions (default 5000)
+  --stock N               stock of each voucher (default: users / 2)
+  --drain-timeout SECONDS wait for the order worker after a sale (default 180)
+  --cpu-prof              profile the seckill-async server and summarise it
+  --json                  one JSON document on stdout instead of Markdown
+  --no-write              do not update docs/BENCHMARKS.md and docs/bench/chart.svg
+  --docs-dir DIR          where BENCHMARKS.md and bench/chart.svg are written (default docs)
+  --smoke                 a few seconds with small numbers, writes nothing (used by the tests)
+  --help
+
+Environment: REDIS_URL (default redis://127.0.0.1:6379/0), MYSQL_SERVER_URL (default
+mysql://root@127.0.0.1:3306). The run uses a database and key prefix of its own, removed afterwards.`;
+
+export function parseBenchOptions(argv: string[], env: Record<string, string | undefined> = process.env): BenchOptions | 'help' {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        scenarios: { type: 'string' },
+        duration: { type: 'string' },
+        connections: { type: 'string' },
+        'latency-connections': { type: 'string' },
+        rate: { type: 'string' },
+        'rate-fraction': { type: 'string' },
+        users: { type: 'string' },
+        stock: { type: 'string' },
+        'drain-timeout': { type: 'string' },
+        'cpu-prof': { type: 'boolean', default: false },
+        json: { type: 'boolean', default: false },
+        'no-write': { type: 'boolean', default: false },
+        'docs-dir': { type: 'string' },
+        smoke: { type: 'boolean', default: false },
+        help: { type: 'boolean', default: false },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    throw new OptionsError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return 'help';
+
+  const smoke = values.smoke;
+  const users = int('--users', values.users, smoke ? 300 : 5_000, 1, 1_000_000);
+  const scenarioList = values.scenarios ?? (positionals.length > 0 ? positionals.join(',') : undefined);
+  return {
+    scenarios: scenarios(scenarioList),
+    durationSeconds: number('--duration', values.duration, smoke ? 1.5 : 10, 0.5, 3600),
+    connections: int('--connections', values.connections, smoke ? 20 : 100, 1, 10_000),
+    latencyConnections: int('--latency-connections', values['latency-connections'], smoke ? 20 : 1_000, 1, 10_000),
+    rate: values.rate === undefined ? (smoke ? 200 : undefined) : int('--rate', values.rate, 0, 1, 10_000_000),
+    rateFraction: number('--rate-fraction', values['rate-fraction'], 0.5, 0.01, 0.99),
+    users,
+    stock: int('--stock', values.stock, Math.max(1, Math.floor(users / 2)), 1, 10_000_000),
+    redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379/0',
+    mysqlServerUrl: (env.MYSQL_SERVER_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, ''),
+    json: values.json,
+    write: !values['no-write'] && !smoke,
+    docsDir: values['docs-dir'] ?? 'docs',
+    cpuProf: values['cpu-prof'],
+    drainTimeoutSeconds: number('--drain-timeout', values['drain-timeout'], smoke ? 60 : 180, 1, 3600),
+    commandLine: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
+  };
+}
+
+function scenarios(list: string | undefined): ScenarioName[] {
+  if (list === undefined || list === '' || list === 'all') return [...SCENARIOS];
+  const names = list.split(',').map((name) => name.trim()).filter(Boolean);
+  for (const name of names) {
+    if (!(SCENARIOS as readonly string[]).includes(name)) {
+      throw new OptionsError(`--scenarios: unknown scenario "${name}" (known: ${SCENARIOS.join(', ')})`);
+    }
+  }
+  // Run in the documented order whatever order they were named in: baselines come first.
+  return SCENARIOS.filter((name) => names.includes(name));
+}
+
+function number(flag: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
+    throw new OptionsError(`${flag}: expected a number from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function int(flag: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  const value = number(flag, raw, fallback, min, max);
+  if (!Number.isInteger(value)) throw new OptionsError(`${flag}: expected a whole number, got "${raw}"`);
+  return value;
+}

@@ -1,0 +1,50 @@
+/**
+ * Server processes of a run. Each scenario gets an app instance of its own, in its own process,
+ * so that the load generator never shares the server's event loop and one scenario's leftovers
+ * (JIT state, pools, a worker still writing) never flatter or burden the next.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export interface ServerOptions {
+  env: Record<string, string>;
+  /** Directory for `node --cpu-prof`; the profile is written when the server exits. */
+  cpuProfDir?: string;
+}
+
+const SERVER_ENTRY = new URL('./server.ts', import.meta.url).pathname;
+
+export async function startServer(options: ServerOptions): Promise<ServerProcess> {
+  const profiling = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
+  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', SERVER_ENTRY], {
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...options.env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! });
+  for await (const line of lines) {
+    if (line.startsWith('{"listening"')) {
+      const { port } = JSON.parse(line) as { port: number };
+      lines.on('line', (rest) => process.stderr.write(`[server] ${rest}\n`));
+      return { url: `http://127.0.0.1:${port}`, child, stop: () => stopProcess(child) };
+    }
+    process.stderr.write(`[server] ${line}\n`);
+  }
+  throw new Error(`bench server exited (code ${child.exitCode}) before listening`);
+}
+
+/** SIGTERM, then SIGKILL after 15 s; resolves when the process is gone. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}

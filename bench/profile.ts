@@ -1,0 +1,86 @@
+/**
+ * Summary of a V8 CPU profile (`node --cpu-prof`): where the server's time went, by package or
+ * Node subsystem and by function, as self time (time spent in the function's own code).
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+interface CpuProfile {
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+export interface ProfileShare {
+  name: string;
+  ms: number;
+  /** Of the profiled time, busy or idle. */
+  percent: number;
+}
+
+export interface ProfileSummary {
+  file: string;
+  totalMs: number;
+  /** Time the event loop had nothing to do. */
+  idlePercent: number;
+  byArea: ProfileShare[];
+  topFunctions: ProfileShare[];
+}
+
+/** Summarises the newest .cpuprofile in `dir`. */
+export async function summariseProfileDir(dir: string, top = 15): Promise<ProfileSummary> {
+  const files = (await readdir(dir)).filter((name) => name.endsWith('.cpuprofile')).sort();
+  const newest = files.at(-1);
+  if (!newest) throw new Error(`no .cpuprofile in ${dir}: did the server exit normally?`);
+  return summariseProfile(join(dir, newest), top);
+}
+
+export async function summariseProfile(file: string, top = 15): Promise<ProfileSummary> {
+  const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
+  const selfUs = new Map<number, number>();
+  for (const [i, nodeId] of profile.samples.entries()) selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
+
+  const areas = new Map<string, number>();
+  const functions = new Map<string, number>();
+  for (const node of profile.nodes) {
+    const us = selfUs.get(node.id) ?? 0;
+    if (us === 0) continue;
+    const area = areaOf(node.callFrame.url, node.callFrame.functionName);
+    areas.set(area, (areas.get(area) ?? 0) + us);
+    const fn = `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`.trim();
+    functions.set(fn, (functions.get(fn) ?? 0) + us);
+  }
+  const shares = (map: Map<string, number>) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((us / totalUs) * 1000) / 10 }));
+  return {
+    file,
+    totalMs: Math.round(totalUs / 1000),
+    idlePercent: Math.round(((areas.get('(idle)') ?? 0) / totalUs) * 1000) / 10,
+    byArea: shares(areas),
+    topFunctions: shares(functions).filter((share) => share.name !== '(idle)').slice(0, top),
+  };
+}
+
+/** Groups code by who owns it: a package, a Node subsystem, this project's source, or V8 itself. */
+function areaOf(url: string, functionName: string): string {
+  if (url === '') {
+    if (functionName === '(idle)' || functionName === '(garbage collector)' || functionName === '(program)') return functionName;
+    return '(native: V8 builtins, C++ bindings)';
+  }
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
+  if (pkg) return pkg[1]!;
+  const core = /^node:(?:internal\/)?([^/]+)/.exec(url);
+  if (core) return `node:${core[1]}`;
+  const own = /\/(src|bench)\/(.+)$/.exec(url);
+  if (own) return `${own[1]}/${own[2]!.split('/').slice(0, -1).join('/') || own[2]}`;
+  return url;
+}
+
+function shortUrl(url: string): string {
+  return url.replace(/^file:\/\/.*?\/(node_modules|src|bench)\//, '$1/');
+}
