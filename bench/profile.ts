@@ -2,11 +2,11 @@
  * Summary of a V8 CPU profile (`node --cpu-prof`): where the server's time went, by package or
  * Node subsystem and by function, as self time (time spent in the function's own code).
  */
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 interface CpuProfile {
-  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>;
+  nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
   samples: number[];
   timeDeltas: number[];
   startTime: number;
@@ -29,12 +29,16 @@ export interface ProfileSummary {
   topFunctions: ProfileShare[];
 }
 
-/** Summarises the newest .cpuprofile in `dir`. */
+/**
+ * Summarises the main thread's profile in `dir`. A process writes one file per thread (tsx's
+ * module loader runs on a thread of its own); the main thread's is the largest.
+ */
 export async function summariseProfileDir(dir: string, top = 15): Promise<ProfileSummary> {
-  const files = (await readdir(dir)).filter((name) => name.endsWith('.cpuprofile')).sort();
-  const newest = files.at(-1);
-  if (!newest) throw new Error(`no .cpuprofile in ${dir}: did the server exit normally?`);
-  return summariseProfile(join(dir, newest), top);
+  const files = (await readdir(dir)).filter((name) => name.endsWith('.cpuprofile'));
+  const sized = await Promise.all(files.map(async (name) => ({ name, size: (await stat(join(dir, name))).size })));
+  const largest = sized.sort((a, b) => b.size - a.size)[0];
+  if (!largest) throw new Error(`no .cpuprofile in ${dir}: did the server exit normally?`);
+  return summariseProfile(join(dir, largest.name), top);
 }
 
 export async function summariseProfile(file: string, top = 15): Promise<ProfileSummary> {
@@ -43,12 +47,25 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
   for (const [i, nodeId] of profile.samples.entries()) selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i] ?? 0));
   const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  // Native code (a socket write, a hash) is charged to the nearest JavaScript caller's area:
+  // "ioredis" then means ioredis and the system calls it makes.
+  const callerArea = (id: number): string => {
+    for (let at = parents.get(id); at !== undefined; at = parents.get(at)) {
+      const frame = byId.get(at)!.callFrame;
+      if (frame.url !== '') return areaOf(frame.url, frame.functionName);
+    }
+    return '(native: V8 builtins, C++ bindings)';
+  };
+
   const areas = new Map<string, number>();
   const functions = new Map<string, number>();
   for (const node of profile.nodes) {
     const us = selfUs.get(node.id) ?? 0;
     if (us === 0) continue;
-    const area = areaOf(node.callFrame.url, node.callFrame.functionName);
+    const area = node.callFrame.url === '' && !node.callFrame.functionName.startsWith('(') ? callerArea(node.id) : areaOf(node.callFrame.url, node.callFrame.functionName);
     areas.set(area, (areas.get(area) ?? 0) + us);
     const fn = `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`.trim();
     functions.set(fn, (functions.get(fn) ?? 0) + us);
@@ -69,8 +86,7 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
 /** Groups code by who owns it: a package, a Node subsystem, this project's source, or V8 itself. */
 function areaOf(url: string, functionName: string): string {
   if (url === '') {
-    if (functionName === '(idle)' || functionName === '(garbage collector)' || functionName === '(program)') return functionName;
-    return '(native: V8 builtins, C++ bindings)';
+    return functionName.startsWith('(') ? functionName : '(native: V8 builtins, C++ bindings)';
   }
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (pkg) return pkg[1]!;

@@ -169,7 +169,8 @@ export function renderMarkdown(report: BenchReport): string {
 
 function renderProfile(profile: ProfileSummary): string {
   const lines = [
-    `CPU profile of the seckill-async server (\`node --cpu-prof\`, whole server lifetime: ${number(profile.totalMs)} ms, ${profile.idlePercent} % idle). Self time by area:`,
+    `CPU profile of the seckill-async server (\`node --cpu-prof\`, whole server lifetime: ${number(profile.totalMs)} ms, ${profile.idlePercent} % idle; ` +
+      'the run names the .cpuprofile file: open it in Chrome DevTools for the call tree). Self time by area, native code charged to its JavaScript caller:',
     '',
     '| area | ms | % |',
     '|---|---:|---:|',

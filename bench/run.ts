@@ -6,7 +6,7 @@
  * It uses the local Redis and MariaDB (scripts/services.sh) in a database and key prefix of its
  * own, removed afterwards, and starts a server process per scenario.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -63,7 +63,6 @@ export async function runBench(options: BenchOptions, progress = new Progress())
   } finally {
     progress.step('cleaning up');
     await world.destroy();
-    if (profileDir) await rm(profileDir, { recursive: true, force: true });
     progress.done();
   }
 }
@@ -118,6 +117,7 @@ async function main(): Promise<number> {
     const written = await writeDocs(report, options.docsDir);
     console.error(`wrote ${written.markdown} and ${written.svg}`);
   }
+  if (report.profile) console.error(`CPU profile kept at ${report.profile.file}`);
   if (!report.pass) console.error('bench: a correctness check FAILED (see the checks above)');
   return report.pass ? 0 : 1;
 }
