@@ -18,6 +18,7 @@
  * two side by side.
  */
 import type { EventEmitter } from 'node:events';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import * as hdr from 'hdr-histogram-js';
 import { Pool } from 'undici';
@@ -50,6 +51,11 @@ export interface PhaseResult {
   offeredRate?: number;
   /** Milliseconds (fixed-rate phase: from the due time; saturation phase: autocannon's raw figures, for reference only). */
   latency: Latency;
+  /**
+   * p99 of the load generator's own event-loop delay, ms (fixed-rate phase): when it nears the
+   * latencies, requests left late because the generator was busy, and the figures are an upper bound.
+   */
+  generatorLagP99?: number;
   /** Socket errors and timeouts. */
   errors: number;
   /** Answers with a status outside 2xx. */
@@ -151,6 +157,8 @@ export async function fixedRate(
   // Open the connections first, so that connection set-up does not land in the first requests' latency.
   await Promise.all(Array.from({ length: connections }, () => pool.request({ method: 'GET', path: '/bench/ping' }).then((r) => r.body.dump()).catch(() => undefined)));
 
+  const lag = monitorEventLoopDelay({ resolution: 5 });
+  lag.enable();
   const intervalMs = 1000 / rate;
   const started = performance.now();
   let sent = 0;
@@ -168,6 +176,7 @@ export async function fixedRate(
   }
   await Promise.all([...inFlight]);
   const elapsedSeconds = (performance.now() - started) / 1000;
+  lag.disable();
   await pool.close();
   const ms = (micros: number) => Math.round(micros / 100) / 10;
   return {
@@ -183,6 +192,7 @@ export async function fixedRate(
       p99: ms(histogram.getValueAtPercentile(99)),
       max: ms(histogram.maxValue),
     },
+    generatorLagP99: Math.round(lag.percentile(99) / 1e5) / 10,
     errors,
     non2xx,
   };

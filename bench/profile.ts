@@ -50,14 +50,19 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
   const parents = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  // Native code (a socket write, a hash) is charged to the nearest JavaScript caller's area:
-  // "ioredis" then means ioredis and the system calls it makes.
+  // Native code (a socket write, a hash) is charged to the JavaScript that called it: "ioredis"
+  // then means ioredis and the system calls it makes.
+  // Node's own stream and socket layers are skipped, so that a socket write counts for the
+  // package that wrote (ioredis, mysql2, fastify) rather than for node:stream_base_commons.
   const callerArea = (id: number): string => {
+    let nearest: string | undefined;
     for (let at = parents.get(id); at !== undefined; at = parents.get(at)) {
       const frame = byId.get(at)!.callFrame;
-      if (frame.url !== '') return areaOf(frame.url, frame.functionName);
+      if (frame.url === '') continue;
+      nearest ??= areaOf(frame.url, frame.functionName);
+      if (!frame.url.startsWith('node:')) return areaOf(frame.url, frame.functionName);
     }
-    return '(native: V8 builtins, C++ bindings)';
+    return nearest ?? '(native: V8 builtins, C++ bindings)';
   };
 
   const areas = new Map<string, number>();

@@ -150,7 +150,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
   const locks = deps.locks ?? ownLocks;
   const orderService = new OrderService({
     strategy: config.seckill.strategy,
-    ids: new IdGenerator(redis),
+    ids: new IdGenerator(redis, { blockSize: config.idBlockSize }),
     store,
     orders,
     vouchers,

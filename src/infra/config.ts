@@ -29,6 +29,8 @@ export interface Config {
   mysqlPoolSize: number;
   /** Users allowed to create vouchers (hmdp has no roles; ids listed in ADMIN_USER_IDS). */
   adminUserIds: string[];
+  /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
+  idBlockSize: number;
   seckill: {
     /** `async`: Lua + Redis Stream + worker (default). `sync`: lock + MySQL transaction, for comparison. */
     strategy: 'async' | 'sync';
@@ -88,6 +90,7 @@ export function loadConfig(env: Env = process.env): Config {
     mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
     mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
     adminUserIds: read.idList('ADMIN_USER_IDS', []),
+    idBlockSize: read.int('ID_BLOCK_SIZE', 100, { min: 1, max: 1_000_000 }),
     seckill: {
       strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
       streamShards: read.int('SECKILL_STREAM_SHARDS', 4, { min: 1, max: 1024 }),

@@ -110,6 +110,51 @@ describe('IdGenerator', () => {
     expect(decodeId(await generator.nextId('overflow')).sequence).toBe(1);
   });
 
+  describe('with blocks (blockSize > 1)', () => {
+    it('issues distinct, per-generator increasing IDs from shared blocks, one round trip per block', async () => {
+      const a = new IdGenerator(redis, { blockSize: 7 });
+      const b = new IdGenerator(redis, { blockSize: 7 });
+      // Many calls in flight at once on each generator: waiters share a block being reserved.
+      const [fromA, fromB] = await Promise.all([a, b].map((g) => Promise.all(Array.from({ length: 500 }, () => g.nextId('blocks')))));
+
+      expect(new Set([...fromA!, ...fromB!]).size).toBe(1000);
+      for (const ids of [fromA!, fromB!]) {
+        for (let i = 1; i < ids.length; i++) expect(ids[i]!).toBeGreaterThan(ids[i - 1]!);
+      }
+      // Whole blocks were reserved: at most one partly used block per generator.
+      const reserved = Number(await redis.get(counterKey('blocks', utcDayStamp(new Date()))));
+      expect(reserved % 7).toBe(0);
+      expect(reserved).toBeGreaterThanOrEqual(1000);
+      expect(reserved).toBeLessThan(1000 + 2 * 7);
+    });
+
+    it('drops the rest of a block at the end of its UTC day and starts the new day at 1', async () => {
+      const clock = manualClock('2024-07-01T23:59:59Z');
+      const generator = new IdGenerator(redis, { clock: clock.now, blockSize: 100 });
+      const lastOfDay = await generator.nextId('block-day');
+      clock.set('2024-07-02T00:00:00Z');
+      const firstOfNextDay = await generator.nextId('block-day');
+
+      expect(decodeId(lastOfDay).sequence).toBe(1);
+      expect(decodeId(firstOfNextDay)).toEqual({ timestamp: new Date('2024-07-02T00:00:00Z'), sequence: 1 });
+      expect(await redis.get(counterKey('block-day', '20240701'))).toBe('100');
+    });
+
+    it('takes the last numbers of a day in a short block, then refuses', async () => {
+      const clock = manualClock('2024-08-01T08:00:00Z');
+      const generator = new IdGenerator(redis, { clock: clock.now, blockSize: 10 });
+      await redis.set(counterKey('block-end', '20240801'), MAX_SEQUENCE - 3);
+      const last = await Promise.all([1, 2, 3].map(() => generator.nextId('block-end')));
+      expect(last.map((id) => decodeId(id).sequence)).toEqual([MAX_SEQUENCE - 2, MAX_SEQUENCE - 1, MAX_SEQUENCE]);
+      await expect(generator.nextId('block-end')).rejects.toBeInstanceOf(IdSequenceExhaustedError);
+    });
+
+    it('rejects a block size outside 1 to 1,000,000', () => {
+      expect(() => new IdGenerator(redis, { blockSize: 0 })).toThrow(RangeError);
+      expect(() => new IdGenerator(redis, { blockSize: 1.5 })).toThrow(RangeError);
+    });
+  });
+
   it('never issues a smaller time part when the clock moves backwards, even across midnight', async () => {
     const clock = manualClock('2024-06-02T00:00:05Z');
     const generator = new IdGenerator(redis, { clock: clock.now });

@@ -18,7 +18,7 @@ const NEXT_SEQUENCE_COMMAND = 'idNextSequence';
 
 /** The script command that defineCommand adds to the client (kept out of ioredis' global types). */
 interface IdCommands {
-  [NEXT_SEQUENCE_COMMAND](counterKey: string, maxSequence: number): Promise<number>;
+  [NEXT_SEQUENCE_COMMAND](counterKey: string, maxSequence: number, count: number): Promise<[first: number, last: number]>;
 }
 
 export interface IdGeneratorOptions {
@@ -26,6 +26,14 @@ export interface IdGeneratorOptions {
   epoch?: Date;
   /** Wall clock in milliseconds since 1970 (default `Date.now`); a seam for tests of clock jumps. */
   clock?: () => number;
+  /**
+   * Sequence numbers reserved per Redis round trip (default 1). Above 1 the generator takes a
+   * block with one INCRBY and hands it out from memory (the "segment" method of Meituan's Leaf):
+   * far fewer round trips, at the price of gaps (numbers of a block unused when the process
+   * stops or the UTC day ends are never issued) and of the day counter then counting numbers
+   * reserved rather than IDs issued.
+   */
+  blockSize?: number;
 }
 
 export interface DecodedId {
@@ -65,6 +73,11 @@ export class IdGenerator {
   private readonly clock: () => number;
   /** Largest time part issued by this generator: the time part never goes backwards. */
   private lastTimePart = -1;
+  private readonly blockSize: number;
+  /** Per prefix: the reserved numbers not yet issued, valid for one UTC day only. */
+  private readonly blocks = new Map<string, { day: string; next: number; last: number }>();
+  /** Reservations in flight, per prefix and day: concurrent callers share one round trip. */
+  private readonly reserving = new Map<string, Promise<void>>();
 
   constructor(
     private readonly redis: RedisClient,
@@ -76,23 +89,51 @@ export class IdGenerator {
     }
     this.epochSeconds = epoch.getTime() / 1000;
     this.clock = options.clock ?? Date.now;
+    this.blockSize = options.blockSize ?? 1;
+    if (!Number.isInteger(this.blockSize) || this.blockSize < 1 || this.blockSize > 1_000_000) {
+      throw new RangeError('The ID block size must be a whole number from 1 to 1,000,000');
+    }
     redis.defineCommand(NEXT_SEQUENCE_COMMAND, { numberOfKeys: 1, lua: NEXT_SEQUENCE_LUA });
     this.commands = redis as unknown as IdCommands;
   }
 
   /**
    * Issues the next ID of `prefix`, the ID space (e.g. "order"): IDs of different prefixes may be
-   * equal. One Redis round trip.
+   * equal. One Redis round trip, or with `blockSize` > 1 one per block.
    */
   async nextId(prefix: string): Promise<bigint> {
     assertPrefix(prefix);
-    // Time part and day key come from the same reading: an ID's time part always lies in the
-    // day whose counter gave its sequence, which is what makes (time, sequence) unique.
-    const timePart = this.nextTimePart();
-    const day = utcDayStamp(new Date((this.epochSeconds + timePart) * 1000));
-    const sequence = await this.commands[NEXT_SEQUENCE_COMMAND](counterKey(prefix, day), MAX_SEQUENCE);
-    if (sequence < 0) throw new IdSequenceExhaustedError(prefix, day);
-    return (BigInt(timePart) << SEQUENCE_BITS) | BigInt(sequence);
+    for (;;) {
+      // Time part and day come from the same reading: an ID's time part always lies in the day
+      // whose counter gave its sequence, which is what makes (time, sequence) unique.
+      const timePart = this.nextTimePart();
+      const day = utcDayStamp(new Date((this.epochSeconds + timePart) * 1000));
+      if (this.blockSize === 1) return compose(timePart, (await this.reserve(prefix, day, 1))[0]);
+      const block = this.blocks.get(prefix);
+      if (block !== undefined && block.day === day && block.next <= block.last) return compose(timePart, block.next++);
+      await this.refill(prefix, day);
+    }
+  }
+
+  /** Takes a new block for `prefix` and `day`, or waits for the one already being taken. */
+  private refill(prefix: string, day: string): Promise<void> {
+    const key = `${prefix} ${day}`;
+    let pending = this.reserving.get(key);
+    if (pending === undefined) {
+      pending = this.reserve(prefix, day, this.blockSize)
+        .then(([first, last]) => {
+          this.blocks.set(prefix, { day, next: first, last });
+        })
+        .finally(() => this.reserving.delete(key));
+      this.reserving.set(key, pending);
+    }
+    return pending;
+  }
+
+  private async reserve(prefix: string, day: string, count: number): Promise<[first: number, last: number]> {
+    const [first, last] = await this.commands[NEXT_SEQUENCE_COMMAND](counterKey(prefix, day), MAX_SEQUENCE, count);
+    if (first < 0) throw new IdSequenceExhaustedError(prefix, day);
+    return [first, last];
   }
 
   /** IDs issued with `prefix` on the UTC day containing `day` (0 if none). */
@@ -118,6 +159,8 @@ export class IdGenerator {
     return timePart;
   }
 }
+
+const compose = (timePart: number, sequence: number): bigint => (BigInt(timePart) << SEQUENCE_BITS) | BigInt(sequence);
 
 /** Splits an ID into its issue second and its sequence number. */
 export function decodeId(id: bigint, epoch: Date = DEFAULT_ID_EPOCH): DecodedId {

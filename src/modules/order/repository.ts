@@ -24,6 +24,11 @@ export class OutOfStockInDatabase extends Error {
   override name = 'OutOfStockInDatabase';
 }
 
+/** A batch that cannot be written as all-new orders (a redelivery or a conflict in it); nothing was written. */
+export class BatchNotAllNew extends Error {
+  override name = 'BatchNotAllNew';
+}
+
 export class OrderRepository {
   constructor(private readonly db: Db) {}
 
@@ -46,6 +51,30 @@ export class OrderRepository {
       }
       await takeStock(trx, order.voucherId);
       return 'created';
+    });
+  }
+
+  /**
+   * Writes new orders together, in one transaction: one multi-row insert and one stock update per
+   * voucher, instead of a transaction per order. All or nothing: it throws (and writes nothing)
+   * when any order was written before or conflicts with a live order (BatchNotAllNew), or when a
+   * voucher lacks the stock (OutOfStockInDatabase); `persist` then tells the orders apart one by one.
+   */
+  async persistAllNew(orders: readonly NewOrder[]): Promise<void> {
+    if (orders.length === 0) return;
+    await this.db.transaction().execute(async (trx) => {
+      const insert = await trx
+        .insertInto('tb_voucher_order')
+        .ignore()
+        .values(orders.map((order) => ({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId })))
+        .executeTakeFirst();
+      const inserted = Number(insert.numInsertedOrUpdatedRows ?? 0n);
+      if (inserted !== orders.length) throw new BatchNotAllNew(`${orders.length - inserted} of ${orders.length} orders were not new`);
+      // Stock rows in one order (by voucher id) in every transaction: two batches never deadlock on them.
+      const perVoucher = new Map<string, number>();
+      for (const order of orders) perVoucher.set(order.voucherId, (perVoucher.get(order.voucherId) ?? 0) + 1);
+      const vouchers = [...perVoucher.keys()].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+      for (const voucherId of vouchers) await takeStock(trx, voucherId, perVoucher.get(voucherId)!);
     });
   }
 
@@ -141,13 +170,13 @@ export class OrderRepository {
   }
 }
 
-/** `stock = stock - 1 WHERE stock > 0`: the database never goes below zero. */
-async function takeStock(trx: Transaction<Database>, voucherId: string): Promise<void> {
+/** `stock = stock - n WHERE stock >= n`: the database never goes below zero. */
+async function takeStock(trx: Transaction<Database>, voucherId: string, units = 1): Promise<void> {
   const taken = await trx
     .updateTable('tb_seckill_voucher')
-    .set({ stock: sql`stock - 1` })
+    .set({ stock: sql`stock - ${units}` })
     .where('voucher_id', '=', voucherId)
-    .where('stock', '>', 0)
+    .where('stock', '>=', units)
     .executeTakeFirst();
-  if (taken.numUpdatedRows !== 1n) throw new OutOfStockInDatabase(`voucher ${voucherId} has no stock left in MySQL`);
+  if (taken.numUpdatedRows !== 1n) throw new OutOfStockInDatabase(`voucher ${voucherId} has ${units === 1 ? 'no stock' : `fewer than ${units} units of stock`} left in MySQL`);
 }

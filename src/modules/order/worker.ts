@@ -22,6 +22,8 @@ export interface OrderWorkerOptions {
 }
 
 type StreamEntry = [id: string, fields: string[]];
+/** A stream entry whose fields make a valid order. */
+type ParsedEntry = { id: string; order: QueuedOrder };
 
 /** How often acknowledged entries are trimmed from a shard's stream. */
 const TRIM_INTERVAL_MS = 60_000;
@@ -178,16 +180,45 @@ export class OrderWorker {
   }
 
   private async handleBatch(shard: number, entries: StreamEntry[]): Promise<void> {
-    await Promise.all(entries.map((entry) => this.handleEntry(shard, entry)));
-  }
-
-  private async handleEntry(shard: number, [id, fields]: StreamEntry): Promise<void> {
-    const order = parseOrder(fields);
-    if (order === null) {
+    const orders: ParsedEntry[] = [];
+    for (const [id, fields] of entries) {
+      const order = parseOrder(fields);
+      if (order !== null) {
+        orders.push({ id, order });
+        continue;
+      }
       this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false });
       await this.deadLetter(shard, [id, fields], 1);
-      return;
     }
+    if (orders.length > 1 && (await this.writeTogether(shard, orders))) return;
+    await Promise.all(orders.map((entry) => this.handleEntry(shard, entry)));
+  }
+
+  /**
+   * The common case, fast: every order of the batch is new, so one transaction writes them all
+   * and one MULTI acknowledges them. False when that does not hold (a redelivered or conflicting
+   * order, stock, an outage): nothing was written, and each entry then goes its own way.
+   */
+  private async writeTogether(shard: number, entries: ParsedEntry[]): Promise<boolean> {
+    try {
+      await this.orders.persistAllNew(entries.map((entry) => entry.order));
+    } catch {
+      return false;
+    }
+    for (const { id } of entries) {
+      this.lastErrors.delete(id);
+      this.options.onResult?.('created');
+    }
+    try {
+      await this.acknowledge(shard, entries);
+    } catch (error) {
+      // Written but not acknowledged: redelivered later, found written (duplicate), acknowledged then.
+      this.options.log.warn({ err: error, shard, count: entries.length }, 'order worker: acknowledging written orders failed; they stay pending');
+    }
+    return true;
+  }
+
+  private async handleEntry(shard: number, { id, order }: ParsedEntry): Promise<void> {
     try {
       const outcome = await this.orders.persist(order);
       if (outcome === 'user-has-order') {
@@ -195,7 +226,7 @@ export class OrderWorker {
         this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
         await this.store.release(order);
       }
-      await this.acknowledge(shard, id, order.orderId);
+      await this.acknowledge(shard, [{ id, order }]);
       this.lastErrors.delete(id);
       this.options.onResult?.(outcome);
     } catch (error) {
@@ -215,9 +246,14 @@ export class OrderWorker {
     return error !== undefined && !error.transient;
   }
 
-  private async acknowledge(shard: number, entryId: string, orderId: string): Promise<void> {
+  /** The entries are done: XACK them and drop their orders from the queued hash, in one MULTI. */
+  private async acknowledge(shard: number, entries: ParsedEntry[]): Promise<void> {
     const { stream, queued } = this.store.shardKeys(shard);
-    await this.redis.multi().xack(stream, ORDER_GROUP, entryId).hdel(queued, orderId).exec();
+    await this.redis
+      .multi()
+      .xack(stream, ORDER_GROUP, ...entries.map((entry) => entry.id))
+      .hdel(queued, ...entries.map((entry) => entry.order.orderId))
+      .exec();
   }
 
   /**

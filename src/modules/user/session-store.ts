@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Result } from 'ioredis';
 import type { RedisClient } from '../../infra/redis.js';
 
 /** What a session remembers of its user: hmdp's UserDTO. */
@@ -7,6 +9,14 @@ export interface SessionUser {
   nickName: string;
   icon: string;
 }
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    sessionTouch(key: string, ttlSeconds: number): Result<string[], Context>;
+  }
+}
+
+const TOUCH_SESSION_LUA = readFileSync(new URL('./touch-session.lua', import.meta.url), 'utf8');
 
 const TOKEN_BYTES = 32; // 256 bits of entropy, well above the 128 required for unguessable tokens
 
@@ -21,7 +31,9 @@ export class SessionStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly ttlSeconds: number,
-  ) {}
+  ) {
+    redis.defineCommand('sessionTouch', { numberOfKeys: 1, lua: TOUCH_SESSION_LUA });
+  }
 
   async create(user: SessionUser): Promise<string> {
     const token = randomBytes(TOKEN_BYTES).toString('base64url');
@@ -32,11 +44,10 @@ export class SessionStore {
 
   /** The session's user, renewing its TTL; null if the token is unknown or expired. */
   async touch(token: string): Promise<SessionUser | null> {
-    const key = sessionKey(token);
-    const results = await this.redis.multi().hgetall(key).expire(key, this.ttlSeconds).exec();
-    const [error, fields] = results?.[0] ?? [];
-    if (error) throw error;
-    return toSessionUser(fields as Record<string, string> | undefined);
+    const flat = await this.redis.sessionTouch(sessionKey(token), this.ttlSeconds);
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+    return toSessionUser(fields);
   }
 
   async delete(token: string): Promise<boolean> {
