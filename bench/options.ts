@@ -18,6 +18,8 @@ export interface BenchOptions {
   /** Offered rate of the latency phase: an absolute req/s, or else this fraction of the scenario's saturation rate. */
   rate: number | undefined;
   rateFraction: number;
+  /** Measure the fixed-rate phase with autocannon's rate mode instead of the open loop (to compare the two). */
+  autocannonRate: boolean;
   /** Users with sessions that place the orders. */
   users: number;
   /** Stock of each voucher; every voucher is offered to every user once (a sale of `users` buyers for `stock` units). */
@@ -51,6 +53,8 @@ export const USAGE = `npm run bench -- [options]
   --latency-connections N connections at the fixed rate (default 1000)
   --rate N                offered req/s of the latency phase (default: --rate-fraction of saturation)
   --rate-fraction F       0 < F < 1 (default 0.5)
+  --autocannon-rate       fixed-rate phase by autocannon's rate mode instead of the open loop
+                          (for comparison only: see bench/load.ts on why its figures mislead)
   --users N               buyers with sessions (default 5000)
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)
@@ -76,6 +80,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         'latency-connections': { type: 'string' },
         rate: { type: 'string' },
         'rate-fraction': { type: 'string' },
+        'autocannon-rate': { type: 'boolean', default: false },
         users: { type: 'string' },
         stock: { type: 'string' },
         'drain-timeout': { type: 'string' },
@@ -105,6 +110,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     latencyConnections: int('--latency-connections', values['latency-connections'], smoke ? 20 : 1_000, 1, 10_000),
     rate: values.rate === undefined ? (smoke ? 200 : undefined) : int('--rate', values.rate, 0, 1, 10_000_000),
     rateFraction: number('--rate-fraction', values['rate-fraction'], 0.5, 0.01, 0.99),
+    autocannonRate: values['autocannon-rate'],
     users,
     stock: int('--stock', values.stock, Math.max(1, Math.floor(users / 2)), 1, 10_000_000),
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379/0',

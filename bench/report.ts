@@ -114,7 +114,7 @@ export function renderMarkdown(report: BenchReport): string {
       'Load generator, servers, Redis and MySQL all on this machine.',
     '',
     `Each HTTP scenario: ${options.durationSeconds} s closed loop at ${options.connections} connections (saturation), then ` +
-      `${options.durationSeconds} s open loop at a fixed offered rate (${options.rate === undefined ? `${Math.round(options.rateFraction * 100)} % of its saturation rate` : `${number(options.rate)} req/s`}) ` +
+      `${options.durationSeconds} s ${options.autocannonRate ? "of autocannon's rate mode (overallRate; see BENCHMARKS.md on its figures)" : 'open loop'} at a fixed offered rate (${options.rate === undefined ? `${Math.round(options.rateFraction * 100)} % of its saturation rate` : `${number(options.rate)} req/s`}) ` +
       `over up to ${number(options.latencyConnections)} connections, latency counted from each request's due time. ` +
       `Sales: ${number(options.users)} users, vouchers of stock ${number(options.stock)}.`,
     '',
