@@ -17,6 +17,7 @@ export interface HttpResult {
 
 const SERVER_ENV = { SECKILL_WORKER: 'false' };
 
+
 export async function runBaseline(options: BenchOptions, world: World, progress: Progress): Promise<HttpResult> {
   const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
   try {

@@ -24,6 +24,11 @@ export interface BenchOptions {
   users: number;
   /** Stock of each voucher; every voucher is offered to every user once (a sale of `users` buyers for `stock` units). */
   stock: number;
+  /**
+   * A running deployment to load instead of servers the harness starts (e.g. nginx in front of
+   * several instances); its database and Redis come from the servers' own environment variables.
+   */
+  target: string | undefined;
   /** Redis and MySQL the servers and the checks use. */
   redisUrl: string;
   mysqlServerUrl: string;
@@ -62,6 +67,10 @@ export const USAGE = `npm run bench -- [options]
   --json                  one JSON document on stdout instead of Markdown
   --no-write              do not update docs/BENCHMARKS.md and docs/bench/chart.svg
   --docs-dir DIR          where BENCHMARKS.md and bench/chart.svg are written (default docs)
+  --target URL            load a running deployment instead of starting servers: only the
+                          seckill scenario its strategy runs (seckill-async or seckill-sync);
+                          MYSQL_URL, REDIS_URL or REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX and
+                          SECKILL_STREAM_SHARDS must be those of its servers
   --smoke                 a few seconds with small numbers, writes nothing (used by the tests)
   --help
 
@@ -88,6 +97,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         json: { type: 'boolean', default: false },
         'no-write': { type: 'boolean', default: false },
         'docs-dir': { type: 'string' },
+        target: { type: 'string' },
         smoke: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -103,8 +113,18 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
   const smoke = values.smoke;
   const users = int('--users', values.users, smoke ? 300 : 5_000, 1, 1_000_000);
   const scenarioList = values.scenarios ?? (positionals.length > 0 ? positionals.join(',') : undefined);
+  const target = values.target === undefined ? undefined : targetUrl(values.target);
+  const chosen = scenarios(scenarioList ?? (target ? 'seckill-async' : undefined));
+  const needServer = chosen.filter((name) => name === 'baseline' || name === 'shop-hot');
+  if (target && needServer.length > 0) {
+    throw new OptionsError(`--target: ${needServer.join(' and ')} need the bench routes of a server the harness starts; leave them out`);
+  }
+  if (target && chosen.includes('seckill-async') && chosen.includes('seckill-sync')) {
+    throw new OptionsError('--target: the deployment runs one strategy; name seckill-async or seckill-sync');
+  }
   return {
-    scenarios: scenarios(scenarioList),
+    scenarios: chosen,
+    target,
     durationSeconds: number('--duration', values.duration, smoke ? 1.5 : 10, 0.5, 3600),
     connections: int('--connections', values.connections, smoke ? 20 : 100, 1, 10_000),
     latencyConnections: int('--latency-connections', values['latency-connections'], smoke ? 20 : 1_000, 1, 10_000),
@@ -134,6 +154,16 @@ function scenarios(list: string | undefined): ScenarioName[] {
   }
   // Run in the documented order whatever order they were named in: baselines come first.
   return SCENARIOS.filter((name) => names.includes(name));
+}
+
+function targetUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    return url.origin;
+  } catch {
+    throw new OptionsError(`--target: expected an http:// URL, got "${raw}"`);
+  }
 }
 
 function number(flag: string, raw: string | undefined, fallback: number, min: number, max: number): number {

@@ -19,12 +19,14 @@ import { summariseProfileDir } from './profile.js';
 import { Progress } from './progress.js';
 import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
 import { runSeckill } from './seckill.js';
-import { createWorld, type World } from './world.js';
+import { attachWorld, createOwnWorld, type World } from './world.js';
+import { loadConfig } from '../src/infra/config.js';
 
-export async function runBench(options: BenchOptions, progress = new Progress()): Promise<BenchReport> {
+/** `env`: where an attached world (`--target`) reads the servers' configuration. */
+export async function runBench(options: BenchOptions, progress = new Progress(), env: Record<string, string | undefined> = process.env): Promise<BenchReport> {
   const startedAt = new Date().toISOString();
   progress.step(`preparing ${options.users} users with sessions`);
-  const world = await createWorld(options);
+  const world = options.target ? await attachWorld(loadConfig(env), options.users) : await createOwnWorld(options);
   const profileDir = options.cpuProf ? await mkdtemp(join(tmpdir(), 'hmdp-bench-prof-')) : undefined;
   try {
     const { commandLine, ...rest } = options;
@@ -40,7 +42,7 @@ export async function runBench(options: BenchOptions, progress = new Progress())
     };
     const wanted = new Set(options.scenarios);
     if (wanted.has('baseline')) report.baseline = await runBaseline(options, world, progress);
-    if (wanted.has('seckill-async')) report.seckill.push(await runSeckill('async', options, world, progress, profileDir));
+    if (wanted.has('seckill-async')) report.seckill.push(await runSeckill('async', options, world, progress, options.target ? undefined : profileDir));
     if (wanted.has('seckill-sync')) report.seckill.push(await runSeckill('sync', options, world, progress));
     if (wanted.has('shop-hot')) {
       const [cached, bare] = await runShopHot(options, world, progress);

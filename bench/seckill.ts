@@ -10,11 +10,11 @@
  */
 import { sql } from 'kysely';
 import type { BenchOptions } from './options.js';
-import type { World } from './world.js';
+import type { BenchUser, World } from './world.js';
 import { measure, type PhaseResult, type RequestSource } from './load.js';
-import { startServer, type ServerProcess } from './processes.js';
+import { startServer } from './processes.js';
 import type { Progress } from './progress.js';
-import { ORDER_GROUP, SeckillStore } from '../src/modules/seckill/store.js';
+import { ORDER_GROUP, type SeckillStore } from '../src/modules/seckill/store.js';
 
 export type Strategy = 'async' | 'sync';
 
@@ -41,30 +41,35 @@ export interface SeckillResult {
   pass: boolean;
 }
 
-const SHARDS = 4;
 /** Planning figure for how many vouchers to create: more answers per second than any scenario reaches here. */
 const MAX_EXPECTED_RPS = 25_000;
 
+/**
+ * One sale under load, then its checks. The server is started here with the given strategy, or,
+ * with `--target`, is the one already running there (which must run that strategy).
+ */
 export async function runSeckill(strategy: Strategy, options: BenchOptions, world: World, progress: Progress, cpuProfDir?: string): Promise<SeckillResult> {
-  const server = await startServer({
-    env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_STREAM_SHARDS: String(SHARDS), SECKILL_CONSUMER: `bench-${strategy}` },
-    ...(cpuProfDir ? { cpuProfDir } : {}),
-  });
+  const server = options.target
+    ? undefined
+    : await startServer({
+        env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${strategy}` },
+        ...(cpuProfDir ? { cpuProfDir } : {}),
+      });
+  const url = options.target ?? server!.url;
   try {
     const plannedRequests = (2.5 + 2 * options.durationSeconds) * MAX_EXPECTED_RPS;
     const voucherCount = Math.min(500, Math.ceil(plannedRequests / options.users));
     progress.step(`seckill-${strategy}: creating ${voucherCount} vouchers of stock ${options.stock}`);
-    const vouchers = await createVouchers(server, world, voucherCount, options.stock);
-    const sale = new Sale(vouchers, world, server.url);
+    const vouchers = await world.createVouchers(voucherCount, options.stock);
+    const sale = new Sale(vouchers, world.users);
 
-    const { saturation, fixedRate } = await measure(server.url, sale, options, (label, seconds) => progress.step(`seckill-${strategy}: ${label}`, seconds));
+    const { saturation, fixedRate } = await measure(url, sale, options, (label, seconds) => progress.step(`seckill-${strategy}: ${label}`, seconds));
 
     progress.step(`seckill-${strategy}: waiting for the order worker to drain`);
     const drainStarted = performance.now();
-    const store = new SeckillStore(world.redis, SHARDS);
-    const drained = await waitForDrain(store, options.drainTimeoutSeconds * 1000);
+    const drained = await waitForDrain(world.store, options.drainTimeoutSeconds * 1000);
     const drainMs = Math.round(performance.now() - drainStarted);
-    const checks = await checkSale(world, store, strategy, vouchers, options.stock, sale);
+    const checks = await checkSale(world, strategy, vouchers, options.stock, sale);
     if (!drained) checks.unshift({ name: 'worker drained', pass: false, detail: `still queued or pending after ${options.drainTimeoutSeconds} s` });
     return {
       scenario: `seckill-${strategy}`,
@@ -80,7 +85,7 @@ export async function runSeckill(strategy: Strategy, options: BenchOptions, worl
       pass: checks.every((check) => check.pass),
     };
   } finally {
-    await server.stop();
+    await server?.stop();
   }
 }
 
@@ -95,13 +100,12 @@ export class Sale implements RequestSource {
   private index = 0;
 
   constructor(
-    readonly vouchers: string[],
-    private readonly world: World,
-    readonly url: string,
+    readonly vouchers: readonly string[],
+    private readonly users: readonly BenchUser[],
   ) {}
 
   next() {
-    const users = this.world.users;
+    const users = this.users;
     const user = users[this.index % users.length]!;
     const voucher = this.vouchers[Math.floor(this.index / users.length) % this.vouchers.length]!;
     this.index += 1;
@@ -119,23 +123,6 @@ export class Sale implements RequestSource {
     const bucket = status === 200 && refusal ? this.refused : this.unexpected;
     bucket[key] = (bucket[key] ?? 0) + 1;
   }
-}
-
-async function createVouchers(server: ServerProcess, world: World, count: number, stock: number): Promise<string[]> {
-  const begin = new Date(Date.now() - 60_000).toISOString();
-  const end = new Date(Date.now() + 6 * 3600_000).toISOString();
-  const ids: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const response = await fetch(`${server.url}/api/voucher/seckill`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: world.admin.token },
-      body: JSON.stringify({ shopId: world.shopId, title: `Bench voucher ${i + 1}`, payValue: 100, actualValue: 200, stock, beginTime: begin, endTime: end }),
-    });
-    const body = (await response.json()) as { success: boolean; data?: string; errorMsg?: string };
-    if (!body.success || !body.data) throw new Error(`creating a seckill voucher failed: ${response.status} ${body.errorMsg ?? ''}`);
-    ids.push(body.data);
-  }
-  return ids;
 }
 
 /** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
@@ -169,7 +156,8 @@ async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pen
  * Everything the sale promised, read back from MySQL and Redis after the drain. Exported for the
  * harness's own tests, which show that each check can fail.
  */
-export async function checkSale(world: World, store: SeckillStore, strategy: Strategy, vouchers: string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
+export async function checkSale(world: Pick<World, 'db' | 'store'>, strategy: Strategy, vouchers: readonly string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
+  const { store } = world;
   const { rows: perVoucher } = await sql<{ voucher_id: string; orders: string; users: string }>`
     SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
     FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(world.db);

@@ -1,12 +1,20 @@
 /**
- * The benchmark's own corner of the shared Redis and MariaDB: a database `hmdp_bench_<pid>` and a
- * key prefix of the same name, with users and their sessions; removed by `destroy()`.
+ * Where a run's data lives, with users and their sessions, a shop and the vouchers it creates.
+ *
+ * - Own world (the default): a database `hmdp_bench_<pid>` and a key prefix of the same name on
+ *   the local Redis and MariaDB, for the servers the harness starts; dropped by `destroy()`.
+ * - Attached world (`--target URL`): the database and Redis (standalone or Cluster, with its key
+ *   prefix) of servers running elsewhere, read from the same environment variables the servers
+ *   take (MYSQL_URL, REDIS_URL / REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX, SECKILL_STREAM_SHARDS).
+ *   `destroy()` then removes exactly what the run created and nothing else.
  */
 import { createConnection } from 'mysql2/promise';
 import { Redis } from 'ioredis';
+import type { Config } from '../src/infra/config.js';
 import { createDb, type Db } from '../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
+import { SeckillStore } from '../src/modules/seckill/store.js';
 import { SessionStore } from '../src/modules/user/session-store.js';
 
 export interface BenchUser {
@@ -15,33 +23,35 @@ export interface BenchUser {
 }
 
 export interface World {
-  name: string;
   db: Db;
-  /** Client with the run's key prefix, like the servers'. */
+  /** Client with the servers' key prefix. */
   redis: RedisClient;
-  keyPrefix: string;
-  mysqlUrl: string;
-  redisUrl: string;
-  /** Buyers, in order; the first one is also the admin that creates vouchers. */
+  /** Buyers, in order. */
   users: BenchUser[];
-  admin: BenchUser;
   shopId: string;
-  /** Environment every server and worker process of the run gets. */
+  /** The Redis side of sales, with the servers' stream shards (SECKILL_STREAM_SHARDS). */
+  store: SeckillStore;
+  /** Every voucher the run created. */
+  vouchers: readonly string[];
+  /** Environment of the server processes the harness starts (own world only). */
   env: Record<string, string>;
+  /** Seckill vouchers open for the next hours, published to Redis as the voucher service does. */
+  createVouchers(count: number, stock: number): Promise<string[]>;
   destroy(): Promise<void>;
 }
 
+/** Bench users' phone numbers start here (a range real mainland numbers do not use). */
 const FIRST_PHONE = 16_000_000_000;
 const SESSION_TTL_SECONDS = 6 * 3600;
+const OWN_SHARDS = 4;
 
-export async function createWorld(options: { redisUrl: string; mysqlServerUrl: string; users: number }): Promise<World> {
+export async function createOwnWorld(options: { redisUrl: string; mysqlServerUrl: string; users: number }): Promise<World> {
   const name = `hmdp_bench_${process.pid}`;
   const keyPrefix = `${name}:`;
   const mysqlUrl = `${options.mysqlServerUrl}/${name}`;
   await ensureDatabase(mysqlUrl);
   const db = createDb({ mysqlUrl, poolSize: 5 });
   const redis = createRedis({ redisUrl: options.redisUrl, redisClusterNodes: [], redisKeyPrefix: keyPrefix });
-
   const destroy = async () => {
     await db.destroy();
     await closeRedis(redis);
@@ -50,29 +60,89 @@ export async function createWorld(options: { redisUrl: string; mysqlServerUrl: s
     const connection = await createConnection(options.mysqlServerUrl);
     await connection.query(`DROP DATABASE IF EXISTS \`${name}\``).finally(() => connection.end());
   };
-
   try {
     await migrateToLatest(db);
-    const shopId = await createShop(db);
-    const users = await createUsers(db, redis, options.users);
-    const admin = users[0]!;
     const env = {
       MYSQL_URL: mysqlUrl,
       REDIS_URL: options.redisUrl,
       REDIS_KEY_PREFIX: keyPrefix,
-      ADMIN_USER_IDS: admin.id,
       SESSION_TTL_SECONDS: String(SESSION_TTL_SECONDS),
+      SECKILL_STREAM_SHARDS: String(OWN_SHARDS),
       MYSQL_POOL_SIZE: '20',
     };
-    return { name, db, redis, keyPrefix, mysqlUrl, redisUrl: options.redisUrl, users, admin, shopId, env, destroy };
+    return await populate(db, redis, OWN_SHARDS, options.users, env, destroy);
   } catch (error) {
     await destroy();
     throw error;
   }
 }
 
+export async function attachWorld(config: Config, users: number): Promise<World> {
+  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 5 });
+  const redis = createRedis(config);
+  let world: World | undefined;
+  const close = async () => {
+    await db.destroy();
+    await closeRedis(redis);
+  };
+  const destroy = async () => {
+    try {
+      if (world) await removeWhatWasCreated(world);
+    } finally {
+      await close();
+    }
+  };
+  try {
+    world = await populate(db, redis, config.seckill.streamShards, users, {}, destroy);
+    return world;
+  } catch (error) {
+    await destroy();
+    throw error;
+  }
+}
+
+async function populate(db: Db, redis: RedisClient, shards: number, userCount: number, env: Record<string, string>, destroy: () => Promise<void>): Promise<World> {
+  const shopId = await createShop(db);
+  const users = await createUsers(db, redis, userCount);
+  const store = new SeckillStore(redis, shards);
+  const vouchers: string[] = [];
+  return {
+    db,
+    redis,
+    users,
+    shopId,
+    store,
+    vouchers,
+    env,
+    createVouchers: async (count, stock) => {
+      const created = await createVouchers(db, store, shopId, count, stock);
+      vouchers.push(...created);
+      return created;
+    },
+    destroy,
+  };
+}
+
+/** A shared database keeps only what it had: the run's orders, vouchers, shop, users and sessions go. */
+async function removeWhatWasCreated(world: World): Promise<void> {
+  const { vouchers, store } = world;
+  for (let i = 0; i < vouchers.length; i += 500) {
+    const chunk = vouchers.slice(i, i + 500);
+    await world.db.deleteFrom('tb_voucher_order').where('voucher_id', 'in', chunk).execute();
+    await world.db.deleteFrom('tb_seckill_voucher').where('voucher_id', 'in', chunk).execute();
+    await world.db.deleteFrom('tb_voucher').where('id', 'in', chunk).execute();
+    for (const voucherId of chunk) {
+      const keys = store.keys(voucherId);
+      await world.redis.del(keys.voucher, keys.buyers);
+    }
+  }
+  await world.db.deleteFrom('tb_shop').where('id', '=', world.shopId).execute();
+  const sessions = new SessionStore(world.redis, SESSION_TTL_SECONDS);
+  for (const user of world.users) await sessions.delete(user.token);
+  await world.db.deleteFrom('tb_user').where('phone', '>=', String(FIRST_PHONE)).where('phone', '<', String(FIRST_PHONE + world.users.length)).execute();
+}
+
 async function createShop(db: Db): Promise<string> {
-  await db.insertInto('tb_shop_type').values({ id: '1', name: 'Food', icon: '', sort: 1 }).execute();
   const result = await db
     .insertInto('tb_shop')
     .values({
@@ -93,13 +163,39 @@ async function createShop(db: Db): Promise<string> {
   return String(result.insertId);
 }
 
-/** `count` users, made in bulk in MySQL, each with an open session in Redis. */
+/** `count` users (made in bulk, or found from an earlier run), each with a new session. */
 async function createUsers(db: Db, redis: RedisClient, count: number): Promise<BenchUser[]> {
   for (let i = 0; i < count; i += 1000) {
     const rows = Array.from({ length: Math.min(1000, count - i) }, (_, j) => ({ phone: String(FIRST_PHONE + i + j), nick_name: `bench${i + j}` }));
-    await db.insertInto('tb_user').values(rows).execute();
+    await db.insertInto('tb_user').ignore().values(rows).execute();
   }
-  const rows = await db.selectFrom('tb_user').select(['id', 'nick_name']).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('tb_user')
+    .select(['id', 'nick_name'])
+    .where('phone', '>=', String(FIRST_PHONE))
+    .where('phone', '<', String(FIRST_PHONE + count))
+    .orderBy('phone')
+    .execute();
   const sessions = new SessionStore(redis, SESSION_TTL_SECONDS);
   return Promise.all(rows.map(async (row) => ({ id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '' }) })));
+}
+
+async function createVouchers(db: Db, store: SeckillStore, shopId: string, count: number, stock: number): Promise<string[]> {
+  const begin = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+  const end = new Date(begin.getTime() + 6 * 3600_000);
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const voucherId = await db.transaction().execute(async (trx) => {
+      const { insertId } = await trx
+        .insertInto('tb_voucher')
+        .values({ shop_id: shopId, title: `Bench voucher ${i + 1}`, pay_value: '100', actual_value: '200', type: 1 })
+        .executeTakeFirstOrThrow();
+      const id = String(insertId);
+      await trx.insertInto('tb_seckill_voucher').values({ voucher_id: id, stock, begin_time: begin, end_time: end }).execute();
+      return id;
+    });
+    await store.publish({ voucherId, stock, begin, end });
+    ids.push(voucherId);
+  }
+  return ids;
 }

@@ -2,7 +2,9 @@
  * The benchmark harness itself, so it cannot rot: a smoke run of every scenario (seconds, small
  * numbers) whose sale checks must pass, checks that do fail on a broken sale, and the command line.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBenchOptions, type BenchOptions } from '../../bench/options.js';
@@ -10,9 +12,11 @@ import { Progress } from '../../bench/progress.js';
 import { renderMarkdown, renderSvg } from '../../bench/report.js';
 import { runBench } from '../../bench/run.js';
 import { checkSale } from '../../bench/seckill.js';
-import { createWorld, type World } from '../../bench/world.js';
-import { ORDER_GROUP, SeckillStore } from '../../src/modules/seckill/store.js';
+import { createOwnWorld, type World } from '../../bench/world.js';
+import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/store.js';
 import { testMysqlUrl, testRedisUrl } from '../support/env.js';
+import { createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
+import { eventually } from '../modules/seckill/support.js';
 
 const run = promisify(execFile);
 const quiet = new Progress(process.stderr, true);
@@ -66,18 +70,9 @@ describe('sale checks', () => {
   const stock = 5;
 
   beforeAll(async () => {
-    world = await createWorld({ redisUrl: testRedisUrl(), mysqlServerUrl: testMysqlUrl(), users: 3 });
-    store = new SeckillStore(world.redis, 4);
-    vouchers = [];
-    for (let i = 0; i < 2; i++) {
-      const { insertId } = await world.db.insertInto('tb_voucher').values({ shop_id: world.shopId, title: 'v', pay_value: '1', actual_value: '2', type: 1 }).executeTakeFirstOrThrow();
-      const voucherId = String(insertId);
-      const begin = new Date(Date.now() - 60_000);
-      const end = new Date(Date.now() + 3600_000);
-      await world.db.insertInto('tb_seckill_voucher').values({ voucher_id: voucherId, stock, begin_time: begin, end_time: end }).execute();
-      await store.publish({ voucherId, stock, begin, end });
-      vouchers.push(voucherId);
-    }
+    world = await createOwnWorld({ redisUrl: testRedisUrl(), mysqlServerUrl: testMysqlUrl(), users: 3 });
+    store = world.store;
+    vouchers = await world.createVouchers(2, stock);
   });
 
   afterAll(async () => {
@@ -90,7 +85,7 @@ describe('sale checks', () => {
     // A correct sale of one unit: Redis reserved it, the worker wrote it, stock agrees.
     await placeInRedisAndMysql('1001', alice.id, first);
     const accepted = new Set(['1001']);
-    const consistent = await checkSale(world, store, 'async', vouchers, stock, { accepted });
+    const consistent = await checkSale(world, 'async', vouchers, stock, { accepted });
     expect(consistent.filter((check) => !check.pass)).toEqual([]);
 
     // Lost: answered success, never reached MySQL. Drift: Redis took a unit MySQL did not.
@@ -103,7 +98,7 @@ describe('sale checks', () => {
     await world.redis.xadd(stream, '*', 'orderId', '10');
     await world.redis.xreadgroup('GROUP', ORDER_GROUP, 'test', 'COUNT', 100, 'STREAMS', stream, '>');
 
-    const broken = await checkSale(world, store, 'async', vouchers, stock, { accepted });
+    const broken = await checkSale(world, 'async', vouchers, stock, { accepted });
     expect(broken.filter((check) => !check.pass).map((check) => check.name)).toEqual([
       'orders in MySQL = successes returned',
       'MySQL stock = Redis stock',
@@ -121,6 +116,64 @@ describe('sale checks', () => {
     for (let shard = 0; shard < store.shards; shard++) await world.redis.hdel(store.shardKeys(shard).queued, orderId);
   }
 });
+
+describe('npm run bench --target', () => {
+  let env: TestEnv;
+  let server: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+  });
+
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await once(server, 'exit');
+    }
+    await env?.cleanup();
+  });
+
+  it('loads a running deployment, checks its sale and leaves its data as it found it', { timeout: 180_000 }, async () => {
+    const port = await freePort();
+    const serverEnv = { MYSQL_URL: env.mysqlUrl, REDIS_URL: testRedisUrl(), REDIS_KEY_PREFIX: env.keyPrefix, SECKILL_STREAM_SHARDS: '2', PORT: String(port) };
+    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...serverEnv }, stdio: 'ignore' });
+    await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200), 30_000);
+    // Someone else's data in the same database, which the run must not touch.
+    const [other] = await createUsersWithSessions(env, 1, 13_800_000_000);
+    const before = await rowCounts(env);
+
+    const options = parseBenchOptions(['--smoke', '--target', `http://127.0.0.1:${port}`], {});
+    if (options === 'help') throw new Error('unexpected help');
+    const report = await runBench(options, quiet, { ...serverEnv, NODE_ENV: 'test' });
+
+    expect(report.seckill.map((sale) => [sale.scenario, sale.pass])).toEqual([['seckill-async', true]]);
+    expect(report.seckill[0]!.accepted).toBeGreaterThan(0);
+    expect(await rowCounts(env)).toEqual(before);
+    expect(await env.db.selectFrom('tb_user').select('id').where('id', '=', other!.id).executeTakeFirst()).toBeDefined();
+  });
+
+  it('refuses scenarios that need a server of its own', () => {
+    expect(() => parseBenchOptions(['--target', 'http://127.0.0.1:1', '--scenarios', 'baseline,seckill-async'], {})).toThrow(/baseline need the bench routes/);
+    expect(() => parseBenchOptions(['--target', 'ftp://x'], {})).toThrow(/expected an http/);
+  });
+});
+
+async function rowCounts(env: TestEnv): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of ['tb_user', 'tb_shop', 'tb_voucher', 'tb_seckill_voucher', 'tb_voucher_order'] as const) {
+    const row = await env.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    counts[table] = Number(row.n);
+  }
+  return counts;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as { port: number };
+  probe.close();
+  return port;
+}
 
 describe('the bench command line', () => {
   it('exits 0 with a JSON report of a passing smoke run', { timeout: 180_000 }, async () => {
