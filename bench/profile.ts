@@ -16,15 +16,15 @@ interface CpuProfile {
 export interface ProfileShare {
   name: string;
   ms: number;
-  /** Of the profiled time, busy or idle. */
+  /** Of the busy (non-idle) time. */
   percent: number;
 }
 
 export interface ProfileSummary {
   file: string;
   totalMs: number;
-  /** Time the event loop had nothing to do. */
-  idlePercent: number;
+  /** Profiled time minus the time the event loop had nothing to do. */
+  busyMs: number;
   byArea: ProfileShare[];
   topFunctions: ProfileShare[];
 }
@@ -75,16 +75,21 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
     const fn = `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`.trim();
     functions.set(fn, (functions.get(fn) ?? 0) + us);
   }
+  // Shares of busy time: the idle time (start-up, waits between phases) says nothing of the cost.
+  const idleUs = areas.get('(idle)') ?? 0;
+  areas.delete('(idle)');
+  functions.delete('(idle)');
+  const busyUs = Math.max(1, totalUs - idleUs);
   const shares = (map: Map<string, number>) =>
     [...map.entries()]
       .sort((a, b) => b[1] - a[1])
-      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((us / totalUs) * 1000) / 10 }));
+      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((us / busyUs) * 1000) / 10 }));
   return {
     file,
     totalMs: Math.round(totalUs / 1000),
-    idlePercent: Math.round(((areas.get('(idle)') ?? 0) / totalUs) * 1000) / 10,
+    busyMs: Math.round(busyUs / 1000),
     byArea: shares(areas),
-    topFunctions: shares(functions).filter((share) => share.name !== '(idle)').slice(0, top),
+    topFunctions: shares(functions).slice(0, top),
   };
 }
 

@@ -169,8 +169,8 @@ export function renderMarkdown(report: BenchReport): string {
 
 function renderProfile(profile: ProfileSummary): string {
   const lines = [
-    `CPU profile of the seckill-async server (\`node --cpu-prof\`, whole server lifetime: ${number(profile.totalMs)} ms, ${profile.idlePercent} % idle; ` +
-      'the run names the .cpuprofile file: open it in Chrome DevTools for the call tree). Self time by area, native code charged to its JavaScript caller:',
+    `CPU profile of the seckill-async server (\`node --cpu-prof\` over its whole life: ${number(profile.totalMs)} ms, of which ${number(profile.busyMs)} ms busy; ` +
+      'the run names the .cpuprofile file: open it in Chrome DevTools for the call tree). Self time by area, as a share of the busy time, native code charged to the JavaScript that called it:',
     '',
     '| area | ms | % |',
     '|---|---:|---:|',
