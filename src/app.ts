@@ -9,6 +9,7 @@ import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
 import { stringifyResult } from './http/result.js';
 import { IdGenerator } from './lib/id/index.js';
+import { BloomFilter, CacheClient, combineStats, type CacheStats } from './lib/cache/index.js';
 import { LockClient } from './lib/lock/index.js';
 import { RateLimit } from './lib/rate-limit/index.js';
 import { UnpaidOrderCanceller } from './modules/order/canceller.js';
@@ -17,6 +18,13 @@ import { orderRoutes } from './modules/order/routes.js';
 import { OrderService, type Locks } from './modules/order/service.js';
 import { OrderWorker } from './modules/order/worker.js';
 import { SeckillStore } from './modules/seckill/store.js';
+import { ShopGeoIndex } from './modules/shop/geo-index.js';
+import { ShopRepository } from './modules/shop/repository.js';
+import { shopRoutes } from './modules/shop/routes.js';
+import { ShopService } from './modules/shop/service.js';
+import { ShopTypeRepository } from './modules/shop-type/repository.js';
+import { shopTypeRoutes } from './modules/shop-type/routes.js';
+import { ShopTypeService } from './modules/shop-type/service.js';
 import { VoucherRepository } from './modules/voucher/repository.js';
 import { voucherRoutes } from './modules/voucher/routes.js';
 import { VoucherService } from './modules/voucher/service.js';
@@ -42,6 +50,10 @@ export interface AppDeps {
   consumerName?: string;
   /** Defaults to a registry of this app's own. */
   metrics?: Metrics;
+  /** Defaults to the MySQL repository; tests wrap it to count or slow down loads. */
+  shopRepository?: ShopRepository;
+  /** Receives cache events besides the Prometheus counter (tests, tools). */
+  cacheStats?: CacheStats;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
@@ -109,6 +121,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       seckill.canceller.start();
     }
   });
+  const shops = buildShops({ ...deps, metrics }, app.log);
+  app.addHook('onReady', async () => {
+    if (!config.shop.bloom) return;
+    // Best effort: without a usable filter nothing is rejected, reads just go to the cache and MySQL.
+    try {
+      const added = await shops.shopService.ensureBloomFilter();
+      if (added !== null) app.log.info({ shops: added }, 'built the shop Bloom filter');
+    } catch (err) {
+      app.log.warn({ err }, 'could not build the shop Bloom filter at start');
+    }
+  });
+  app.addHook('onClose', async () => {
+    await shops.caches.idle();
+    await shops.locks.close();
+  });
   app.addHook('onClose', async () => {
     await seckill.worker.stop();
     await seckill.canceller.stop();
@@ -131,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await api.register(userRoutes, { service: userService });
       await api.register(voucherRoutes, { service: seckill.voucherService, adminUserIds: config.adminUserIds });
       await api.register(orderRoutes, { service: seckill.orderService });
+      await api.register(shopTypeRoutes, { service: shops.shopTypeService });
+      await api.register(shopRoutes, { service: shops.shopService, adminUserIds: config.adminUserIds });
     },
     { prefix: '/api' },
   );
@@ -171,4 +200,44 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
     log,
   });
   return { store, voucherService, orderService, worker, canceller, orders, ownLocks };
+}
+
+/** Shops and shop types on the cache client (src/lib/cache), the GEO index and the Bloom filter. */
+export function buildShops(deps: AppDeps, log: FastifyInstance['log']) {
+  const { config, redis, db } = deps;
+  const metrics = deps.metrics ?? createMetrics();
+  const locks = new LockClient(redis);
+  const caches = new CacheClient(redis, {
+    locks,
+    stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
+    onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
+  });
+  const shopRepository = deps.shopRepository ?? new ShopRepository(db);
+  const typeRepository = new ShopTypeRepository(db);
+  const shopService = new ShopService({
+    shops: shopRepository,
+    types: typeRepository,
+    geo: new ShopGeoIndex(redis, shopRepository),
+    bloom: new BloomFilter(redis, {
+      name: 'shop',
+      expectedItems: config.shop.bloomExpectedItems,
+      falsePositiveRate: config.shop.bloomFalsePositiveRate,
+      locks,
+    }),
+    caches,
+    cache: {
+      strategy: config.shop.cacheStrategy,
+      ttlMs: config.shop.cacheTtlSeconds * 1000,
+      nullTtlMs: config.cache.nullTtlSeconds * 1000,
+      jitterPercent: config.cache.ttlJitterPercent,
+      waitMs: config.cache.rebuildWaitMs,
+      useBloom: config.shop.bloom,
+    },
+  });
+  const shopTypeService = new ShopTypeService(typeRepository, caches, {
+    ttlMs: config.shop.typeCacheTtlSeconds * 1000,
+    jitterPercent: config.cache.ttlJitterPercent,
+    waitMs: config.cache.rebuildWaitMs,
+  });
+  return { shopService, shopTypeService, caches, locks };
 }

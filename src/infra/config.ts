@@ -53,6 +53,28 @@ export interface Config {
     /** Unpaid orders are cancelled after this many seconds. */
     paymentWindowSeconds: number;
   };
+  cache: {
+    /** Each cached value's TTL (or logical expiry) gets a random 0..N % on top (avalanche). */
+    ttlJitterPercent: number;
+    /** TTL of the null marker cached for an id that does not exist (penetration). */
+    nullTtlSeconds: number;
+    /** Longest wait of a request for another instance's rebuild of the same key before it loads itself. */
+    rebuildWaitMs: number;
+  };
+  shop: {
+    /** Breakdown protection of `GET /shop/{id}`: `mutex` (TTL + rebuild lock) or `logical` (no TTL, stale served while one instance rebuilds). */
+    cacheStrategy: 'mutex' | 'logical';
+    /** cache:shop:{id} TTL (mutex) or logical expiry (logical). */
+    cacheTtlSeconds: number;
+    /** cache:type TTL. */
+    typeCacheTtlSeconds: number;
+    /** Check the shop id Bloom filter before loading a missing shop; built at start if missing. */
+    bloom: boolean;
+    /** Shops the Bloom filter is sized for. */
+    bloomExpectedItems: number;
+    /** Bloom filter false-positive rate at bloomExpectedItems. */
+    bloomFalsePositiveRate: number;
+  };
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
     sessionTtlSeconds: number;
@@ -101,6 +123,19 @@ export function loadConfig(env: Env = process.env): Config {
       claimIdleMs: read.int('SECKILL_CLAIM_IDLE_MS', 30_000, { min: 100 }),
       paymentWindowSeconds: read.int('SECKILL_PAYMENT_WINDOW_SECONDS', 15 * 60, { min: 1 }),
     },
+    cache: {
+      ttlJitterPercent: read.int('CACHE_TTL_JITTER_PERCENT', 10, { min: 0, max: 100 }),
+      nullTtlSeconds: read.int('CACHE_NULL_TTL_SECONDS', 60, { min: 0, max: 86_400 }),
+      rebuildWaitMs: read.int('CACHE_REBUILD_WAIT_MS', 2_000, { min: 0, max: 60_000 }),
+    },
+    shop: {
+      cacheStrategy: read.oneOf('SHOP_CACHE_STRATEGY', ['mutex', 'logical'] as const, 'mutex'),
+      cacheTtlSeconds: read.int('SHOP_CACHE_TTL_SECONDS', 30 * 60, { min: 1, max: 30 * 86_400 }),
+      typeCacheTtlSeconds: read.int('SHOP_TYPE_CACHE_TTL_SECONDS', 3600, { min: 1, max: 30 * 86_400 }),
+      bloom: read.bool('SHOP_BLOOM', false),
+      bloomExpectedItems: read.int('SHOP_BLOOM_EXPECTED_ITEMS', 1_000_000, { min: 1, max: 100_000_000 }),
+      bloomFalsePositiveRate: read.number('SHOP_BLOOM_FALSE_POSITIVE_RATE', 0.01, { minExclusive: 0, maxExclusive: 1 }),
+    },
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
@@ -136,6 +171,17 @@ class EnvReader {
     const parsed = Number(value);
     if (!/^-?\d+$/.test(value) || parsed < min || parsed > max) {
       this.fail(name, value, `an integer from ${min} to ${max}`);
+    }
+    return parsed;
+  }
+
+  /** A decimal number strictly between the bounds. */
+  number(name: string, fallback: number, range: { minExclusive: number; maxExclusive: number }): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!/^\d*\.?\d+(e-?\d+)?$/i.test(value) || !(parsed > range.minExclusive && parsed < range.maxExclusive)) {
+      this.fail(name, value, `a number between ${range.minExclusive} and ${range.maxExclusive} (exclusive)`);
     }
     return parsed;
   }

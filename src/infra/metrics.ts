@@ -40,6 +40,12 @@ export function createMetrics() {
       labelNames: ['shard'] as const,
       registers: [registry],
     }),
+    cacheRequests: new Counter({
+      name: 'cache_requests_total',
+      help: 'Cache events by cache and result: hit, null_hit, stale, miss, bloom_reject (per read); rebuild, rebuild_error, lock_timeout (per load)',
+      labelNames: ['cache', 'result'] as const,
+      registers: [registry],
+    }),
     streamLength: new Gauge({
       name: 'seckill_stream_length',
       help: 'Entries in the order stream, by shard (undelivered + pending + not yet trimmed)',

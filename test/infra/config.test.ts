@@ -18,6 +18,14 @@ describe('loadConfig', () => {
     expect(config.trustProxy).toBe('10.0.0.0/8');
   });
 
+  it('reads the cache settings (defaults and overrides)', () => {
+    expect(loadConfig({}).shop).toMatchObject({ cacheStrategy: 'mutex', cacheTtlSeconds: 1800, bloom: false, bloomFalsePositiveRate: 0.01 });
+    expect(loadConfig({}).cache).toEqual({ ttlJitterPercent: 10, nullTtlSeconds: 60, rebuildWaitMs: 2000 });
+    const config = loadConfig({ SHOP_CACHE_STRATEGY: 'logical', SHOP_BLOOM: 'true', SHOP_BLOOM_FALSE_POSITIVE_RATE: '0.001', CACHE_NULL_TTL_SECONDS: '120' });
+    expect(config.shop).toMatchObject({ cacheStrategy: 'logical', bloom: true, bloomFalsePositiveRate: 0.001 });
+    expect(config.cache.nullTtlSeconds).toBe(120);
+  });
+
   it.each([
     ['PORT', 'eighty', 'Invalid environment variable PORT="eighty": expected an integer from 0 to 65535'],
     ['PORT', '70000', 'PORT="70000"'],
@@ -28,6 +36,11 @@ describe('loadConfig', () => {
     ['SESSION_TTL_SECONDS', '0', 'SESSION_TTL_SECONDS'],
     ['REDIS_CLUSTER_NODES', 'a,b', 'REDIS_CLUSTER_NODES'],
     ['TRUST_PROXY', 'maybe', 'TRUST_PROXY'],
+    ['SHOP_CACHE_STRATEGY', 'lru', 'expected one of mutex, logical'],
+    ['CACHE_TTL_JITTER_PERCENT', '101', 'CACHE_TTL_JITTER_PERCENT'],
+    ['SHOP_BLOOM', 'yes', 'expected true or false'],
+    ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1', 'expected a number between 0 and 1 (exclusive)'],
+    ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1%', 'SHOP_BLOOM_FALSE_POSITIVE_RATE'],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);

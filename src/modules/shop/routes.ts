@@ -1,0 +1,130 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { badRequest } from '../../http/errors.js';
+import { ok } from '../../http/result.js';
+import { IdParams, IdString } from '../../http/schemas.js';
+import { requireAdmin } from '../user/auth-hooks.js';
+import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
+import type { ShopService } from './service.js';
+
+const Longitude = Type.Number({ minimum: -LONGITUDE_LIMIT, maximum: LONGITUDE_LIMIT, errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}` });
+const Latitude = Type.Number({ minimum: -LATITUDE_LIMIT, maximum: LATITUDE_LIMIT, errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}` });
+const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: 'must be a whole number from 0' });
+/** 1-based page number. */
+const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: 'must be a page number from 1' });
+
+const ShopFields = {
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  typeId: IdString,
+  images: Type.String({ maxLength: 1024 }),
+  area: Type.String({ maxLength: 128 }),
+  address: Type.String({ minLength: 1, maxLength: 255 }),
+  x: Longitude,
+  y: Latitude,
+  /** Yuan per person. */
+  avgPrice: Count,
+  sold: Count,
+  comments: Count,
+  /** Stars × 10. */
+  score: Type.Integer({ minimum: 0, maximum: 50, errorMessage: 'must be stars × 10, from 0 to 50' }),
+  openHours: Type.String({ maxLength: 32 }),
+};
+
+/**
+ * hmdp's shop routes. Reads are public; writes need an administrator (ADMIN_USER_IDS, the same
+ * check as voucher writes): 401 without a session, 403 for other users.
+ */
+export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; adminUserIds: string[] }> = async (
+  app,
+  { service, adminUserIds },
+) => {
+  app.get('/shop/:id', { config: { public: true }, schema: { params: IdParams } }, async (request) =>
+    ok(await service.get(request.params.id)),
+  );
+
+  app.get(
+    '/shop/of/type',
+    {
+      config: { public: true },
+      schema: {
+        querystring: Type.Object({
+          typeId: IdString,
+          current: Current,
+          x: Type.Optional(Longitude),
+          y: Type.Optional(Latitude),
+        }),
+      },
+    },
+    async (request) => {
+      const { typeId, current, x, y } = request.query;
+      if ((x === undefined) !== (y === undefined)) {
+        throw badRequest(x === undefined ? 'querystring.x is required with querystring.y' : 'querystring.y is required with querystring.x');
+      }
+      const position = x !== undefined && y !== undefined ? { x, y } : undefined;
+      return ok(await service.ofType(typeId, current, position));
+    },
+  );
+
+  app.get(
+    '/shop/of/name',
+    {
+      config: { public: true },
+      schema: { querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }) },
+    },
+    async (request) => ok(await service.ofName(request.query.name, request.query.current)),
+  );
+
+  app.post(
+    '/shop',
+    {
+      schema: {
+        body: Type.Object({
+          name: ShopFields.name,
+          typeId: ShopFields.typeId,
+          images: Type.Optional(ShopFields.images),
+          area: Type.Optional(ShopFields.area),
+          address: ShopFields.address,
+          x: ShopFields.x,
+          y: ShopFields.y,
+          avgPrice: Type.Optional(ShopFields.avgPrice),
+          sold: Type.Optional(ShopFields.sold),
+          comments: Type.Optional(ShopFields.comments),
+          score: Type.Optional(ShopFields.score),
+          openHours: Type.Optional(ShopFields.openHours),
+        }),
+      },
+    },
+    async (request) => {
+      requireAdmin(request, adminUserIds);
+      return ok(await service.create(request.body));
+    },
+  );
+
+  app.put(
+    '/shop',
+    {
+      schema: {
+        // Only the fields present change (hmdp's updateById skips nulls).
+        body: Type.Object({
+          id: IdString,
+          name: Type.Optional(ShopFields.name),
+          typeId: Type.Optional(ShopFields.typeId),
+          images: Type.Optional(ShopFields.images),
+          area: Type.Optional(ShopFields.area),
+          address: Type.Optional(ShopFields.address),
+          x: Type.Optional(ShopFields.x),
+          y: Type.Optional(ShopFields.y),
+          avgPrice: Type.Optional(ShopFields.avgPrice),
+          sold: Type.Optional(ShopFields.sold),
+          comments: Type.Optional(ShopFields.comments),
+          score: Type.Optional(ShopFields.score),
+          openHours: Type.Optional(ShopFields.openHours),
+        }),
+      },
+    },
+    async (request) => {
+      requireAdmin(request, adminUserIds);
+      await service.update(request.body);
+      return ok();
+    },
+  );
+};
