@@ -240,6 +240,8 @@ export interface MeasureOptions {
   /** Offered rate of the fixed-rate phase, or else `rateFraction` of the saturation rate. */
   rate: number | undefined;
   rateFraction: number;
+  /** Ceiling of the rate from `rateFraction`. */
+  maxRate: number;
   /** Fixed-rate phase by autocannon's rate mode (for comparison) instead of the open loop. */
   autocannonRate: boolean;
 }
@@ -265,7 +267,7 @@ export async function measure(
     expectedRps: warm.rps,
     onTick: step(`saturation, ${connections} connections`, durationSeconds),
   });
-  const rate = options.rate ?? Math.max(1, Math.round(saturation.rps * options.rateFraction));
+  const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
   const fixed = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
     rate,
     connections: latencyConnections,

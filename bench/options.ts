@@ -18,6 +18,11 @@ export interface BenchOptions {
   /** Offered rate of the latency phase: an absolute req/s, or else this fraction of the scenario's saturation rate. */
   rate: number | undefined;
   rateFraction: number;
+  /**
+   * Ceiling of that fraction: above ~15,000 req/s on two cores the open-loop generator itself
+   * becomes the bottleneck (see its lag column) and the latencies measure it, not the server.
+   */
+  maxRate: number;
   /** Measure the fixed-rate phase with autocannon's rate mode instead of the open loop (to compare the two). */
   autocannonRate: boolean;
   /** Users with sessions that place the orders. */
@@ -58,6 +63,7 @@ export const USAGE = `npm run bench -- [options]
   --latency-connections N connections at the fixed rate (default 1000)
   --rate N                offered req/s of the latency phase (default: --rate-fraction of saturation)
   --rate-fraction F       0 < F < 1 (default 0.5)
+  --max-rate N            ceiling of the rate from --rate-fraction (default 8000)
   --autocannon-rate       fixed-rate phase by autocannon's rate mode instead of the open loop
                           (for comparison only: see bench/load.ts on why its figures mislead)
   --users N               buyers with sessions (default 5000)
@@ -89,6 +95,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         'latency-connections': { type: 'string' },
         rate: { type: 'string' },
         'rate-fraction': { type: 'string' },
+        'max-rate': { type: 'string' },
         'autocannon-rate': { type: 'boolean', default: false },
         users: { type: 'string' },
         stock: { type: 'string' },
@@ -130,6 +137,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     latencyConnections: int('--latency-connections', values['latency-connections'], smoke ? 20 : 1_000, 1, 10_000),
     rate: values.rate === undefined ? (smoke ? 200 : undefined) : int('--rate', values.rate, 0, 1, 10_000_000),
     rateFraction: number('--rate-fraction', values['rate-fraction'], 0.5, 0.01, 0.99),
+    maxRate: int('--max-rate', values['max-rate'], 8_000, 1, 10_000_000),
     autocannonRate: values['autocannon-rate'],
     users,
     stock: int('--stock', values.stock, Math.max(1, Math.floor(users / 2)), 1, 10_000_000),

@@ -114,7 +114,7 @@ export function renderMarkdown(report: BenchReport): string {
       'Load generator, servers, Redis and MySQL all on this machine.',
     '',
     `Each HTTP scenario: ${options.durationSeconds} s closed loop at ${options.connections} connections (saturation), then ` +
-      `${options.durationSeconds} s ${options.autocannonRate ? "of autocannon's rate mode (overallRate; see BENCHMARKS.md on its figures)" : 'open loop'} at a fixed offered rate (${options.rate === undefined ? `${Math.round(options.rateFraction * 100)} % of its saturation rate` : `${number(options.rate)} req/s`}) ` +
+      `${options.durationSeconds} s ${options.autocannonRate ? "of autocannon's rate mode (overallRate; see BENCHMARKS.md on its figures)" : 'open loop'} at a fixed offered rate (${options.rate === undefined ? `${Math.round(options.rateFraction * 100)} % of its saturation rate, at most ${number(options.maxRate)} req/s` : `${number(options.rate)} req/s`}) ` +
       `over up to ${number(options.latencyConnections)} connections, latency counted from each request's due time. ` +
       `Sales: ${number(options.users)} users, vouchers of stock ${number(options.stock)}.`,
     '',
@@ -218,7 +218,7 @@ export function renderSvg(report: BenchReport): string {
       `<text x="${labelWidth + panelWidth + gap + p99Width + 4}" y="${y + 15}">${row.result.fixedRate.latency.p99}</text>`,
     );
   });
-  parts.push(`<text x="10" y="${height - 12}" fill="#555">${escape(`offered rate: ${report.options.rate === undefined ? `${Math.round(report.options.rateFraction * 100)} % of each scenario's saturation rate` : `${report.options.rate} req/s`}; ${report.commandLine}`)}</text>`, '</svg>');
+  parts.push(`<text x="10" y="${height - 12}" fill="#555">${escape(`offered rate: ${report.options.rate === undefined ? `${Math.round(report.options.rateFraction * 100)} % of each scenario's saturation rate, at most ${report.options.maxRate} req/s` : `${report.options.rate} req/s`}; ${report.commandLine}`)}</text>`, '</svg>');
   return `${parts.join('\n')}\n`;
 }
 

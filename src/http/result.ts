@@ -25,5 +25,11 @@ export function fail(errorMsg: string): Result<never> {
  * JSON number above 2^53, so every bigint goes out as a decimal string.
  */
 export function stringifyResult(payload: unknown): string {
-  return JSON.stringify(payload, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  try {
+    // Fast path: a replacer function takes V8 off its fast serializer, and most answers hold no bigint.
+    return JSON.stringify(payload);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    return JSON.stringify(payload, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  }
 }
