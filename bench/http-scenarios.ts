@@ -1,12 +1,10 @@
 /**
  * The scenarios without a sale: `baseline` (one EVALSHA behind Fastify) and `shop-hot` (the
- * cached shop route beside the same JSON served from memory). Each gets a server of its own.
+ * cached shop route beside the same JSON served from memory, on one server).
  */
-import type { BenchOptions } from './options.js';
 import type { World } from './world.js';
-import { measure, type PhaseResult, type RequestSource } from './load.js';
+import type { LoadTarget, Measurement, PhaseResult } from './load.js';
 import { startServer, type ServerProcess } from './processes.js';
-import type { Progress } from './progress.js';
 
 export interface HttpResult {
   scenario: string;
@@ -15,38 +13,62 @@ export interface HttpResult {
   fixedRate: PhaseResult;
 }
 
-const SERVER_ENV = { SECKILL_WORKER: 'false' };
-
-
-export async function runBaseline(options: BenchOptions, world: World, progress: Progress): Promise<HttpResult> {
-  const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
-  try {
-    return await measureRoute('baseline', server, { method: 'POST', next: () => ({ path: '/bench/evalsha' }) }, options, progress);
-  } finally {
-    await server.stop();
-  }
+/** A scenario ready to be measured: its routes, and what to do with their measurements. */
+export interface PreparedScenario<R> {
+  targets: LoadTarget[];
+  finish(measurements: Map<string, Measurement>): Promise<R>;
+  /** Stops its server; safe to call more than once. */
+  stop(): Promise<void>;
 }
 
-/** Returns [cached route, bare route]. */
-export async function runShopHot(options: BenchOptions, world: World, progress: Progress): Promise<[HttpResult, HttpResult]> {
+const SERVER_ENV = { SECKILL_WORKER: 'false' };
+
+export async function prepareBaseline(world: World): Promise<PreparedScenario<HttpResult>> {
+  const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
+  const target: LoadTarget = { name: 'baseline', url: server.url, source: { method: 'POST', next: () => ({ path: '/bench/evalsha' }) } };
+  return {
+    targets: [target],
+    finish: async (measurements) => {
+      await server.stop();
+      return result(target, 'POST /bench/evalsha', measurements);
+    },
+    stop: () => server.stop(),
+  };
+}
+
+/** Resolves to [cached route, bare route]. */
+export async function prepareShopHot(world: World): Promise<PreparedScenario<[HttpResult, HttpResult]>> {
   const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
   try {
     const cachedPath = `/api/shop/${world.shopId}`;
     const barePath = `/bench/shop/${world.shopId}`;
-    // Both must give the same answer, or the comparison means nothing.
-    const [cachedBody, bareBody] = await Promise.all([fetchText(server.url + cachedPath), fetchText(server.url + barePath)]);
-    if (cachedBody !== bareBody) throw new Error(`shop-hot: ${cachedPath} and ${barePath} answer differently:\n${cachedBody}\n${bareBody}`);
-    const bare = await measureRoute('shop-hot (bare route)', server, { method: 'GET', next: () => ({ path: barePath }) }, options, progress);
-    const cached = await measureRoute('shop-hot', server, { method: 'GET', next: () => ({ path: cachedPath }) }, options, progress);
-    return [cached, bare];
-  } finally {
+    await sameAnswer(server, cachedPath, barePath);
+    const cached: LoadTarget = { name: 'shop-hot', url: server.url, source: { method: 'GET', next: () => ({ path: cachedPath }) } };
+    const bare: LoadTarget = { name: 'shop-hot bare route', url: server.url, source: { method: 'GET', next: () => ({ path: barePath }) } };
+    return {
+      targets: [cached, bare],
+      finish: async (measurements) => {
+        await server.stop();
+        return [result(cached, 'GET /api/shop/{id}', measurements), result(bare, 'GET /bench/shop/{id}', measurements)];
+      },
+      stop: () => server.stop(),
+    };
+  } catch (error) {
     await server.stop();
+    throw error;
   }
 }
 
-async function measureRoute(scenario: string, server: ServerProcess, source: RequestSource, options: BenchOptions, progress: Progress): Promise<HttpResult> {
-  const phases = await measure(server.url, source, options, (label, seconds) => progress.step(`${scenario}: ${label}`, seconds));
-  return { scenario, route: `${source.method} ${source.next().path.replace(/\/\d+$/, '/{id}')}`, ...phases };
+function result(target: LoadTarget, route: string, measurements: Map<string, Measurement>): HttpResult {
+  const measured = measurements.get(target.name);
+  if (!measured) throw new Error(`${target.name} was not measured`);
+  return { scenario: target.name, route, ...measured };
+}
+
+/** Both routes must give the same answer, or comparing them means nothing. */
+async function sameAnswer(server: ServerProcess, cachedPath: string, barePath: string): Promise<void> {
+  const [cachedBody, bareBody] = await Promise.all([fetchText(server.url + cachedPath), fetchText(server.url + barePath)]);
+  if (cachedBody !== bareBody) throw new Error(`shop-hot: ${cachedPath} and ${barePath} answer differently:\n${cachedBody}\n${bareBody}`);
 }
 
 async function fetchText(url: string): Promise<string> {

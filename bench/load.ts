@@ -246,33 +246,88 @@ export interface MeasureOptions {
   autocannonRate: boolean;
 }
 
+/** One route under test: what is measured, where, with which requests. */
+export interface LoadTarget {
+  name: string;
+  url: string;
+  source: RequestSource;
+  /** Runs right after the target's last phase (e.g. waiting for the order worker to drain). */
+  afterLoad?: () => Promise<void>;
+}
+
+export interface Measurement {
+  saturation: PhaseResult;
+  fixedRate: PhaseResult;
+}
+
 /**
- * A scenario's two measurements: warm-up (JIT, pools, caches; not reported), saturation, then
- * fixed rate below it. `step` announces each phase and returns its progress ticker.
+ * Measures every target: warm-up (JIT, pools, caches; not reported), then saturation, then a
+ * fixed rate below it.
+ *
+ * The saturation phase is taken in `rounds` slices that go round the targets in turn (A B C A B
+ * C …), so that whatever else the machine does meanwhile (on a shared two-core VM, rates drift by
+ * tens of percent from one minute to the next) weighs on every target alike, and the ratios
+ * between them (the targets the project sets) are measured rather than the drift.
  */
-export async function measure(
-  url: string,
-  source: RequestSource,
+export async function measureAll(
+  targets: LoadTarget[],
   options: MeasureOptions,
   step: (label: string, seconds?: number) => Ticker,
-): Promise<{ saturation: PhaseResult; fixedRate: PhaseResult }> {
+  rounds = 5,
+): Promise<Map<string, Measurement>> {
   const { connections, latencyConnections, durationSeconds } = options;
   const warmUpSeconds = Math.min(2, durationSeconds / 2);
-  const onTick = step('warm-up', warmUpSeconds);
-  const probe = await saturate(url, source, { connections, durationSeconds: warmUpSeconds / 4, expectedRps: 1_000, onTick });
-  const warm = await saturate(url, source, { connections, durationSeconds: warmUpSeconds, expectedRps: probe.rps, onTick });
-  const saturation = await saturate(url, source, {
-    connections,
-    durationSeconds,
-    expectedRps: warm.rps,
-    onTick: step(`saturation, ${connections} connections`, durationSeconds),
-  });
-  const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
-  const fixed = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
-    rate,
-    connections: latencyConnections,
-    durationSeconds,
-    onTick: step(`fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
-  });
-  return { saturation, fixedRate: fixed };
+  const expected = new Map<string, number>();
+  for (const { name, url, source } of targets) {
+    const onTick = step(`${name}: warm-up`, warmUpSeconds);
+    const probe = await saturate(url, source, { connections, durationSeconds: warmUpSeconds / 4, expectedRps: 1_000, onTick });
+    const warm = await saturate(url, source, { connections, durationSeconds: warmUpSeconds, expectedRps: probe.rps, onTick });
+    expected.set(name, warm.rps);
+  }
+
+  const slices = new Map<string, PhaseResult[]>(targets.map((target) => [target.name, []]));
+  const sliceSeconds = durationSeconds / rounds;
+  for (let round = 1; round <= rounds; round++) {
+    for (const { name, url, source } of targets) {
+      const onTick = step(`${name}: saturation, ${connections} connections, slice ${round}/${rounds}`, sliceSeconds);
+      const slice = await saturate(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick });
+      expected.set(name, slice.rps);
+      slices.get(name)!.push(slice);
+    }
+  }
+
+  const measurements = new Map<string, Measurement>();
+  for (const { name, url, source, afterLoad } of targets) {
+    const saturation = combine(slices.get(name)!);
+    const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
+    const fixed = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
+      rate,
+      connections: latencyConnections,
+      durationSeconds,
+      onTick: step(`${name}: fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
+    });
+    measurements.set(name, { saturation, fixedRate: fixed });
+    if (afterLoad) {
+      step(`${name}: after the load`);
+      await afterLoad();
+    }
+  }
+  return measurements;
+}
+
+/** Slices of one saturation phase as one: answers over time; the worst of their (reference-only) latencies. */
+function combine(slices: PhaseResult[]): PhaseResult {
+  const seconds = slices.reduce((sum, slice) => sum + slice.durationSeconds, 0);
+  const requests = slices.reduce((sum, slice) => sum + slice.requests, 0);
+  const worst = (pick: (latency: Latency) => number) => Math.max(...slices.map((slice) => pick(slice.latency)));
+  return {
+    mode: 'saturation',
+    connections: slices[0]!.connections,
+    durationSeconds: Math.round(seconds * 100) / 100,
+    requests,
+    rps: Math.round(requests / seconds),
+    latency: { p50: worst((l) => l.p50), p90: worst((l) => l.p90), p99: worst((l) => l.p99), max: worst((l) => l.max) },
+    errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
+    non2xx: slices.reduce((sum, slice) => sum + slice.non2xx, 0),
+  };
 }

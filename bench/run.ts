@@ -11,14 +11,15 @@ import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
-import { runBaseline, runShopHot } from './http-scenarios.js';
+import { prepareBaseline, prepareShopHot, type PreparedScenario } from './http-scenarios.js';
+import { measureAll } from './load.js';
 import { measureIds, type OpsRow } from './id.js';
 import { measureLockBench } from './lock.js';
 import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './options.js';
 import { summariseProfileDir } from './profile.js';
 import { Progress } from './progress.js';
 import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
-import { runSeckill } from './seckill.js';
+import { prepareSale } from './seckill.js';
 import { attachWorld, createOwnWorld, type World } from './world.js';
 import { loadConfig } from '../src/infra/config.js';
 
@@ -41,12 +42,30 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       pass: true,
     };
     const wanted = new Set(options.scenarios);
-    if (wanted.has('baseline')) report.baseline = await runBaseline(options, world, progress);
-    if (wanted.has('seckill-async')) report.seckill.push(await runSeckill('async', options, world, progress, options.target ? undefined : profileDir));
-    if (wanted.has('seckill-sync')) report.seckill.push(await runSeckill('sync', options, world, progress));
-    if (wanted.has('shop-hot')) {
-      const [cached, bare] = await runShopHot(options, world, progress);
-      report.shopHot = { cached, bare };
+    // Every HTTP scenario's server runs from the start, so that their saturation slices can take turns.
+    const prepared: Array<PreparedScenario<unknown>> = [];
+    try {
+      progress.step('starting servers, creating vouchers');
+      const baseline = wanted.has('baseline') ? await prepareBaseline(world) : undefined;
+      const async = wanted.has('seckill-async') ? await prepareSale('async', options, world, options.target ? undefined : profileDir) : undefined;
+      const sync = wanted.has('seckill-sync') ? await prepareSale('sync', options, world) : undefined;
+      const shopHot = wanted.has('shop-hot') ? await prepareShopHot(world) : undefined;
+      prepared.push(...[baseline, async, sync, shopHot].filter((scenario) => scenario !== undefined));
+      const measurements = await measureAll(
+        prepared.flatMap((scenario) => scenario.targets),
+        options,
+        (label, seconds) => progress.step(label, seconds),
+      );
+      progress.step('checking the sales');
+      if (baseline) report.baseline = await baseline.finish(measurements);
+      if (async) report.seckill.push(await async.finish(measurements));
+      if (sync) report.seckill.push(await sync.finish(measurements));
+      if (shopHot) {
+        const [cached, bare] = await shopHot.finish(measurements);
+        report.shopHot = { cached, bare };
+      }
+    } finally {
+      await Promise.all(prepared.map((scenario) => scenario.stop()));
     }
     const microMs = (options.durationSeconds * 1000) / 2;
     if (wanted.has('id')) {

@@ -11,9 +11,9 @@
 import { sql } from 'kysely';
 import type { BenchOptions } from './options.js';
 import type { BenchUser, World } from './world.js';
-import { measure, type PhaseResult, type RequestSource } from './load.js';
+import type { PhaseResult, RequestSource } from './load.js';
+import type { PreparedScenario } from './http-scenarios.js';
 import { startServer } from './processes.js';
-import type { Progress } from './progress.js';
 import { ORDER_GROUP, type SeckillStore } from '../src/modules/seckill/store.js';
 
 export type Strategy = 'async' | 'sync';
@@ -45,47 +45,59 @@ export interface SeckillResult {
 const MAX_EXPECTED_RPS = 25_000;
 
 /**
- * One sale under load, then its checks. The server is started here with the given strategy, or,
- * with `--target`, is the one already running there (which must run that strategy).
+ * One sale ready to be put under load: its server is started here with the given strategy, or,
+ * with `--target`, is the one already running there (which must run that strategy). `finish`
+ * waits for the order worker to drain and checks everything the sale promised.
  */
-export async function runSeckill(strategy: Strategy, options: BenchOptions, world: World, progress: Progress, cpuProfDir?: string): Promise<SeckillResult> {
+export async function prepareSale(strategy: Strategy, options: BenchOptions, world: World, cpuProfDir?: string): Promise<PreparedScenario<SeckillResult>> {
+  const name = `seckill-${strategy}` as const;
   const server = options.target
     ? undefined
     : await startServer({
         env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${strategy}` },
         ...(cpuProfDir ? { cpuProfDir } : {}),
       });
-  const url = options.target ?? server!.url;
+  const stop = async () => {
+    await server?.stop();
+  };
   try {
     const plannedRequests = (2.5 + 2 * options.durationSeconds) * MAX_EXPECTED_RPS;
     const voucherCount = Math.min(500, Math.ceil(plannedRequests / options.users));
-    progress.step(`seckill-${strategy}: creating ${voucherCount} vouchers of stock ${options.stock}`);
     const vouchers = await world.createVouchers(voucherCount, options.stock);
     const sale = new Sale(vouchers, world.users);
-
-    const { saturation, fixedRate } = await measure(url, sale, options, (label, seconds) => progress.step(`seckill-${strategy}: ${label}`, seconds));
-
-    progress.step(`seckill-${strategy}: waiting for the order worker to drain`);
-    const drainStarted = performance.now();
-    const drained = await waitForDrain(world.store, options.drainTimeoutSeconds * 1000);
-    const drainMs = Math.round(performance.now() - drainStarted);
-    const checks = await checkSale(world, strategy, vouchers, options.stock, sale);
-    if (!drained) checks.unshift({ name: 'worker drained', pass: false, detail: `still queued or pending after ${options.drainTimeoutSeconds} s` });
-    return {
-      scenario: `seckill-${strategy}`,
-      strategy,
-      saturation,
-      fixedRate,
-      vouchers: voucherCount,
-      stockPerVoucher: options.stock,
-      accepted: sale.accepted.size,
-      refused: sale.refused,
-      drainMs,
-      checks,
-      pass: checks.every((check) => check.pass),
+    let drained = false;
+    let drainMs = 0;
+    const waitForWorker = async () => {
+      const drainStarted = performance.now();
+      drained = await waitForDrain(world.store, options.drainTimeoutSeconds * 1000);
+      drainMs = Math.round(performance.now() - drainStarted);
     };
-  } finally {
-    await server?.stop();
+    return {
+      targets: [{ name, url: options.target ?? server!.url, source: sale, afterLoad: waitForWorker }],
+      stop,
+      finish: async (measurements) => {
+        const { saturation, fixedRate } = measurements.get(name)!;
+        await stop();
+        const checks = await checkSale(world, strategy, vouchers, options.stock, sale);
+        if (!drained) checks.unshift({ name: 'worker drained', pass: false, detail: `still queued or pending after ${options.drainTimeoutSeconds} s` });
+        return {
+          scenario: name,
+          strategy,
+          saturation,
+          fixedRate,
+          vouchers: voucherCount,
+          stockPerVoucher: options.stock,
+          accepted: sale.accepted.size,
+          refused: sale.refused,
+          drainMs,
+          checks,
+          pass: checks.every((check) => check.pass),
+        };
+      },
+    };
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }
 
