@@ -74,6 +74,7 @@ export class IdGenerator {
   /** Largest time part issued by this generator: the time part never goes backwards. */
   private lastTimePart = -1;
   private readonly blockSize: number;
+  private lastDay = { timePart: -1, day: '' };
   /** Per prefix: the reserved numbers not yet issued, valid for one UTC day only. */
   private readonly blocks = new Map<string, { day: string; next: number; last: number }>();
   /** Reservations in flight, per prefix and day: concurrent callers share one round trip. */
@@ -107,12 +108,18 @@ export class IdGenerator {
       // Time part and day come from the same reading: an ID's time part always lies in the day
       // whose counter gave its sequence, which is what makes (time, sequence) unique.
       const timePart = this.nextTimePart();
-      const day = utcDayStamp(new Date((this.epochSeconds + timePart) * 1000));
+      const day = this.dayOf(timePart);
       if (this.blockSize === 1) return compose(timePart, (await this.reserve(prefix, day, 1))[0]);
       const block = this.blocks.get(prefix);
       if (block !== undefined && block.day === day && block.next <= block.last) return compose(timePart, block.next++);
       await this.refill(prefix, day);
     }
+  }
+
+  /** yyyyMMdd of a time part, remembered for the last one (formatting a date per ID showed in profiles). */
+  private dayOf(timePart: number): string {
+    if (timePart !== this.lastDay.timePart) this.lastDay = { timePart, day: utcDayStamp(new Date((this.epochSeconds + timePart) * 1000)) };
+    return this.lastDay.day;
   }
 
   /** Takes a new block for `prefix` and `day`, or waits for the one already being taken. */
