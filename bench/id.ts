@@ -18,28 +18,31 @@ export interface OpsRow {
 }
 
 export async function measureIds(redis: RedisClient, options: { durationMs: number; parallelism: number }): Promise<OpsRow[]> {
-  const ids = new IdGenerator(redis);
+  const single = new IdGenerator(redis);
+  const blocks = new IdGenerator(redis, { blockSize: 100 });
   const cases: Array<[string, () => Promise<unknown>]> = [
     ['INCR (floor)', () => redis.incr('bench:id:floor')],
-    ['IdGenerator.nextId', () => ids.nextId('bench')],
+    ['IdGenerator.nextId', () => single.nextId('bench')],
+    ['IdGenerator.nextId, blocks of 100', () => blocks.nextId('bench-blocks')],
   ];
   const rows: OpsRow[] = [];
   for (const [mode, loops] of [['sequential', 1], [`parallel ×${options.parallelism}`, options.parallelism]] as const) {
     for (const [, call] of cases) await timed(call, loops, 200); // warm-up
-    const floor = { ops: 0, ms: 0 };
-    const ours = { ops: 0, ms: 0 };
-    // Alternate short slices so background noise hits both alike.
+    const totals = cases.map(() => ({ ops: 0, ms: 0 }));
+    // Alternate short slices so background noise hits every case alike.
     for (let slice = 0; slice < 4; slice++) {
       for (const [i, [, call]] of cases.entries()) {
         const { ops, ms } = await timed(call, loops, Infinity, options.durationMs / 8);
-        const total = i === 0 ? floor : ours;
-        total.ops += ops;
-        total.ms += ms;
+        totals[i]!.ops += ops;
+        totals[i]!.ms += ms;
       }
     }
     const perSecond = (t: { ops: number; ms: number }) => Math.round((t.ops / t.ms) * 1000);
-    rows.push({ name: cases[0]![0], mode, ops: floor.ops, opsPerSecond: perSecond(floor) });
-    rows.push({ name: cases[1]![0], mode, ops: ours.ops, opsPerSecond: perSecond(ours), baseline: cases[0]![0], ratio: perSecond(ours) / perSecond(floor) });
+    const floor = perSecond(totals[0]!);
+    for (const [i, [name]] of cases.entries()) {
+      const rate = perSecond(totals[i]!);
+      rows.push({ name, mode, ops: totals[i]!.ops, opsPerSecond: rate, ...(i > 0 ? { baseline: cases[0]![0], ratio: rate / floor } : {}) });
+    }
   }
   return rows;
 }

@@ -69,7 +69,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     }
     const microMs = (options.durationSeconds * 1000) / 2;
     if (wanted.has('id')) {
-      progress.step('id: IdGenerator.nextId vs INCR', (microMs * 2) / 1000);
+      progress.step('id: IdGenerator.nextId vs INCR', (microMs * 3) / 1000);
       report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
     }
     if (wanted.has('lock')) {
