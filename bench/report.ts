@@ -193,7 +193,7 @@ export function renderSvg(report: BenchReport): string {
   const labelWidth = 170;
   const panelWidth = 300;
   const gap = 70;
-  const width = labelWidth + 2 * panelWidth + gap + 30;
+  const width = labelWidth + 2 * panelWidth + gap + 130; // room for the p99 labels
   const height = top + rows.length * rowHeight + 40;
   const maxRps = Math.max(1, ...rows.map((r) => r.result.saturation.rps));
   const maxP99 = Math.max(1, ...rows.map((r) => r.result.fixedRate.latency.p99));
@@ -215,7 +215,7 @@ export function renderSvg(report: BenchReport): string {
       `<rect x="${labelWidth}" y="${y + 3}" width="${rpsWidth.toFixed(1)}" height="${rowHeight - 10}" fill="${color}"/>`,
       `<text x="${labelWidth + rpsWidth + 4}" y="${y + 15}">${number(row.result.saturation.rps)}</text>`,
       `<rect x="${labelWidth + panelWidth + gap}" y="${y + 3}" width="${p99Width.toFixed(1)}" height="${rowHeight - 10}" fill="${color}" opacity="0.6"/>`,
-      `<text x="${labelWidth + panelWidth + gap + p99Width + 4}" y="${y + 15}">${row.result.fixedRate.latency.p99}</text>`,
+      `<text x="${labelWidth + panelWidth + gap + p99Width + 4}" y="${y + 15}">${row.result.fixedRate.latency.p99} ms at ${number(row.result.fixedRate.offeredRate ?? 0)}/s</text>`,
     );
   });
   parts.push(`<text x="10" y="${height - 12}" fill="#555">${escape(`offered rate: ${report.options.rate === undefined ? `${Math.round(report.options.rateFraction * 100)} % of each scenario's saturation rate, at most ${report.options.maxRate} req/s` : `${report.options.rate} req/s`}; ${report.commandLine}`)}</text>`, '</svg>');
