@@ -88,16 +88,7 @@ export async function saturate(
       url,
       connections,
       amount,
-      requests: [
-        {
-          method: source.method,
-          setupRequest: (request) => {
-            const { path, headers } = source.next();
-            return { ...request, path, headers: { ...request.headers, ...headers } };
-          },
-          ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
-        },
-      ],
+      requests: [autocannonRequest(source)],
     }) as unknown as EventEmitter & PromiseLike<autocannon.Result>;
     instance.on('response', () => {
       answered += 1;
@@ -209,16 +200,7 @@ export async function autocannonRate(
     connections: options.connections,
     overallRate: options.rate,
     duration: options.durationSeconds,
-    requests: [
-      {
-        method: source.method,
-        setupRequest: (request) => {
-          const { path, headers } = source.next();
-          return { ...request, path, headers: { ...request.headers, ...headers } };
-        },
-        ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
-      },
-    ],
+    requests: [autocannonRequest(source)],
   });
   return {
     mode: 'fixed-rate',
@@ -230,6 +212,18 @@ export async function autocannonRate(
     latency: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
     errors: result.errors,
     non2xx: result.non2xx,
+  };
+}
+
+/** The source's requests, one by one, as autocannon asks for them. */
+function autocannonRequest(source: RequestSource): autocannon.Request {
+  return {
+    method: source.method,
+    setupRequest: (request) => {
+      const { path, headers } = source.next();
+      return { ...request, path, headers: { ...request.headers, ...headers } };
+    },
+    ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
   };
 }
 

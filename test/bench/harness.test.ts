@@ -4,7 +4,6 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseBenchOptions, type BenchOptions } from '../../bench/options.js';
@@ -17,6 +16,7 @@ import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/store.
 import { testMysqlUrl, testRedisUrl } from '../support/env.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
 import { eventually } from '../modules/seckill/support.js';
+import { freePort } from '../lib/helpers/redis-servers.js';
 
 const run = promisify(execFile);
 const quiet = new Progress(process.stderr, true);
@@ -165,14 +165,6 @@ async function rowCounts(env: TestEnv): Promise<Record<string, number>> {
     counts[table] = Number(row.n);
   }
   return counts;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const { port } = probe.address() as { port: number };
-  probe.close();
-  return port;
 }
 
 describe('the bench command line', () => {

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../support/test-env.js';
+import { freePort } from '../lib/helpers/redis-servers.js';
 
 let env: TestEnv;
 
@@ -13,14 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await env?.cleanup();
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
 
 function startServer(extraEnv: Record<string, string>): { child: ChildProcess; output: () => string } {
   let output = '';

@@ -77,19 +77,10 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
     '/shop',
     {
       schema: {
+        // Name, type, address and position are needed; the rest have defaults.
         body: Type.Object({
-          name: ShopFields.name,
-          typeId: ShopFields.typeId,
-          images: Type.Optional(ShopFields.images),
-          area: Type.Optional(ShopFields.area),
-          address: ShopFields.address,
-          x: ShopFields.x,
-          y: ShopFields.y,
-          avgPrice: Type.Optional(ShopFields.avgPrice),
-          sold: Type.Optional(ShopFields.sold),
-          comments: Type.Optional(ShopFields.comments),
-          score: Type.Optional(ShopFields.score),
-          openHours: Type.Optional(ShopFields.openHours),
+          ...Type.Partial(Type.Object(ShopFields)).properties,
+          ...Type.Pick(Type.Object(ShopFields), ['name', 'typeId', 'address', 'x', 'y']).properties,
         }),
       },
     },
@@ -104,21 +95,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
     {
       schema: {
         // Only the fields present change (hmdp's updateById skips nulls).
-        body: Type.Object({
-          id: IdString,
-          name: Type.Optional(ShopFields.name),
-          typeId: Type.Optional(ShopFields.typeId),
-          images: Type.Optional(ShopFields.images),
-          area: Type.Optional(ShopFields.area),
-          address: Type.Optional(ShopFields.address),
-          x: Type.Optional(ShopFields.x),
-          y: Type.Optional(ShopFields.y),
-          avgPrice: Type.Optional(ShopFields.avgPrice),
-          sold: Type.Optional(ShopFields.sold),
-          comments: Type.Optional(ShopFields.comments),
-          score: Type.Optional(ShopFields.score),
-          openHours: Type.Optional(ShopFields.openHours),
-        }),
+        body: Type.Object({ id: IdString, ...Type.Partial(Type.Object(ShopFields)).properties }),
       },
     },
     async (request) => {

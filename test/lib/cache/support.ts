@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { CacheClient, CacheCounters } from '../../../src/lib/cache/index.js';
 import { LockClient } from '../../../src/lib/lock/index.js';
 import { connectRedis } from '../helpers/redis.js';
+import { Gate } from '../../support/gate.js';
 
 /** One app instance as the cache sees it: its own Redis connection, lock client and counters. */
 export interface Instance {
@@ -42,25 +43,23 @@ export class Source<V> {
   loads = 0;
   readonly loadedIds: string[] = [];
   delayMs = 0;
-  private gate: Promise<void> | undefined;
-  private openGate: (() => void) | undefined;
+  private readonly gate = new Gate();
 
   readonly load = async (id: string): Promise<V | null> => {
     this.loads += 1;
     this.loadedIds.push(id);
     const row = this.rows.get(id) ?? null;
     if (this.delayMs > 0) await sleep(this.delayMs);
-    if (this.gate) await this.gate;
+    await this.gate.pass();
     return row;
   };
 
   close(): void {
-    this.gate = new Promise((resolve) => (this.openGate = resolve));
+    this.gate.close();
   }
 
   open(): void {
-    this.openGate?.();
-    this.gate = undefined;
+    this.gate.open();
   }
 }
 

@@ -3,6 +3,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/re
 import { ShopRepository, type ShopRow } from '../../../src/modules/shop/repository.js';
 import { SessionStore } from '../../../src/modules/user/session-store.js';
 import { buildTestApp, type TestEnv } from '../../support/test-env.js';
+import { Gate } from '../../support/gate.js';
 
 /**
  * The real MySQL repository, counting the loads of single shops (the cache's loader) at the
@@ -11,24 +12,22 @@ import { buildTestApp, type TestEnv } from '../../support/test-env.js';
 export class CountingShopRepository extends ShopRepository {
   loads = 0;
   delayMs = 0;
-  private gate: Promise<void> | undefined;
-  private openGate: (() => void) | undefined;
+  private readonly gate = new Gate();
 
   override async findById(id: string): Promise<ShopRow | undefined> {
     this.loads += 1;
     const row = await super.findById(id);
     if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
-    if (this.gate) await this.gate;
+    await this.gate.pass();
     return row;
   }
 
   close(): void {
-    this.gate = new Promise((resolve) => (this.openGate = resolve));
+    this.gate.close();
   }
 
   open(): void {
-    this.openGate?.();
-    this.gate = undefined;
+    this.gate.open();
   }
 }
 
