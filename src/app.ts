@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastifyStatic from '@fastify/static';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './infra/config.js';
 import { createMetrics, type Metrics } from './infra/metrics.js';
@@ -29,6 +31,19 @@ import { VoucherRepository } from './modules/voucher/repository.js';
 import { voucherRoutes } from './modules/voucher/routes.js';
 import { VoucherService } from './modules/voucher/service.js';
 import { healthRoutes } from './modules/health/routes.js';
+import { BlogRepository } from './modules/blog/repository.js';
+import { blogRoutes } from './modules/blog/routes.js';
+import { BlogService } from './modules/blog/service.js';
+import { FollowRepository } from './modules/follow/repository.js';
+import { followRoutes } from './modules/follow/routes.js';
+import { FollowService } from './modules/follow/service.js';
+import { signRoutes } from './modules/sign/routes.js';
+import { SignService } from './modules/sign/service.js';
+import { UploadRepository } from './modules/upload/repository.js';
+import { uploadRoutes } from './modules/upload/routes.js';
+import { UploadService } from './modules/upload/service.js';
+import { recordVisitHook, uvRoutes } from './modules/uv/routes.js';
+import { UvService } from './modules/uv/service.js';
 import { installAuthHooks } from './modules/user/auth-hooks.js';
 import { LoginCodeStore } from './modules/user/login-code-store.js';
 import { UserRepository } from './modules/user/repository.js';
@@ -54,6 +69,8 @@ export interface AppDeps {
   shopRepository?: ShopRepository;
   /** Receives cache events besides the Prometheus counter (tests, tools). */
   cacheStats?: CacheStats;
+  /** Clock of the social features (feed scores, like times, sign-in and UV days); tests pin it. */
+  now?: () => number;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
@@ -151,15 +168,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.type(metrics.registry.contentType).serializer(String).send(await metrics.registry.metrics());
   });
 
+  const social = buildSocial(deps);
+  // Uploaded images, public and outside /api like hmdp's nginx /imgs/ folder.
+  mkdirSync(social.uploadService.root, { recursive: true });
+  await app.register(fastifyStatic, { root: social.uploadService.root, prefix: '/imgs/', decorateReply: false, index: false, dotfiles: 'deny' });
+
   await app.register(
     async (api) => {
       installAuthHooks(api, sessions);
+      if (config.social.uvTracking) api.addHook('onResponse', recordVisitHook(social.uvService));
       await api.register(healthRoutes, { redis, db });
       await api.register(userRoutes, { service: userService });
       await api.register(voucherRoutes, { service: seckill.voucherService, adminUserIds: config.adminUserIds });
       await api.register(orderRoutes, { service: seckill.orderService });
       await api.register(shopTypeRoutes, { service: shops.shopTypeService });
       await api.register(shopRoutes, { service: shops.shopService, adminUserIds: config.adminUserIds });
+      await api.register(followRoutes, { service: social.followService });
+      await api.register(blogRoutes, { service: social.blogService });
+      await api.register(signRoutes, { service: social.signService });
+      await api.register(uvRoutes, { service: social.uvService, adminUserIds: config.adminUserIds });
+      await api.register(uploadRoutes, { service: social.uploadService, maxBytes: config.upload.maxBytes });
     },
     { prefix: '/api' },
   );
@@ -240,4 +268,27 @@ export function buildShops(deps: AppDeps, log: FastifyInstance['log']) {
     waitMs: config.cache.rebuildWaitMs,
   });
   return { shopService, shopTypeService, caches, locks };
+}
+
+/** Blogs, likes, follows, the feed, sign-in, unique visitors and image uploads. */
+export function buildSocial(deps: AppDeps) {
+  const { config, redis, db } = deps;
+  const now = deps.now ?? Date.now;
+  const users = new UserRepository(db);
+  const followService = new FollowService(redis, new FollowRepository(db), users);
+  const blogService = new BlogService({
+    redis,
+    blogs: new BlogRepository(db),
+    users,
+    follows: followService,
+    feedMaxLength: config.social.feedMaxLength,
+    now,
+  });
+  return {
+    followService,
+    blogService,
+    signService: new SignService(redis, now),
+    uvService: new UvService(redis, now),
+    uploadService: new UploadService(new UploadRepository(db), config.upload.dir),
+  };
 }

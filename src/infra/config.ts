@@ -75,6 +75,18 @@ export interface Config {
     /** Bloom filter false-positive rate at bloomExpectedItems. */
     bloomFalsePositiveRate: number;
   };
+  social: {
+    /** Longest inbox (`feed:{userId}`): older entries are trimmed when a blog is pushed. */
+    feedMaxLength: number;
+    /** Record unique visitors (HyperLogLog per day) of the site (GET /api/**) and of shop pages. */
+    uvTracking: boolean;
+  };
+  upload: {
+    /** Folder of uploaded images, served under /imgs/ (hmdp's nginx path). */
+    dir: string;
+    /** Largest accepted image in bytes; larger → 413. */
+    maxBytes: number;
+  };
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
     sessionTtlSeconds: number;
@@ -135,6 +147,14 @@ export function loadConfig(env: Env = process.env): Config {
       bloom: read.bool('SHOP_BLOOM', false),
       bloomExpectedItems: read.int('SHOP_BLOOM_EXPECTED_ITEMS', 1_000_000, { min: 1, max: 100_000_000 }),
       bloomFalsePositiveRate: read.number('SHOP_BLOOM_FALSE_POSITIVE_RATE', 0.01, { minExclusive: 0, maxExclusive: 1 }),
+    },
+    social: {
+      feedMaxLength: read.int('FEED_MAX_LENGTH', 1000, { min: 1, max: 1_000_000 }),
+      uvTracking: read.bool('UV_TRACKING', true),
+    },
+    upload: {
+      dir: read.string('UPLOAD_DIR', './data/uploads'),
+      maxBytes: read.int('UPLOAD_MAX_BYTES', 5 * 1024 * 1024, { min: 1, max: 100 * 1024 * 1024 }),
     },
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),

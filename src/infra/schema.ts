@@ -146,6 +146,15 @@ export interface SignTable {
   is_backup: Defaulted<number>;
 }
 
+export interface UploadTable {
+  id: AutoId;
+  user_id: Id;
+  /** Path under the upload folder: /blogs/{d1}/{d2}/{uuid}.{ext} */
+  name: string;
+  size: number;
+  create_time: CreateTime;
+}
+
 export interface Database {
   tb_user: UserTable;
   tb_user_info: UserInfoTable;
@@ -158,4 +167,5 @@ export interface Database {
   tb_seckill_voucher: SeckillVoucherTable;
   tb_voucher_order: VoucherOrderTable;
   tb_sign: SignTable;
+  tb_upload: UploadTable;
 }

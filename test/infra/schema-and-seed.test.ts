@@ -16,13 +16,13 @@ afterAll(async () => {
 });
 
 describe('schema', () => {
-  it("has hmdp's eleven tables in utf8mb4", async () => {
+  it("has hmdp's eleven tables (+ tb_upload) in utf8mb4", async () => {
     const { rows } = await sql<{ name: string; collation: string }>`
       SELECT TABLE_NAME AS name, TABLE_COLLATION AS collation FROM information_schema.TABLES
       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'tb\\_%' ORDER BY TABLE_NAME`.execute(env.db);
     expect(rows.map((row) => row.name)).toEqual([
       'tb_blog', 'tb_blog_comments', 'tb_follow', 'tb_seckill_voucher', 'tb_shop', 'tb_shop_type',
-      'tb_sign', 'tb_user', 'tb_user_info', 'tb_voucher', 'tb_voucher_order',
+      'tb_sign', 'tb_upload', 'tb_user', 'tb_user_info', 'tb_voucher', 'tb_voucher_order',
     ]);
     for (const row of rows) expect(row.collation).toMatch(/^utf8mb4_/);
   });

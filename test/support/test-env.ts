@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
@@ -39,6 +42,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     MYSQL_POOL_SIZE: '5',
     // Background jobs only where a test asks for them.
     SECKILL_WORKER: 'false',
+    // Uploaded images in a folder of this env's own, removed by cleanup().
+    UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
     ...env,
   });
   await ensureDatabase(mysqlUrl);
@@ -51,6 +56,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     await closeRedis(redis);
     await db.destroy();
     await dropDatabase(name);
+    await rm(join(tmpdir(), name), { recursive: true, force: true });
   };
   return { name, config, db, redis, keyPrefix, mysqlUrl, cleanup };
 }

@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as initialSchema from './0001_initial_schema.js';
 import * as orderLifecycle from './0002_order_lifecycle.js';
+import * as uploads from './0003_uploads.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -10,6 +11,7 @@ import * as orderLifecycle from './0002_order_lifecycle.js';
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial_schema': initialSchema,
   '0002_order_lifecycle': orderLifecycle,
+  '0003_uploads': uploads,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -12,6 +12,12 @@ export class UserRepository {
     return this.db.selectFrom('tb_user').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** Users with these ids, in no particular order (missing ids are left out). */
+  async findByIds(ids: readonly string[]): Promise<UserRow[]> {
+    if (ids.length === 0) return [];
+    return this.db.selectFrom('tb_user').selectAll().where('id', 'in', ids).execute();
+  }
+
   async findByPhone(phone: string): Promise<UserRow | undefined> {
     return this.db.selectFrom('tb_user').selectAll().where('phone', '=', phone).executeTakeFirst();
   }
