@@ -168,7 +168,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return reply.type(metrics.registry.contentType).serializer(String).send(await metrics.registry.metrics());
   });
 
-  const social = buildSocial(deps);
+  const social = buildSocial(deps, app.log);
+  app.addHook('onClose', async () => {
+    await social.uvService.flush().catch((err: unknown) => app.log.warn({ err }, 'could not write the last unique visitors'));
+  });
   // Uploaded images, public and outside /api like hmdp's nginx /imgs/ folder.
   mkdirSync(social.uploadService.root, { recursive: true });
   await app.register(fastifyStatic, { root: social.uploadService.root, prefix: '/imgs/', decorateReply: false, index: false, dotfiles: 'deny' });
@@ -271,7 +274,7 @@ export function buildShops(deps: AppDeps, log: FastifyInstance['log']) {
 }
 
 /** Blogs, likes, follows, the feed, sign-in, unique visitors and image uploads. */
-export function buildSocial(deps: AppDeps) {
+export function buildSocial(deps: AppDeps, log: FastifyInstance['log']) {
   const { config, redis, db } = deps;
   const now = deps.now ?? Date.now;
   const users = new UserRepository(db);
@@ -288,7 +291,10 @@ export function buildSocial(deps: AppDeps) {
     followService,
     blogService,
     signService: new SignService(redis, now),
-    uvService: new UvService(redis, now),
+    uvService: new UvService(redis, now, {
+      flushMs: config.social.uvFlushMs,
+      onError: (err) => log.warn({ err }, 'could not write unique visitors'),
+    }),
     uploadService: new UploadService(new UploadRepository(db), config.upload.dir),
   };
 }

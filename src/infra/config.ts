@@ -80,6 +80,8 @@ export interface Config {
     feedMaxLength: number;
     /** Record unique visitors (HyperLogLog per day) of the site (GET /api/**) and of shop pages. */
     uvTracking: boolean;
+    /** Visits are buffered and written every this many ms (one PFADD per key); 0 writes each visit at once. */
+    uvFlushMs: number;
   };
   upload: {
     /** Folder of uploaded images, served under /imgs/ (hmdp's nginx path). */
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     social: {
       feedMaxLength: read.int('FEED_MAX_LENGTH', 1000, { min: 1, max: 1_000_000 }),
       uvTracking: read.bool('UV_TRACKING', true),
+      uvFlushMs: read.int('UV_FLUSH_MS', 1000, { min: 0, max: 60_000 }),
     },
     upload: {
       dir: read.string('UPLOAD_DIR', './data/uploads'),

@@ -27,16 +27,17 @@ describe('loadConfig', () => {
   });
 
   it('reads the social and upload settings (defaults and overrides)', () => {
-    expect(loadConfig({}).social).toEqual({ feedMaxLength: 1000, uvTracking: true });
+    expect(loadConfig({}).social).toEqual({ feedMaxLength: 1000, uvTracking: true, uvFlushMs: 1000 });
     expect(loadConfig({}).upload).toEqual({ dir: './data/uploads', maxBytes: 5 * 1024 * 1024 });
-    const config = loadConfig({ FEED_MAX_LENGTH: '50', UV_TRACKING: 'false', UPLOAD_DIR: '/srv/imgs', UPLOAD_MAX_BYTES: '1024' });
-    expect(config.social).toEqual({ feedMaxLength: 50, uvTracking: false });
+    const config = loadConfig({ FEED_MAX_LENGTH: '50', UV_TRACKING: 'false', UV_FLUSH_MS: '0', UPLOAD_DIR: '/srv/imgs', UPLOAD_MAX_BYTES: '1024' });
+    expect(config.social).toEqual({ feedMaxLength: 50, uvTracking: false, uvFlushMs: 0 });
     expect(config.upload).toEqual({ dir: '/srv/imgs', maxBytes: 1024 });
   });
 
   it.each([
     ['FEED_MAX_LENGTH', '0', 'FEED_MAX_LENGTH'],
     ['UV_TRACKING', 'yes', 'UV_TRACKING'],
+    ['UV_FLUSH_MS', '-1', 'UV_FLUSH_MS'],
     ['UPLOAD_MAX_BYTES', '1MB', 'UPLOAD_MAX_BYTES'],
     ['PORT', 'eighty', 'Invalid environment variable PORT="eighty": expected an integer from 0 to 65535'],
     ['PORT', '70000', 'PORT="70000"'],

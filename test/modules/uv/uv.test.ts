@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
-import { shopUvKey, siteUvKey } from '../../../src/modules/uv/service.js';
+import { shopUvKey, siteUvKey, UvService } from '../../../src/modules/uv/service.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth, client } from '../blog/support.js';
 import { sessionOf } from '../shop/support.js';
@@ -14,7 +14,7 @@ let admin: { id: string; token: string };
 const clock = Date.UTC(2026, 8, 9, 4, 0, 0); // 2026-09-09 in Shanghai
 
 beforeAll(async () => {
-  env = await createTestEnv({ ADMIN_USER_IDS: '1' });
+  env = await createTestEnv({ ADMIN_USER_IDS: '1', UV_FLUSH_MS: '50' });
   await loadDemoData(env.db);
   users = await createUsersWithSessions(env, 4, 15_600_000_000);
   admin = { id: '1', token: (await sessionOf(env, '1')).authorization }; // demo user 1 = ADMIN_USER_IDS
@@ -64,6 +64,21 @@ describe('unique visitors', () => {
     expect(site.date).toBe('2026-09-09');
     expect(site.uv).toBeGreaterThanOrEqual(4);
     expect(site.uv).toBeLessThanOrEqual(5);
+  });
+
+  it('buffers visits in process and writes each key once per flush: nothing before it, every visitor after', async () => {
+    const service = new UvService(env.redis, () => clock, { flushMs: 60_000 });
+    for (let i = 0; i < 500; i++) await service.record(`buffered-${i % 100}`, '7');
+    expect(await env.redis.exists(shopUvKey('7', '20260909'))).toBe(0);
+    await service.flush();
+    expect(await env.redis.pfcount(shopUvKey('7', '20260909'))).toBe(100);
+    expect(await env.redis.ttl(shopUvKey('7', '20260909'))).toBeGreaterThan(300 * 86_400);
+  });
+
+  it('flushes before the interval once maxBuffered visitors are waiting', async () => {
+    const service = new UvService(env.redis, () => clock, { flushMs: 60_000, maxBuffered: 10 });
+    for (let i = 0; i < 10; i++) await service.record(`early-${i}`, '8');
+    await vi.waitFor(async () => expect(await env.redis.pfcount(shopUvKey('8', '20260909'))).toBe(10));
   });
 
   it('GET /api/stats/uv: administrators only; bad dates and ids → 400 naming the field', async () => {
