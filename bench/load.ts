@@ -56,6 +56,11 @@ export interface PhaseResult {
    * latencies, requests left late because the generator was busy, and the figures are an upper bound.
    */
   generatorLagP99?: number;
+  /**
+   * p99 of the server's event-loop delay during the phase, ms (from its /metrics, where
+   * prom-client resets the histogram at each scrape); absent when the server has no /metrics.
+   */
+  serverLagP99?: number;
   /** Socket errors and timeouts. */
   errors: number;
   /** Answers with a status outside 2xx. */
@@ -294,19 +299,33 @@ export async function measureAll(
   for (const { name, url, source, afterLoad } of targets) {
     const saturation = combine(slices.get(name)!);
     const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
+    await serverLoopLagP99(url); // starts the server's lag histogram afresh
     const fixed = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
       rate,
       connections: latencyConnections,
       durationSeconds,
       onTick: step(`${name}: fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
     });
-    measurements.set(name, { saturation, fixedRate: fixed });
+    const serverLag = await serverLoopLagP99(url);
+    measurements.set(name, { saturation, fixedRate: serverLag === undefined ? fixed : { ...fixed, serverLagP99: serverLag } });
     if (afterLoad) {
       step(`${name}: after the load`);
       await afterLoad();
     }
   }
   return measurements;
+}
+
+/** The server's event-loop delay p99 since its previous scrape, in ms (prom-client's default metric). */
+async function serverLoopLagP99(url: string): Promise<number | undefined> {
+  try {
+    const response = await fetch(`${url}/metrics`);
+    if (!response.ok) return undefined;
+    const line = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? ([\d.e+-]+)$/m.exec(await response.text());
+    return line ? Math.round(Number(line[1]) * 10_000) / 10 : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Slices of one saturation phase as one: answers over time; the worst of their (reference-only) latencies. */

@@ -123,15 +123,15 @@ export function renderMarkdown(report: BenchReport): string {
   const rows = httpRows(report);
   if (rows.length > 0) {
     out.push(
-      '| scenario | route | req/s at saturation | ratio | offered req/s | p50 ms | p90 ms | p99 ms | max ms | generator lag p99 ms | errors | non-2xx | checks |',
-      '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+      '| scenario | route | req/s at saturation | ratio | offered req/s | p50 ms | p90 ms | p99 ms | max ms | server loop lag p99 ms | generator lag p99 ms | errors | non-2xx | checks |',
+      '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     );
     for (const row of rows) {
       const { saturation: s, fixedRate: l } = row.result;
       const vs = row.versus ? `${ratio(s.rps / row.versus.rps)} ${row.versus.name}` : '–';
       const checks = row.correct === undefined ? '–' : row.correct ? 'PASS' : '**FAIL**';
       out.push(
-        `| ${row.name} | \`${row.route}\` | ${number(s.rps)} | ${vs} | ${number(l.offeredRate ?? 0)} | ${l.latency.p50} | ${l.latency.p90} | ${l.latency.p99} | ${l.latency.max} | ${l.generatorLagP99 ?? '–'} | ` +
+        `| ${row.name} | \`${row.route}\` | ${number(s.rps)} | ${vs} | ${number(l.offeredRate ?? 0)} | ${l.latency.p50} | ${l.latency.p90} | ${l.latency.p99} | ${l.latency.max} | ${l.serverLagP99 ?? '–'} | ${l.generatorLagP99 ?? '–'} | ` +
           `${s.errors + l.errors} | ${s.non2xx + l.non2xx} | ${checks} |`,
       );
     }
