@@ -6,5 +6,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/services.sh
 bash scripts/deps.sh
+# Debian's Chromium and a CJK font for the browser tests (test/web).
+bash scripts/browser.sh
 npm run --silent typecheck
 exec npm test -- "$@"

@@ -10,6 +10,7 @@ import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
 import { stringifyResult } from './http/result.js';
+import { serveWeb } from './http/web.js';
 import { IdGenerator } from './lib/id/index.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats } from './lib/cache/index.js';
 import { LockClient } from './lib/lock/index.js';
@@ -71,6 +72,8 @@ export interface AppDeps {
   cacheStats?: CacheStats;
   /** Clock of the social features (feed scores, like times, sign-in and UV days); tests pin it. */
   now?: () => number;
+  /** Built web front end served at `/` (default web/dist of the repository; missing → not served). */
+  webRoot?: string;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
@@ -194,6 +197,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     { prefix: '/api' },
   );
+  // The web front end (web/dist) at `/`, with the single-page app's fallback for other GETs.
+  await serveWeb(app, deps.webRoot);
   return app;
 }
 
