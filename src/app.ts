@@ -127,7 +127,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ]),
   });
 
-  const seckill = buildSeckill({ ...deps, metrics }, app.log);
+  // One LockClient per process (its subscriber connection and watchdogs are shared): the sync
+  // seckill strategy's per-user locks and the cache's rebuild locks both use it.
+  const locks = new LockClient(redis);
+  const seckill = buildSeckill({ ...deps, metrics, locks: deps.locks ?? locks }, app.log);
   app.addHook('onReady', async () => {
     // Best effort: a voucher missing from Redis is also published on its first order.
     try {
@@ -141,7 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       seckill.canceller.start();
     }
   });
-  const shops = buildShops({ ...deps, metrics }, app.log);
+  const shops = buildShops({ ...deps, metrics }, locks, app.log);
   app.addHook('onReady', async () => {
     if (!config.shop.bloom) return;
     // Best effort: without a usable filter nothing is rejected, reads just go to the cache and MySQL.
@@ -154,12 +157,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('onClose', async () => {
     await shops.caches.idle();
-    await shops.locks.close();
-  });
-  app.addHook('onClose', async () => {
     await seckill.worker.stop();
     await seckill.canceller.stop();
-    await seckill.ownLocks?.close();
+    await locks.close();
   });
 
   // Outside /api: a load balancer routes /api to users and leaves /metrics to the scraper.
@@ -239,10 +239,9 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
 }
 
 /** Shops and shop types on the cache client (src/lib/cache), the GEO index and the Bloom filter. */
-export function buildShops(deps: AppDeps, log: FastifyInstance['log']) {
+export function buildShops(deps: AppDeps, locks: LockClient, log: FastifyInstance['log']) {
   const { config, redis, db } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const locks = new LockClient(redis);
   const caches = new CacheClient(redis, {
     locks,
     stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
@@ -275,7 +274,7 @@ export function buildShops(deps: AppDeps, log: FastifyInstance['log']) {
     jitterPercent: config.cache.ttlJitterPercent,
     waitMs: config.cache.rebuildWaitMs,
   });
-  return { shopService, shopTypeService, caches, locks };
+  return { shopService, shopTypeService, caches };
 }
 
 /** Blogs, likes, follows, the feed, sign-in, unique visitors and image uploads. */
