@@ -29,7 +29,10 @@ describe('sync seckill (per-user lock + MySQL transaction)', () => {
     expect(responses.every((response) => response.statusCode === 200)).toBe(true);
     const accepted = bodies.filter((body) => body.success).map((body) => body.data as string);
     const refusals = new Set(bodies.filter((body) => !body.success).map((body) => body.errorMsg));
-    expect([...refusals].every((message) => message === REFUSALS.soldOut || message === REFUSALS.alreadyBought)).toBe(true);
+    // A user's second request may also time out waiting for that user's lock on a loaded machine
+    // ("busy"): a refusal like the others, it takes nothing.
+    const expected = new Set([REFUSALS.soldOut, REFUSALS.alreadyBought, REFUSALS.busy]);
+    expect([...refusals].filter((message) => !expected.has(message))).toEqual([]);
     // Redis is not involved in this strategy: MySQL alone must hold the invariants.
     await expectSoldOutExactly(env, voucherId, 100, accepted, async () => mysqlStock(env, voucherId));
   });
