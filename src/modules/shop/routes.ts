@@ -30,12 +30,12 @@ const ShopFields = {
 };
 
 /**
- * hmdp's shop routes. Reads are public; writes need an administrator (ADMIN_USER_IDS, the same
+ * hmdp's shop routes. Reads are public; writes need an administrator (the session's role, the same
  * check as voucher writes): 401 without a session, 403 for other users.
  */
-export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; adminUserIds: string[] }> = async (
+export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (
   app,
-  { service, adminUserIds },
+  { service },
 ) => {
   app.get('/shop/:id', { config: { public: true }, schema: { params: IdParams } }, async (request) =>
     ok(await service.get(request.params.id)),
@@ -85,7 +85,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       return ok(await service.create(request.body));
     },
   );
@@ -99,7 +99,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       await service.update(request.body);
       return ok();
     },
