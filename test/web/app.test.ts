@@ -193,6 +193,7 @@ describe('web front end', () => {
         // Shown as whole metres below 1 km, else km with one decimal; Redis GEO stores 52-bit geohashes (< 1 m off).
         expect(Math.abs(metres - expected[i]!.metres), `${names[i]}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
       });
+      await page.getByTestId('type-title').scrollIntoViewIfNeeded(); // the screenshot shows the top: 你的位置
     }, { context: { permissions: ['geolocation'], geolocation: here } });
   });
 
