@@ -138,7 +138,7 @@ async function removeWhatWasCreated(world: World): Promise<void> {
   }
   await world.db.deleteFrom('tb_shop').where('id', '=', world.shopId).execute();
   const sessions = new SessionStore(world.redis, SESSION_TTL_SECONDS);
-  for (const user of world.users) await sessions.delete(user.token);
+  for (const user of world.users) await sessions.delete(user.token, user.id);
   await world.db.deleteFrom('tb_user').where('phone', '>=', String(FIRST_PHONE)).where('phone', '<', String(FIRST_PHONE + world.users.length)).execute();
 }
 
@@ -177,7 +177,7 @@ async function createUsers(db: Db, redis: RedisClient, count: number): Promise<B
     .orderBy('phone')
     .execute();
   const sessions = new SessionStore(redis, SESSION_TTL_SECONDS);
-  return Promise.all(rows.map(async (row) => ({ id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '' }) })));
+  return Promise.all(rows.map(async (row) => ({ id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '', role: 'user' }) })));
 }
 
 async function createVouchers(db: Db, store: SeckillStore, shopId: string, count: number, stock: number): Promise<string[]> {

@@ -10,7 +10,7 @@ node dist/cli/migrate.js
 node dist/cli/seed.js
 # Redis indexes of the shops: GEO sets per type and the id Bloom filter (idempotent).
 node dist/cli/shop-index.js
-# Demo user 1 (phone 13686869696) may create vouchers.
-export ADMIN_USER_IDS="${ADMIN_USER_IDS-1}"
+# The demo user (phone 13686869696) is an administrator: the admin page, shops, vouchers (idempotent).
+node dist/cli/admin.js grant 13686869696
 echo "start: http://127.0.0.1:${PORT:-8081}/api/health"
 exec node dist/main.js

@@ -185,14 +185,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       if (config.social.uvTracking) api.addHook('onResponse', recordVisitHook(social.uvService));
       await api.register(healthRoutes, { redis, db });
       await api.register(userRoutes, { service: userService });
-      await api.register(voucherRoutes, { service: seckill.voucherService, adminUserIds: config.adminUserIds });
+      await api.register(voucherRoutes, { service: seckill.voucherService });
       await api.register(orderRoutes, { service: seckill.orderService });
       await api.register(shopTypeRoutes, { service: shops.shopTypeService });
-      await api.register(shopRoutes, { service: shops.shopService, adminUserIds: config.adminUserIds });
+      await api.register(shopRoutes, { service: shops.shopService });
       await api.register(followRoutes, { service: social.followService });
       await api.register(blogRoutes, { service: social.blogService });
       await api.register(signRoutes, { service: social.signService });
-      await api.register(uvRoutes, { service: social.uvService, adminUserIds: config.adminUserIds });
+      await api.register(uvRoutes, { service: social.uvService });
       await api.register(uploadRoutes, { service: social.uploadService, maxBytes: config.upload.maxBytes });
     },
     { prefix: '/api' },

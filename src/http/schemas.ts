@@ -10,3 +10,6 @@ export const IdString = Type.String({
 });
 
 export const IdParams = Type.Object({ id: IdString });
+
+/** hmdp's `current`: a 1-based page number. */
+export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: 'must be a page number from 1' });

@@ -27,8 +27,6 @@ export interface Config {
   redisKeyPrefix: string;
   mysqlUrl: string;
   mysqlPoolSize: number;
-  /** Users allowed to create vouchers (hmdp has no roles; ids listed in ADMIN_USER_IDS). */
-  adminUserIds: string[];
   /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
   idBlockSize: number;
   seckill: {
@@ -109,6 +107,7 @@ type Env = Record<string, string | undefined>;
 
 export function loadConfig(env: Env = process.env): Config {
   const read = new EnvReader(env);
+  read.retired('ADMIN_USER_IDS', 'administrators are a role in tb_user now: npm run admin -- grant <phone>');
   const nodeEnv = read.oneOf('NODE_ENV', ['development', 'production', 'test'] as const, 'development');
   return {
     nodeEnv,
@@ -125,7 +124,6 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
     mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
-    adminUserIds: read.idList('ADMIN_USER_IDS', []),
     idBlockSize: read.int('ID_BLOCK_SIZE', 100, { min: 1, max: 1_000_000 }),
     seckill: {
       strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
@@ -246,12 +244,9 @@ class EnvReader {
     return this.fail(name, value, 'true or false');
   }
 
-  idList(name: string, fallback: string[]): string[] {
-    const value = this.raw(name);
-    if (value === undefined) return fallback;
-    const ids = value.split(',').map((item) => item.trim());
-    if (!ids.every((id) => /^[1-9]\d{0,18}$/.test(id))) this.fail(name, value, 'a comma-separated list of user ids');
-    return ids;
+  /** A variable that no longer does anything: stop rather than silently ignore what its setter meant. */
+  retired(name: string, instead: string): void {
+    if (this.raw(name) !== undefined) throw new ConfigError(`Environment variable ${name} is no longer supported: ${instead}`);
   }
 
   trustProxy(name: string, fallback: boolean): boolean | string {

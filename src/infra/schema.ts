@@ -18,9 +18,13 @@ export interface UserTable {
   password: Defaulted<string>;
   nick_name: Defaulted<string>;
   icon: Defaulted<string>;
+  role: Defaulted<UserRole>;
   create_time: CreateTime;
   update_time: UpdateTime;
 }
+
+/** tb_user.role (migration 0004): administrators may write shops and vouchers. */
+export type UserRole = 'user' | 'admin';
 
 export interface UserInfoTable {
   user_id: Id;

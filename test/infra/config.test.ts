@@ -53,6 +53,7 @@ describe('loadConfig', () => {
     ['SHOP_BLOOM', 'yes', 'expected true or false'],
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1', 'expected a number between 0 and 1 (exclusive)'],
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1%', 'SHOP_BLOOM_FALSE_POSITIVE_RATE'],
+    ['ADMIN_USER_IDS', '1', 'ADMIN_USER_IDS is no longer supported: administrators are a role in tb_user now: npm run admin -- grant <phone>'],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);

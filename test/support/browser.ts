@@ -1,4 +1,4 @@
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 
 /** Debian's Chromium (scripts/browser.sh installs it); never a browser downloaded by Playwright. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -6,7 +6,7 @@ export const CHROMIUM = '/usr/bin/chromium';
 export interface TestBrowser {
   browser: Browser;
   /** A fresh context (own sessionStorage/localStorage) and page that records console errors. */
-  newPage(baseURL: string, options?: { mobile?: boolean }): Promise<{ context: BrowserContext; page: Page; errors: string[] }>;
+  newPage(baseURL: string, options?: { mobile?: boolean; context?: BrowserContextOptions }): Promise<{ context: BrowserContext; page: Page; errors: string[] }>;
   close(): Promise<void>;
 }
 
@@ -32,6 +32,7 @@ export async function launchBrowser(): Promise<TestBrowser> {
       const context = await browser.newContext({
         baseURL,
         ...(options.mobile ? { viewport: { width: 390, height: 780 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true } : {}),
+        ...options.context, // e.g. permissions: ['geolocation'], geolocation: {latitude, longitude}
       });
       context.setDefaultTimeout(10_000);
       const page = await context.newPage();

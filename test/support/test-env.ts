@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { buildApp, type AppDeps } from '../../src/app.js';
+import { UserRepository } from '../../src/modules/user/repository.js';
+import { RoleService } from '../../src/modules/user/roles.js';
 import { SessionStore } from '../../src/modules/user/session-store.js';
 import { loadConfig, type Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
@@ -134,7 +136,17 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
   return Promise.all(
     phones.map(async (phone) => {
       const row = byPhone.get(phone)!;
-      return { id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '' }) };
+      return { id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '', role: 'user' }) };
     }),
   );
+}
+
+/** The role service of `npm run admin`, on the env's database and Redis. */
+export function roleService(testEnv: TestEnv): RoleService {
+  return new RoleService({ users: new UserRepository(testEnv.db), sessions: new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds) });
+}
+
+/** Makes the user with this phone an administrator, as `npm run admin -- grant <phone>` does (live sessions included). */
+export async function grantAdmin(testEnv: TestEnv, phone: string): Promise<void> {
+  await roleService(testEnv).grant(phone);
 }

@@ -2,12 +2,13 @@ import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import type { Page } from 'playwright-core';
+import type { BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SECKILL_VOUCHER_ID } from '../../src/infra/seed/demo-data.js';
 import { loadDemoData } from '../../src/infra/seed/load-demo-data.js';
 import { launchBrowser, type TestBrowser } from '../support/browser.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type InboxSmsSender, type TestEnv } from '../support/test-env.js';
+import { HOUR, insertSeckillVoucher } from '../modules/seckill/support.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type InboxSmsSender, type TestEnv } from '../support/test-env.js';
 
 /**
  * The web front end (web/, served by the app at /) in Debian's Chromium: the real app on a
@@ -17,8 +18,10 @@ import { buildTestApp, createTestEnv, createUsersWithSessions, type InboxSmsSend
 // writes the ones the README shows (docs/screenshots/) instead, so a test run leaves the tree clean.
 const SCREENSHOTS = fileURLToPath(new URL(process.env.UPDATE_SCREENSHOTS === '1' ? '../../docs/screenshots/' : '../../test-results/screenshots/', import.meta.url));
 const PHONE = '13912345678';
-/** The page's sessionStorage, typed without the DOM library (these functions run in the browser). */
-const browserStorage = () => (globalThis as unknown as { sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void } }).sessionStorage;
+/** Demo user 1, made an administrator as scripts/start.sh does (npm run admin -- grant). */
+const ADMIN_PHONE = '13686869696';
+/** The page's sessionStorage, typed without the DOM library (inline it in page functions: they are serialised). */
+type BrowserGlobals = { sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void } };
 
 /** Retries an assertion's subject until it matches: the page updates asynchronously (and slower when the whole suite runs). */
 const eventually = <T>(read: () => T | Promise<T>, timeout = 10_000) => expect.poll(read, { timeout, interval: 50 });
@@ -30,8 +33,9 @@ let baseURL: string;
 let chrome: TestBrowser;
 
 beforeAll(async () => {
-  env = await createTestEnv({ SECKILL_WORKER: 'true', ADMIN_USER_IDS: '1' });
+  env = await createTestEnv({ SECKILL_WORKER: 'true' });
   await loadDemoData(env.db);
+  await grantAdmin(env, ADMIN_PHONE);
   // More restaurants near the default point, so the list of type 1 spans two pages (5 a page).
   await env.db
     .insertInto('tb_shop')
@@ -55,10 +59,13 @@ afterAll(async () => {
 });
 
 /** Opens a page, runs the steps, saves a screenshot, and checks the console stayed clean. */
-async function withPage(screenshot: string, steps: (page: Page) => Promise<void>, options: { token?: string } = {}): Promise<void> {
-  const { context, page, errors } = await chrome.newPage(baseURL, { mobile: true });
+async function withPage(screenshot: string, steps: (page: Page) => Promise<void>, options: { token?: string; context?: BrowserContextOptions } = {}): Promise<void> {
+  const { context, page, errors } = await chrome.newPage(baseURL, { mobile: true, context: options.context });
   try {
-    if (options.token) await context.addInitScript((token) => browserStorage().setItem('token', token), options.token);
+    if (options.token) {
+      // Serialised into the page: it cannot call functions of this file.
+      await context.addInitScript((token) => (globalThis as unknown as BrowserGlobals).sessionStorage.setItem('token', token), options.token);
+    }
     await steps(page);
     await page.screenshot({ path: `${SCREENSHOTS}${screenshot}.png` });
     expect(errors).toEqual([]);
@@ -98,6 +105,15 @@ function pngImage(width = 240, height = 160): Buffer {
   return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
 }
 
+/** Metres between two points on Redis GEO's sphere (haversine, radius 6372797.560856 m), shops as x = longitude, y = latitude. */
+function geoDistance(from: { latitude: number; longitude: number }, shop: { x: number; y: number }): number {
+  const rad = (degrees: number) => (degrees * Math.PI) / 180;
+  const dLat = rad(shop.y - from.latitude);
+  const dLon = rad(shop.x - from.longitude);
+  const a = Math.sin(dLat / 2) ** 2 + Math.cos(rad(from.latitude)) * Math.cos(rad(shop.y)) * Math.sin(dLon / 2) ** 2;
+  return 2 * 6372797.560856 * Math.asin(Math.sqrt(a));
+}
+
 /** Logs in through the login page, reading the code from the test's SMS inbox. */
 async function logIn(page: Page, phone: string, { open = true, then = '/' } = {}): Promise<void> {
   if (open) await page.goto('/login');
@@ -126,7 +142,7 @@ describe('web front end', () => {
       await expect(page.getByTestId('code-hint').textContent()).resolves.toContain('服务器日志');
       await logIn(page, PHONE);
       await page.getByText('我的订单').waitFor();
-      const token = await page.evaluate(() => (globalThis as unknown as { sessionStorage: { getItem(key: string): string | null } }).sessionStorage.getItem('token'));
+      const token = await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('token'));
       expect(token).toMatch(/^[\w-]{20,}$/);
       await page.getByTestId('type').first().waitFor();
     });
@@ -148,6 +164,37 @@ describe('web front end', () => {
       expect([...metres].sort((a, b) => a - b)).toEqual(metres);
       await page.getByTestId('shop').first().scrollIntoViewIfNeeded();
     });
+  });
+
+  it('sorts the shops of a type by distance from the browser\'s location once it is allowed', async () => {
+    const here = { latitude: 30.3185, longitude: 120.142 }; // 拱宸桥, 1.9 km south-west of the default point
+    const shops = await env.db.selectFrom('tb_shop').select(['name', 'x', 'y']).where('type_id', '=', '1').execute();
+    const nearest = (from: { latitude: number; longitude: number }) =>
+      shops
+        .map((shop) => ({ name: shop.name, metres: geoDistance(from, shop) }))
+        .filter((shop) => shop.metres <= 5_000)
+        .sort((a, b) => a.metres - b.metres);
+    const expected = nearest(here);
+    expect(expected.length).toBeGreaterThanOrEqual(6);
+    // The order really depends on the point: from the default point the first page differs.
+    expect(nearest({ latitude: 30.334229, longitude: 120.149993 }).slice(0, 5).map((shop) => shop.name)).not.toEqual(expected.slice(0, 5).map((shop) => shop.name));
+    await withPage('shops-near-me', async (page) => {
+      await page.goto('/shops/type/1');
+      await eventually(() => page.getByTestId('locate').textContent()).toBe('已用我的位置');
+      const firstNames = async () => (await page.getByTestId('shop-name').allTextContents()).slice(0, 5);
+      await eventually(firstNames).toEqual(expected.slice(0, 5).map((shop) => shop.name));
+      await page.getByTestId('list-state').scrollIntoViewIfNeeded(); // and the next pages, until the end
+      await eventually(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
+      const names = await page.getByTestId('shop-name').allTextContents();
+      const distances = await page.getByTestId('distance').allTextContents();
+      expect(names).toEqual(expected.map((shop) => shop.name));
+      distances.forEach((label, i) => {
+        const metres = label.endsWith('km') ? Number.parseFloat(label) * 1000 : Number.parseFloat(label);
+        // Shown as whole metres below 1 km, else km with one decimal; Redis GEO stores 52-bit geohashes (< 1 m off).
+        expect(Math.abs(metres - expected[i]!.metres), `${names[i]}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
+      });
+      await page.getByTestId('type-title').scrollIntoViewIfNeeded(); // the screenshot shows the top: 你的位置
+    }, { context: { permissions: ['geolocation'], geolocation: here } });
   });
 
   it('buys the seckill voucher: queued, then created, shown in my orders, paid; a second buy is refused', async () => {
@@ -179,9 +226,64 @@ describe('web front end', () => {
       await page.getByTestId('seckill-voucher').getByTestId('buy').click();
       await eventually(() => page.getByTestId('buy-error').textContent()).toBe('You already have an order for this voucher');
       expect(errors).toEqual([]);
+
+      // My orders comes from the server: a fresh browser (none of this one's storage) with the same session lists it.
+      const token = (await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('token')))!;
+      await withPage('my-orders', async (fresh) => {
+        await fresh.goto('/orders');
+        const listed = fresh.getByTestId('order-row');
+        await eventually(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
+        await expect(listed.getByTestId('order-title').textContent()).resolves.toBe('100元代金券');
+        await expect(listed.getByTestId('order-state').textContent()).resolves.toBe('已支付');
+        await eventually(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
+        await expect(fresh.getByTestId('orders-total').textContent()).resolves.toBe('共 1 单');
+      }, { token });
     } finally {
       await context.close();
     }
+  });
+
+  it('counts down to a sale that has not begun, the buy button disabled until the window opens', async () => {
+    const begin = new Date(Date.now() + 3_500); // stored in whole seconds: opens 2.5-3.5 s from now
+    await insertSeckillVoucher(env, { shopId: '5', title: '开抢倒计时券', stock: 5, begin, end: new Date(begin.getTime() + HOUR) });
+    const [buyer] = await createUsersWithSessions(env, 1, 15_300_000_000);
+    await withPage('countdown-open', async (page) => {
+      await page.goto('/shops/5');
+      const voucher = page.getByTestId('seckill-voucher').filter({ hasText: '开抢倒计时券' });
+      await eventually(() => voucher.getByTestId('countdown').textContent()).toMatch(/^距开抢 00:00:0[1-3]$/);
+      await expect(voucher.getByTestId('buy').isDisabled()).resolves.toBe(true);
+      await page.screenshot({ path: `${SCREENSHOTS}countdown.png` });
+
+      await eventually(() => voucher.getByTestId('buy').isEnabled(), 8_000).toBe(true);
+      await expect(voucher.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:59:\d\d$/);
+      await voucher.getByTestId('buy').click();
+      await eventually(() => voucher.getByTestId('order-state').textContent(), 15_000).toBe('已创建 · 待支付');
+    }, { token: buyer!.token });
+  });
+
+  it('shows the refusals of a sale: sold out (someone else took the last unit) and ended (the device clock was behind)', async () => {
+    const soldOut = await insertSeckillVoucher(env, { shopId: '6', title: '最后一张券', stock: 1 });
+    await insertSeckillVoucher(env, { shopId: '6', title: '刚结束的券', stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() - 60_000) });
+    const [buyer, rival] = await createUsersWithSessions(env, 2, 15_400_000_000);
+    await withPage('sale-refusals', async (page) => {
+      // This device's clock is 5 minutes behind: to the page both sales are still open. The server decides.
+      await page.clock.setFixedTime(Date.now() - 5 * 60_000);
+      await page.goto('/shops/6');
+      const last = page.getByTestId('seckill-voucher').filter({ hasText: '最后一张券' });
+      const ended = page.getByTestId('seckill-voucher').filter({ hasText: '刚结束的券' });
+      await eventually(() => last.getByTestId('stock').textContent()).toBe('剩余 1 张');
+      await expect(ended.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:0[34]:\d\d$/); // frozen 4 minutes before the end
+
+      const taken = await fetch(`${baseURL}/api/voucher-order/seckill/${soldOut}`, { method: 'POST', headers: { authorization: rival!.token } });
+      expect(await taken.json()).toMatchObject({ success: true });
+      await last.getByTestId('buy').click();
+      await eventually(() => last.getByTestId('buy-error').textContent()).toBe('Sold out');
+      await expect(last.getByTestId('buy').textContent()).resolves.toContain('已抢光');
+      await expect(last.getByTestId('buy').isDisabled()).resolves.toBe(true);
+
+      await ended.getByTestId('buy').click();
+      await eventually(() => ended.getByTestId('buy-error').textContent()).toBe('The sale has ended');
+    }, { token: buyer!.token });
   });
 
   it('sends a visitor to the login page for pages that need a session, and back afterwards', async () => {
@@ -229,6 +331,8 @@ describe('web front end', () => {
       await logIn(page, '13912340004');
       await page.getByTestId('nav-me').click();
       await eventually(() => page.getByTestId('streak').textContent()).toBe('0');
+      await expect(page.getByTestId('nickname').textContent()).resolves.toMatch(/^user_/); // the profile (and role) loaded
+      await expect(page.getByTestId('to-admin').count()).resolves.toBe(0); // no admin link for a plain user
       await page.getByTestId('sign').click();
       await eventually(() => page.getByTestId('streak').textContent()).toBe('1');
       await eventually(() => page.getByTestId('signed-day').count()).toBe(1);
@@ -238,8 +342,10 @@ describe('web front end', () => {
 
   it('lets an administrator create a shop and a seckill voucher, and watch its stock fall', async () => {
     await withPage('admin', async (page) => {
-      await logIn(page, '13686869696'); // demo user 1, in ADMIN_USER_IDS
-      await page.goto('/admin');
+      await logIn(page, ADMIN_PHONE);
+      await page.getByTestId('nav-me').click();
+      await page.getByTestId('to-admin').click(); // shown because /user/me says role admin
+      await page.waitForURL(`${baseURL}/admin`);
       await page.getByTestId('shop-name-input').fill('管理测试店');
       await page.getByTestId('shop-address').fill('台州路1号');
       await page.getByTestId('create-shop').click();

@@ -23,6 +23,8 @@ interface Wrapper<T> {
 }
 
 export interface User { id: string; nickName: string; icon: string }
+/** GET /user/me: the user plus the session's role (the admin page link shows for admins only). */
+export interface Me extends User { role: 'user' | 'admin' }
 export interface ShopType { id: string; name: string; icon: string; sort: number }
 export interface Shop {
   id: string; name: string; typeId: string; images: string; area: string; address: string;
@@ -36,6 +38,8 @@ export interface Voucher {
 }
 export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
 export interface Order { id: string; voucherId: string; state: OrderState; createTime?: string; payTime?: string }
+/** One line of GET /voucher-order/of/me. */
+export interface MyOrder extends Order { title: string; shopId: string; payValue: number; createTime: string }
 export interface Blog {
   id: string; shopId: string; userId: string; title: string; content: string; images: string;
   liked: number; comments: number; name?: string; icon?: string; isLike?: boolean; createTime?: string;
@@ -44,7 +48,7 @@ export interface Blog {
 export interface SignMonth { month: string; daysInMonth: number; signedDays: number[]; today: number | null }
 
 const TOKEN_KEY = 'token';
-export const session = reactive<{ token: string | null; user: User | null }>({
+export const session = reactive<{ token: string | null; user: Me | null }>({
   token: sessionStorage.getItem(TOKEN_KEY),
   user: null,
 });
@@ -111,7 +115,7 @@ export const api = {
   sendCode: (phone: string) => call<null>('POST', `/user/code?phone=${encodeURIComponent(phone)}`),
   login: (phone: string, code: string) => call<string>('POST', '/user/login', { body: { phone, code } }),
   logout: () => call<null>('POST', '/user/logout'),
-  me: () => call<User>('GET', '/user/me'),
+  me: () => call<Me>('GET', '/user/me'),
   shopTypes: () => call<ShopType[]>('GET', '/shop-type/list'),
   shopsOfType: (typeId: string, current: number, x: number, y: number) =>
     call<Shop[]>('GET', `/shop/of/type?typeId=${typeId}&current=${current}&x=${x}&y=${y}`),
@@ -120,6 +124,7 @@ export const api = {
   seckill: (voucherId: string) => call<string>('POST', `/voucher-order/seckill/${voucherId}`, { quiet: true }),
   order: (id: string) => call<Order>('GET', `/voucher-order/${id}`),
   pay: (id: string) => call<Order>('POST', `/voucher-order/${id}/pay`),
+  myOrders: (current = 1) => call<MyOrder[]>('GET', `/voucher-order/of/me?current=${current}`),
   hotBlogs: (current = 1) => call<Blog[]>('GET', `/blog/hot?current=${current}`),
   blog: (id: string) => call<Blog>('GET', `/blog/${id}`),
   like: (id: string) => call<{ isLike: boolean; liked: number }>('PUT', `/blog/like/${id}`),
@@ -146,7 +151,7 @@ export const api = {
 };
 
 /** The logged-in user, loaded once per token (null when not logged in). */
-export async function currentUser(): Promise<User | null> {
+export async function currentUser(): Promise<Me | null> {
   if (!session.token) return null;
   if (!session.user) session.user = (await api.me()).data;
   return session.user;

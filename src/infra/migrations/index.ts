@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from 'kysely';
 import * as initialSchema from './0001_initial_schema.js';
 import * as orderLifecycle from './0002_order_lifecycle.js';
 import * as uploads from './0003_uploads.js';
+import * as userRole from './0004_user_role.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -12,6 +13,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0001_initial_schema': initialSchema,
   '0002_order_lifecycle': orderLifecycle,
   '0003_uploads': uploads,
+  '0004_user_role': userRole,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,11 +1,9 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
-import { IdParams, IdString } from '../../http/schemas.js';
+import { Current, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../user/auth-hooks.js';
 import type { BlogService } from './service.js';
 
-/** 1-based page number. */
-const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: 'must be a page number from 1' });
 
 /**
  * hmdp's blog routes. Only `GET /blog/hot` is public (hmdp's list); the rest need a login.

@@ -4,7 +4,7 @@ import { badRequest, notFound } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { FollowService } from '../follow/service.js';
 import type { UserRepository } from '../user/repository.js';
-import type { SessionUser } from '../user/session-store.js';
+import type { SessionUser, UserSummary } from '../user/session-store.js';
 import type { BlogRepository, BlogRow } from './repository.js';
 
 declare module 'ioredis' {
@@ -148,7 +148,7 @@ export class BlogService {
   }
 
   /** The first `LIKERS_SHOWN` users who like the blog, in the order they liked it. */
-  async likers(blogId: string): Promise<SessionUser[]> {
+  async likers(blogId: string): Promise<UserSummary[]> {
     if (!(await this.blogs.findById(blogId))) throw notFound(`Blog ${blogId} not found`);
     const ids = await this.redis.zrange(likedKey(blogId), 0, LIKERS_SHOWN - 1);
     const rows = await this.users.findByIds(ids);
@@ -187,10 +187,10 @@ export class BlogService {
     const byId = new Map(rows.map((row) => [row.id, row]));
     // Deleted blogs drop out of the page; the cursor still moves past them.
     const ordered = ids.flatMap((id) => byId.get(id) ?? []);
-    return { list: await this.toViews(ordered, { id: userId, nickName: '', icon: '' }), minTime, offset: nextOffset };
+    return { list: await this.toViews(ordered, { id: userId }), minTime, offset: nextOffset };
   }
 
-  private async toViews(rows: BlogRow[], viewer: SessionUser | null): Promise<BlogView[]> {
+  private async toViews(rows: BlogRow[], viewer: Pick<UserSummary, 'id'> | null): Promise<BlogView[]> {
     if (rows.length === 0) return [];
     const authors = await this.users.findByIds([...new Set(rows.map((row) => row.user_id))]);
     const byId = new Map(authors.map((author) => [author.id, author]));

@@ -3,7 +3,7 @@ import type { Result } from 'ioredis';
 import { badRequest, notFound } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { UserRepository } from '../user/repository.js';
-import type { SessionUser } from '../user/session-store.js';
+import type { UserSummary } from '../user/session-store.js';
 import type { FollowRepository } from './repository.js';
 
 declare module 'ioredis' {
@@ -62,7 +62,7 @@ export class FollowService {
   }
 
   /** The users both `userId` and `otherId` follow. */
-  async common(userId: string, otherId: string): Promise<SessionUser[]> {
+  async common(userId: string, otherId: string): Promise<UserSummary[]> {
     if (!(await this.users.findById(otherId))) throw notFound(`User ${otherId} not found`);
     const [mine, theirs] = await Promise.all([this.followeeIds(userId), this.followeeIds(otherId)]);
     const theirSet = new Set(theirs);

@@ -1,8 +1,11 @@
 import { sql, type Selectable, type Transaction } from 'kysely';
 import type { Db } from '../../infra/db.js';
-import type { Database, VoucherOrderTable } from '../../infra/schema.js';
+import type { Database, VoucherOrderTable, VoucherTable } from '../../infra/schema.js';
 
 export type OrderRow = Selectable<VoucherOrderTable>;
+
+export type UserOrderRow = Pick<OrderRow, 'id' | 'voucher_id' | 'status' | 'create_time' | 'pay_time'> &
+  Pick<Selectable<VoucherTable>, 'title' | 'shop_id' | 'pay_value'>;
 
 /** tb_voucher_order.status values (hmdp's). */
 export const OrderStatus = { unpaid: 1, paid: 2, used: 3, cancelled: 4, refunding: 5, refunded: 6 } as const;
@@ -85,6 +88,30 @@ export class OrderRepository {
       .where('id', '=', orderId)
       .where('user_id', '=', userId)
       .executeTakeFirst();
+  }
+
+  /** A page of the user's orders, newest first, with their voucher's title, shop and price. */
+  async listForUser(userId: string, offset: number, limit: number): Promise<UserOrderRow[]> {
+    return this.db
+      .selectFrom('tb_voucher_order as o')
+      .innerJoin('tb_voucher as v', 'v.id', 'o.voucher_id')
+      .select(['o.id', 'o.voucher_id', 'o.status', 'o.create_time', 'o.pay_time', 'v.title', 'v.shop_id', 'v.pay_value'])
+      .where('o.user_id', '=', userId)
+      .orderBy('o.create_time', 'desc')
+      .orderBy('o.id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute();
+  }
+
+  /** How many orders the user has (the index on user_id answers it). */
+  async countForUser(userId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('tb_voucher_order')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   /** Marks an unpaid order paid; false if it is not (any longer) unpaid. */

@@ -1,6 +1,6 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
-import { IdParams } from '../../http/schemas.js';
+import { Current, IdParams } from '../../http/schemas.js';
 import { currentUser } from '../user/auth-hooks.js';
 import type { OrderService } from './service.js';
 
@@ -8,6 +8,12 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService }> =
   app.post('/voucher-order/seckill/:id', { schema: { params: IdParams } }, async (request) =>
     ok(await service.placeSeckillOrder(currentUser(request).id, request.params.id)),
   );
+
+  // The caller's orders, newest first, 10 a page; `total` counts them all.
+  app.get('/voucher-order/of/me', { schema: { querystring: Type.Object({ current: Current }) } }, async (request) => {
+    const { list, total } = await service.listForUser(currentUser(request).id, request.query.current);
+    return ok(list, total);
+  });
 
   app.get('/voucher-order/:id', { schema: { params: IdParams } }, async (request) =>
     ok(await service.getOrder(currentUser(request).id, request.params.id)),

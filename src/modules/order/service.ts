@@ -2,7 +2,7 @@ import { HttpError, notFound } from '../../http/errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import type { QueuedOrder, ReserveOutcome, SeckillStore } from '../seckill/store.js';
 import type { VoucherRepository } from '../voucher/repository.js';
-import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow } from './repository.js';
+import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow, type UserOrderRow } from './repository.js';
 
 /** Source of global unique order ids (src/lib/id). */
 export interface OrderIds {
@@ -26,6 +26,23 @@ export interface OrderView {
   createTime?: string;
   payTime?: string;
 }
+
+/** One line of the caller's order list (GET /voucher-order/of/me). */
+export interface OrderListItem {
+  id: string;
+  voucherId: string;
+  /** The voucher's title and shop, so a list needs no request per order. */
+  title: string;
+  shopId: string;
+  state: OrderState;
+  /** fen (1/100 yuan), as the voucher list reports it. */
+  payValue: number;
+  createTime: string;
+  payTime?: string;
+}
+
+/** Orders per page of GET /voucher-order/of/me (hmdp's page size for lists). */
+export const ORDERS_PER_PAGE = 10;
 
 /** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
 export class SaleRefused extends HttpError {
@@ -164,6 +181,20 @@ export class OrderService {
     throw notFound(`Order ${orderId} not found`);
   }
 
+  /**
+   * The user's orders in MySQL, newest first, and how many there are. An order still queued in
+   * Redis (accepted, not yet written by the worker, usually for milliseconds) is not listed: the
+   * queued hashes are keyed by order id, so finding one user's entries would mean scanning every
+   * shard's hash, whose size during a sale is the whole backlog. GET /voucher-order/{id} reports it.
+   */
+  async listForUser(userId: string, current: number): Promise<{ list: OrderListItem[]; total: number }> {
+    const [rows, total] = await Promise.all([
+      this.deps.orders.listForUser(userId, (current - 1) * ORDERS_PER_PAGE, ORDERS_PER_PAGE),
+      this.deps.orders.countForUser(userId),
+    ]);
+    return { list: rows.map(toListItem), total };
+  }
+
   /** Simulated payment. Paying a paid order again is fine; a queued or cancelled one is not. */
   async pay(userId: string, orderId: string): Promise<OrderView> {
     if (await this.deps.orders.pay(orderId, userId)) return this.getOrder(userId, orderId);
@@ -178,6 +209,20 @@ function outcomeOf(error: unknown): string {
   if (error instanceof SaleRefused) return error.outcome;
   if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
   return 'error';
+}
+
+function toListItem(row: UserOrderRow): OrderListItem {
+  const item: OrderListItem = {
+    id: row.id,
+    voucherId: row.voucher_id,
+    title: row.title,
+    shopId: row.shop_id,
+    state: STATE_BY_STATUS[row.status] ?? 'created',
+    payValue: Number(row.pay_value),
+    createTime: row.create_time.toISOString(),
+  };
+  if (row.pay_time) item.payTime = row.pay_time.toISOString();
+  return item;
 }
 
 function toView(row: OrderRow): OrderView {

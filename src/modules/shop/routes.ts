@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { IdParams, IdString } from '../../http/schemas.js';
+import { Current, IdParams, IdString } from '../../http/schemas.js';
 import { requireAdmin } from '../user/auth-hooks.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import type { ShopService } from './service.js';
@@ -9,8 +9,6 @@ import type { ShopService } from './service.js';
 const Longitude = Type.Number({ minimum: -LONGITUDE_LIMIT, maximum: LONGITUDE_LIMIT, errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}` });
 const Latitude = Type.Number({ minimum: -LATITUDE_LIMIT, maximum: LATITUDE_LIMIT, errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}` });
 const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: 'must be a whole number from 0' });
-/** 1-based page number. */
-const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: 'must be a page number from 1' });
 
 const ShopFields = {
   name: Type.String({ minLength: 1, maxLength: 128 }),
@@ -30,12 +28,12 @@ const ShopFields = {
 };
 
 /**
- * hmdp's shop routes. Reads are public; writes need an administrator (ADMIN_USER_IDS, the same
+ * hmdp's shop routes. Reads are public; writes need an administrator (the session's role, the same
  * check as voucher writes): 401 without a session, 403 for other users.
  */
-export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; adminUserIds: string[] }> = async (
+export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (
   app,
-  { service, adminUserIds },
+  { service },
 ) => {
   app.get('/shop/:id', { config: { public: true }, schema: { params: IdParams } }, async (request) =>
     ok(await service.get(request.params.id)),
@@ -85,7 +83,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       return ok(await service.create(request.body));
     },
   );
@@ -99,7 +97,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService; admin
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       await service.update(request.body);
       return ok();
     },

@@ -56,9 +56,12 @@ export function currentUser(request: FastifyRequest): SessionUser {
   return request.user;
 }
 
-/** Throws 403 unless the logged-in user is one of the configured administrators. */
-export function requireAdmin(request: FastifyRequest, adminUserIds: readonly string[]): SessionUser {
+/**
+ * Throws 403 unless the session's role is admin. The role is read from the session (no MySQL
+ * read per request); `npm run admin` updates live sessions when it grants or revokes.
+ */
+export function requireAdmin(request: FastifyRequest): SessionUser {
   const user = currentUser(request);
-  if (!adminUserIds.includes(user.id)) throw forbidden('Only administrators may do this');
+  if (user.role !== 'admin') throw forbidden('Only administrators may do this');
   return user;
 }

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Db } from '../../infra/db.js';
-import type { UserInfoTable, UserTable } from '../../infra/schema.js';
+import type { UserInfoTable, UserRole, UserTable } from '../../infra/schema.js';
 
 export type UserRow = Selectable<UserTable>;
 export type UserInfoRow = Selectable<UserInfoTable>;
@@ -33,6 +33,27 @@ export class UserRepository {
     const created = await this.findByPhone(phone);
     if (!created) throw new Error(`user with phone ${phone} vanished right after insert`);
     return created;
+  }
+
+  /**
+   * Runs `fn` in a transaction holding the user's row lock (SELECT … FOR UPDATE), with the row as
+   * locked and a way to change its role in that transaction. Logins (which copy the role into a
+   * new session) and role changes (which push it into live sessions) of one user thus happen one
+   * at a time, each seeing the role the previous one committed. Undefined if there is no such user.
+   */
+  async withUserLocked<T>(userId: string, fn: (user: UserRow, setRole: (role: UserRole) => Promise<void>) => Promise<T>): Promise<T | undefined> {
+    return this.db.transaction().execute(async (trx) => {
+      const user = await trx.selectFrom('tb_user').selectAll().where('id', '=', userId).forUpdate().executeTakeFirst();
+      if (!user) return undefined;
+      const setRole = async (role: UserRole): Promise<void> => {
+        await trx.updateTable('tb_user').set({ role }).where('id', '=', userId).execute();
+      };
+      return fn(user, setRole);
+    });
+  }
+
+  async findByRole(role: UserRole): Promise<UserRow[]> {
+    return this.db.selectFrom('tb_user').selectAll().where('role', '=', role).orderBy('id').execute();
   }
 
   async findInfo(userId: string): Promise<UserInfoRow | undefined> {

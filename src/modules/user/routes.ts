@@ -38,10 +38,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
   );
 
   app.post('/user/logout', async (request) => {
-    if (request.sessionToken !== null) await service.logout(request.sessionToken);
+    if (request.sessionToken !== null && request.user !== null) await service.logout(request.sessionToken, request.user.id);
     return ok();
   });
 
+  // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
   app.get('/user/me', async (request) => ok(currentUser(request)));
 
   app.get('/user/info/:id', { schema: { params: IdParams } }, async (request) =>

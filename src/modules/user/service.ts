@@ -3,7 +3,7 @@ import { badRequest, notFound, tooManyRequests } from '../../http/errors.js';
 import type { RateLimit } from '../../lib/rate-limit/index.js';
 import type { LoginCodeStore } from './login-code-store.js';
 import type { UserInfoRow, UserRepository, UserRow } from './repository.js';
-import type { SessionStore, SessionUser } from './session-store.js';
+import type { SessionStore, SessionUser, UserSummary } from './session-store.js';
 import type { SmsSender } from './sms-sender.js';
 
 export interface UserServiceDeps {
@@ -45,18 +45,25 @@ export class UserService {
     const check = await this.deps.codes.check(phone, code);
     if (check === 'missing') throw badRequest('No valid code for this phone: request a new one');
     if (check === 'wrong') throw badRequest('Wrong code');
-    const user = await this.deps.users.findOrCreateByPhone(phone, randomNickName());
-    return this.deps.sessions.create(toSessionUser(user));
+    const { id } = await this.deps.users.findOrCreateByPhone(phone, randomNickName());
+    // Under the row lock, so that a role change cannot slip between reading the role and
+    // indexing the new session (see SessionStore).
+    const token = await this.deps.users.withUserLocked(id, async (user) => {
+      await this.deps.sessions.pruneExpired(id);
+      return this.deps.sessions.create(toSessionUser(user));
+    });
+    if (token === undefined) throw new Error(`user ${id} vanished during login`);
+    return token;
   }
 
-  async logout(token: string): Promise<void> {
-    await this.deps.sessions.delete(token);
+  async logout(token: string, userId: string): Promise<void> {
+    await this.deps.sessions.delete(token, userId);
   }
 
-  async getUser(id: string): Promise<SessionUser> {
+  async getUser(id: string): Promise<UserSummary> {
     const user = await this.deps.users.findById(id);
     if (!user) throw notFound(`User ${id} not found`);
-    return toSessionUser(user);
+    return toUserSummary(user);
   }
 
   /** The user's profile, or null when the user never filled one in. */
@@ -73,8 +80,12 @@ export class UserService {
   }
 }
 
-function toSessionUser(user: UserRow): SessionUser {
+function toUserSummary(user: UserRow): UserSummary {
   return { id: user.id, nickName: user.nick_name, icon: user.icon };
+}
+
+export function toSessionUser(user: UserRow): SessionUser {
+  return { ...toUserSummary(user), role: user.role };
 }
 
 function toUserInfo(info: UserInfoRow): UserInfo {
@@ -92,6 +103,6 @@ function toUserInfo(info: UserInfoRow): UserInfo {
 }
 
 /** hmdp names new users "user_" + 10 random characters. */
-function randomNickName(): string {
+export function randomNickName(): string {
   return `user_${randomBytes(8).toString('base64url').slice(0, 10)}`;
 }

@@ -2,7 +2,7 @@
   Reads a session and renews its TTL (sliding expiry) in one command, so that the lookup every
   authenticated request makes joins the client's auto-pipeline instead of a MULTI of its own.
 
-  KEYS[1]  login:token:{sha256(token)}  hash {id, nickName, icon}
+  KEYS[1]  login:token:{sha256(token)}  hash {id, nickName, icon, role}
   ARGV[1]  the session TTL in seconds
 
   Returns the hash as a flat list of fields and values; empty if there is no such session (which

@@ -16,7 +16,7 @@ const HEALTH_ROUTE = '/api/health';
  * `GET /stats/uv?date=&shopId=`: administrators only (traffic figures are business data).
  * Visits are recorded by `recordVisitHook`, which app.ts adds to the whole /api scope.
  */
-export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService; adminUserIds: string[] }> = async (app, { service, adminUserIds }) => {
+export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async (app, { service }) => {
   app.get(
     '/stats/uv',
     {
@@ -28,7 +28,7 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService; adminUser
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       const { date, shopId } = request.query;
       const day = date === undefined ? undefined : parseDay(date);
       if (day === null) throw badRequest('querystring.date must be a real date as yyyy-MM-dd');

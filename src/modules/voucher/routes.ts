@@ -18,12 +18,12 @@ const VoucherBody = {
   actualValue: Fen,
 };
 
-export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService; adminUserIds: string[] }> = async (
+export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService }> = async (
   app,
-  { service, adminUserIds },
+  { service },
 ) => {
   app.post('/voucher', { schema: { body: Type.Object(VoucherBody) } }, async (request) => {
-    requireAdmin(request, adminUserIds);
+    requireAdmin(request);
     return ok(await service.addVoucher(request.body));
   });
 
@@ -40,7 +40,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService;
       },
     },
     async (request) => {
-      requireAdmin(request, adminUserIds);
+      requireAdmin(request);
       return ok(await service.addSeckillVoucher(request.body));
     },
   );

@@ -7,11 +7,13 @@ export const HOUR = 3600_000;
 /** A seckill voucher straight into MySQL (the HTTP path is tested in vouchers.test.ts). */
 export async function insertSeckillVoucher(
   env: TestEnv,
-  { stock, begin = new Date(Date.now() - HOUR), end = new Date(Date.now() + HOUR) }: { stock: number; begin?: Date; end?: Date },
+  {
+    stock, begin = new Date(Date.now() - HOUR), end = new Date(Date.now() + HOUR), shopId = '1', title = 'seckill',
+  }: { stock: number; begin?: Date; end?: Date; shopId?: string; title?: string },
 ): Promise<string> {
   const result = await env.db
     .insertInto('tb_voucher')
-    .values({ shop_id: '1', title: 'seckill', pay_value: '100', actual_value: '200', type: 1 })
+    .values({ shop_id: shopId, title, pay_value: '100', actual_value: '200', type: 1 })
     .executeTakeFirstOrThrow();
   const voucherId = String(result.insertId);
   const wholeSecond = (date: Date) => new Date(Math.floor(date.getTime() / 1000) * 1000);

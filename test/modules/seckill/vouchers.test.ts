@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeckillStore } from '../../../src/modules/seckill/store.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -13,10 +13,10 @@ const HOUR = 3600_000;
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
 
 beforeAll(async () => {
-  env = await createTestEnv({ ADMIN_USER_IDS: '1' });
+  env = await createTestEnv();
   await env.db.insertInto('tb_shop').values({ id: '7', name: '103茶餐厅', type_id: '1', address: '台州路1号', x: 120.15, y: 30.33 }).execute();
   const [first, second] = await createUsersWithSessions(env, 2);
-  expect(first!.id).toBe('1');
+  await grantAdmin(env, '15000000000'); // the first user's phone
   admin = { authorization: first!.token };
   user = { authorization: second!.token };
   ({ app } = await buildTestApp(env));

@@ -22,10 +22,9 @@ describe.each(['mutex', 'logical'] as const)('shop cache, %s strategy', (strateg
       SHOP_CACHE_TTL_SECONDS: '1',
       CACHE_TTL_JITTER_PERCENT: '0',
       CACHE_NULL_TTL_SECONDS: '1',
-      ADMIN_USER_IDS: '1',
     });
     await loadDemoData(env.db);
-    admin = await sessionOf(env, '1');
+    admin = await sessionOf(env, '1', 'admin');
     repo = new CountingShopRepository(env.db);
     instances = await startApps(env, 4, repo);
   });
@@ -123,9 +122,9 @@ describe('shop cache with the Bloom filter (SHOP_BLOOM=true)', () => {
   let admin: { authorization: string };
 
   beforeAll(async () => {
-    env = await createTestEnv({ SHOP_BLOOM: 'true', SHOP_BLOOM_EXPECTED_ITEMS: '10000', ADMIN_USER_IDS: '1' });
+    env = await createTestEnv({ SHOP_BLOOM: 'true', SHOP_BLOOM_EXPECTED_ITEMS: '10000' });
     await loadDemoData(env.db);
-    admin = await sessionOf(env, '1');
+    admin = await sessionOf(env, '1', 'admin');
     repo = new CountingShopRepository(env.db);
     instances = await startApps(env, 2, repo); // the first start builds the filter from tb_shop
   });

@@ -20,9 +20,9 @@ let user: { authorization: string };
 const HERE = { x: 120.149993, y: 30.334229 };
 
 beforeAll(async () => {
-  env = await createTestEnv({ ADMIN_USER_IDS: '1' });
+  env = await createTestEnv();
   await loadDemoData(env.db);
-  admin = await sessionOf(env, '1');
+  admin = await sessionOf(env, '1', 'admin');
   user = await sessionOf(env, '2');
   ({ app } = await buildTestApp(env));
 });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { ShopRepository, type ShopRow } from '../../../src/modules/shop/repository.js';
+import type { UserRole } from '../../../src/infra/schema.js';
 import { SessionStore } from '../../../src/modules/user/session-store.js';
 import { buildTestApp, type TestEnv } from '../../support/test-env.js';
 import { Gate } from '../../support/gate.js';
@@ -69,8 +70,11 @@ export async function metricSum(apps: FastifyInstance[], series: string): Promis
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** An `authorization` header for an existing user (demo user 1 is the admin in these tests). */
-export async function sessionOf(env: TestEnv, userId: string): Promise<{ authorization: string }> {
+/**
+ * An `authorization` header for a user, with the session a login of a user of that role opens
+ * (admin routes read the role from the session; granting it is tested in test/modules/user/roles.test.ts).
+ */
+export async function sessionOf(env: TestEnv, userId: string, role: UserRole = 'user'): Promise<{ authorization: string }> {
   const sessions = new SessionStore(env.redis, env.config.auth.sessionTtlSeconds);
-  return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '' }) };
+  return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '', role }) };
 }

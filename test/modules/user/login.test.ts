@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeKey } from '../../../src/modules/user/login-code-store.js';
-import { sessionKey } from '../../../src/modules/user/session-store.js';
+import { sessionKey, userSessionsKey } from '../../../src/modules/user/session-store.js';
 import { buildTestApp, createTestEnv, type InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;
@@ -59,7 +59,7 @@ describe('SMS-code login over HTTP', () => {
     const me = await app.inject({ method: 'GET', url: '/api/user/me', headers: { authorization: token } });
     expect(me.statusCode).toBe(200);
     const user = me.json().data;
-    expect(user).toEqual({ id: expect.stringMatching(/^\d+$/), nickName: expect.stringMatching(/^user_/), icon: '' });
+    expect(user).toEqual({ id: expect.stringMatching(/^\d+$/), nickName: expect.stringMatching(/^user_/), icon: '', role: 'user' });
 
     const row = await env.db.selectFrom('tb_user').selectAll().where('phone', '=', phone).executeTakeFirstOrThrow();
     expect(row.id).toBe(user.id);
@@ -142,10 +142,13 @@ describe('sessions', () => {
 
   it('logs out: the session is deleted and the token no longer works', async () => {
     const token = await loginAsNewUser();
+    const { id } = (await app.inject({ url: '/api/user/me', headers: { authorization: token } })).json().data;
+    expect(await env.redis.smembers(userSessionsKey(id))).toEqual([sessionKey(token).slice('login:token:'.length)]);
     const logout = await app.inject({ method: 'POST', url: '/api/user/logout', headers: { authorization: token } });
     expect(logout.statusCode).toBe(200);
     expect(logout.json()).toEqual({ success: true });
     expect(await env.redis.exists(sessionKey(token))).toBe(0);
+    expect(await env.redis.exists(userSessionsKey(id))).toBe(0); // its last member removed
 
     const me = await app.inject({ url: '/api/user/me', headers: { authorization: token } });
     expect(me.statusCode).toBe(401);
@@ -168,7 +171,8 @@ describe('user queries', () => {
     const token = await loginAsNewUser();
     const me = (await app.inject({ url: '/api/user/me', headers: { authorization: token } })).json().data;
     const byId = await app.inject({ url: `/api/user/${me.id}`, headers: { authorization: token } });
-    expect(byId.json()).toEqual({ success: true, data: me });
+    // Another user's role is not shown: only /user/me has it.
+    expect(byId.json()).toEqual({ success: true, data: { id: me.id, nickName: me.nickName, icon: me.icon } });
 
     const unknown = await app.inject({ url: '/api/user/999999999', headers: { authorization: token } });
     expect(unknown.statusCode).toBe(404);

@@ -14,10 +14,10 @@ let admin: { id: string; token: string };
 const clock = Date.UTC(2026, 8, 9, 4, 0, 0); // 2026-09-09 in Shanghai
 
 beforeAll(async () => {
-  env = await createTestEnv({ ADMIN_USER_IDS: '1', UV_FLUSH_MS: '50' });
+  env = await createTestEnv({ UV_FLUSH_MS: '50' });
   await loadDemoData(env.db);
   users = await createUsersWithSessions(env, 4, 15_600_000_000);
-  admin = { id: '1', token: (await sessionOf(env, '1')).authorization }; // demo user 1 = ADMIN_USER_IDS
+  admin = { id: '1', token: (await sessionOf(env, '1', 'admin')).authorization };
   ({ app } = await buildTestApp(env, undefined, { now: () => clock }));
   http = client(app);
 });

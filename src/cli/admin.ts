@@ -1,0 +1,25 @@
+import { loadConfig } from '../infra/config.js';
+import { createDb } from '../infra/db.js';
+import { closeRedis, createRedis } from '../infra/redis.js';
+import { UserRepository } from '../modules/user/repository.js';
+import { RoleService } from '../modules/user/roles.js';
+import { SessionStore } from '../modules/user/session-store.js';
+import { runAdminCommand } from './admin-command.js';
+import { runCli } from './run-cli.js';
+
+/**
+ * `npm run admin -- grant <phone> | revoke <phone> | list`: administrator roles (tb_user.role).
+ * A change reaches the user's live sessions at once. Exit code 2 on bad input.
+ */
+await runCli(async () => {
+  const config = loadConfig();
+  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 1 });
+  const redis = createRedis(config);
+  try {
+    const roles = new RoleService({ users: new UserRepository(db), sessions: new SessionStore(redis, config.auth.sessionTtlSeconds) });
+    process.exitCode = await runAdminCommand(process.argv.slice(2), roles, console);
+  } finally {
+    await closeRedis(redis);
+    await db.destroy();
+  }
+});
