@@ -9,7 +9,9 @@ import { createMetrics, type Metrics } from './infra/metrics.js';
 import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
 import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
+import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
+import { trackRoutes } from './http/route-table.js';
 import { serveWeb } from './http/web.js';
 import { IdGenerator } from './lib/id/index.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats } from './lib/cache/index.js';
@@ -108,6 +110,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app);
+  // Before any route: both record routes as they are registered.
+  trackRoutes(app);
+  await installOpenApi(app);
 
   const sessions = new SessionStore(redis, config.auth.sessionTtlSeconds);
   const userService = new UserService({

@@ -14,7 +14,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; m
   // makes toBuffer() throw @fastify/multipart's RequestFileTooLargeError (413).
   await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, parts: 6 } });
 
-  app.post('/upload/blog', async (request) => {
+  app.post('/upload/blog', { schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] } }, async (request) => {
     const user = currentUser(request);
     if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
     const file = await request.file();
@@ -24,7 +24,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; m
 
   app.get(
     '/upload/blog/delete',
-    { schema: { querystring: Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) }) } },
+    { schema: { summary: 'Delete one of my uploaded images', querystring: Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) }) } },
     async (request) => {
       await service.deleteBlogImage(currentUser(request).id, request.query.name);
       return ok();
