@@ -41,7 +41,7 @@ describe('OpenAPI at /docs', () => {
   it('serves a valid OpenAPI 3.1 document', async () => {
     const document = await spec();
     expect(document.openapi).toBe('3.1.0');
-    const result = await new Validator().validate(document as unknown as object);
+    const result = await new Validator().validate(document as unknown as Parameters<Validator['validate']>[0]);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
   });
