@@ -74,6 +74,23 @@ describe('blog image upload', () => {
     expect(wrongField.json().errorMsg).toContain('body.file');
   });
 
+  it('answers malformed multipart bodies with 400 (busboy\'s parse errors are the client\'s), storing nothing', async () => {
+    const [owner] = users;
+    const before = await env.db.selectFrom('tb_upload').select('id').execute();
+    const boundary = '----b';
+    const bodies: Array<[string, string]> = [
+      ['multipart/form-data', 'no boundary'],
+      [`multipart/form-data; boundary=${boundary}`, `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n${PNG.toString('latin1')}`],
+      [`multipart/form-data; boundary=${boundary}`, 'garbage \u0000 garbage'],
+    ];
+    for (const [contentType, payload] of bodies) {
+      const response = await app.inject({ method: 'POST', url: '/api/upload/blog', headers: { ...auth(owner!), 'content-type': contentType }, payload });
+      expect(response.statusCode, payload.slice(0, 20)).toBe(400);
+      expect(response.json().errorMsg).toMatch(/multipart|body\.file/);
+    }
+    expect(await env.db.selectFrom('tb_upload').select('id').execute()).toHaveLength(before.length);
+  });
+
   it('refuses files over UPLOAD_MAX_BYTES with 413 and leaves nothing behind', async () => {
     const [owner] = users;
     const before = await env.db.selectFrom('tb_upload').select('id').execute();
