@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
@@ -50,7 +51,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
       openapi: '3.1.0',
       info: {
         title: 'hmdp-ts API',
-        version: '1.0.0',
+        version: packageVersion(),
         description:
           'Every answer is `{success, errorMsg, data, total}` (null fields omitted); 64-bit ids are decimal strings. ' +
           'Routes with a lock need a login: send the token returned by `POST /api/user/login` in the `authorization` header ' +
@@ -112,4 +113,10 @@ const ADMIN_ONLY_KEY = Object.keys(ADMIN_ONLY)[0]!;
 /** `/api/voucher-order/seckill/:id` → `voucher-order`: one group per resource. */
 function tagOf(url: string): string {
   return url.split('/')[2] ?? 'api';
+}
+
+/** The version in package.json (src/http and dist/http are both two levels down). */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return manifest.version ?? '0.0.0';
 }
