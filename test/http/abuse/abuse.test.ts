@@ -8,6 +8,7 @@ import type { RouteEntry } from '../../../src/http/route-table.js';
 import { SessionStore } from '../../../src/modules/user/session-store.js';
 import { eventually } from '../../modules/seckill/support.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { multipartFile } from '../../support/multipart.js';
 import { snapshotWorld, type WorldSnapshot } from '../../support/world-snapshot.js';
 import { ABSENT_ID, forgedAuthorizations, hostileRequests, NORMAL_USER, routeKey, type Context, type HostileRequest } from './hostile-requests.js';
 
@@ -54,7 +55,8 @@ async function call(options: InjectOptions) {
 }
 
 beforeAll(async () => {
-  // User 1 is the administrator (the first row of a fresh tb_user).
+  // User 1 is the administrator (the first row of a fresh tb_user), through ADMIN_USER_IDS: when
+  // roles move to the session (tb_user.role), make user 1 an administrator that way instead.
   env = await createTestEnv({ ADMIN_USER_IDS: '1', UPLOAD_MAX_BYTES: String(UPLOAD_MAX_BYTES) });
   const first = 15_900_000_000;
   const users = (await createUsersWithSessions(env, 4, first)).map((user, i) => ({ ...user, phone: String(first + i) }));
@@ -86,17 +88,8 @@ beforeAll(async () => {
   await call({ method: 'PUT', url: `/api/follow/${alice.id}/true`, headers: as(bob) });
   const blogId = (await call({ method: 'POST', url: '/api/blog', headers: as(alice), payload: { shopId, title: 'Great noodles', content: 'Really.' } })).data as string;
   await call({ method: 'PUT', url: `/api/blog/like/${blogId}`, headers: as(bob) });
-  const boundary = '----setup';
-  const upload = (await call({
-    method: 'POST',
-    url: '/api/upload/blog',
-    headers: { ...as(alice), 'content-type': `multipart/form-data; boundary=${boundary}` },
-    payload: Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
-      PNG,
-      Buffer.from(`\r\n--${boundary}--\r\n`),
-    ]),
-  })).data as string;
+  const image = multipartFile(PNG);
+  const upload = (await call({ method: 'POST', url: '/api/upload/blog', headers: { ...as(alice), ...image.headers }, payload: image.payload })).data as string;
   await call({ method: 'POST', url: '/api/user/sign', headers: as(alice) });
   owned = { shopId, voucherId, orderId, blogId, upload };
   // Sets built on first read (follows:{id}) exist before the snapshot.

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { multipartFile } from '../../support/multipart.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth } from '../blog/support.js';
 
@@ -24,19 +25,8 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** A multipart/form-data body with one file part. */
-function multipart(content: Buffer, filename = 'photo.png', contentType = 'image/png', field = 'file') {
-  const boundary = '----hmdp-test-boundary';
-  const payload = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: ${contentType}\r\n\r\n`),
-    content,
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
-
 async function upload(user: { token: string } | null, content: Buffer, filename?: string, contentType?: string, field?: string) {
-  const { payload, headers } = multipart(content, filename, contentType, field);
+  const { payload, headers } = multipartFile(content, { filename, contentType, field });
   return app.inject({ method: 'POST', url: '/api/upload/blog', payload, headers: { ...headers, ...(user ? auth(user) : {}) } });
 }
 
