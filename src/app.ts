@@ -8,7 +8,7 @@ import type { Config } from './infra/config.js';
 import { createMetrics, type Metrics } from './infra/metrics.js';
 import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
-import { ajvOptions, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
+import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
 import { trackRoutes } from './http/route-table.js';
@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: ajvOptions,
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors,
+    clientErrorHandler,
     // Keep a caller's (load balancer's) request id, if it looks sane, so one id follows a
     // request through the logs of every hop.
     genReqId: (request) => {

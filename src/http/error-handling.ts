@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { isTransient } from '../infra/transient-errors.js';
 import { HttpError } from './errors.js';
@@ -43,6 +45,25 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
   };
   const [status, message] = messages[error.code] ?? [error.statusCode ?? 400, error.message];
   void reply.code(status).send(fail(message));
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (garbage, headers over the size
+ * limit, Content-Length with Transfer-Encoding, a timeout): answered in the wrapper like the rest,
+ * then the connection is closed (Fastify's default handler does the same with another body).
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request took too long to arrive']
+    : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'The request headers are too large']
+    : [400, 'Malformed HTTP request'];
+  this.log.trace({ err: error }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(fail(message));
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }
 
 export function installErrorHandling(app: FastifyInstance): void {
