@@ -8,8 +8,10 @@ import type { Config } from './infra/config.js';
 import { createMetrics, type Metrics } from './infra/metrics.js';
 import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
-import { ajvOptions, formatValidationErrors, installErrorHandling } from './http/error-handling.js';
+import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
+import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
+import { trackRoutes } from './http/route-table.js';
 import { serveWeb } from './http/web.js';
 import { IdGenerator } from './lib/id/index.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats } from './lib/cache/index.js';
@@ -89,6 +91,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     ajv: ajvOptions,
     schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors,
+    clientErrorHandler,
     // Keep a caller's (load balancer's) request id, if it looks sane, so one id follows a
     // request through the logs of every hop.
     genReqId: (request) => {
@@ -108,6 +112,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app);
+  // A JSON API (and multipart on the upload route): a text/plain body is refused with 415 rather
+  // than parsed and ignored (Fastify parses text/plain by default).
+  app.removeContentTypeParser('text/plain');
+  // Before any route: both record routes as they are registered.
+  trackRoutes(app);
+  await installOpenApi(app);
 
   const sessions = new SessionStore(redis, config.auth.sessionTtlSeconds);
   const userService = new UserService({

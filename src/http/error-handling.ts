@@ -1,4 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { isTransient } from '../infra/transient-errors.js';
 import { HttpError } from './errors.js';
 import { fail } from './result.js';
@@ -18,10 +20,51 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], d
   return new Error(messages.join('; '));
 }
 
-/** Ajv options: keep `errorMessage` as a known annotation and hand the failing schema to the formatter. */
+/**
+ * Ajv options: keep `errorMessage` as a known annotation and hand the failing schema to the formatter.
+ *
+ * `strictNumbers: false` on purpose. With Fastify's `coerceTypes` and Ajv's default strict numbers,
+ * a query value such as `1e309` or `Infinity` is coerced to Infinity without the finiteness check,
+ * and `minimum`/`maximum` are then skipped for non-finite numbers, so `?current=1e309` reached the
+ * SQL as `OFFSET Infinity` (a 500; ajv-validator/ajv#2212, fastify/fastify#6718). Without strict
+ * numbers the bounds apply to Infinity and reject it, so every number in a schema needs a
+ * `minimum` and a `maximum` (test/http/abuse checks both).
+ */
 export const ajvOptions = {
-  customOptions: { keywords: ['errorMessage'], verbose: true, allErrors: false },
+  customOptions: { keywords: ['errorMessage'], verbose: true, allErrors: false, strictNumbers: false },
 };
+
+/**
+ * Fastify's router errors, answered in the wrapper with a short message (the default body
+ * echoes the whole URL and has another shape).
+ */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const messages: Record<string, [number, string]> = {
+    FST_ERR_BAD_URL: [400, 'The URL is malformed (bad percent-encoding)'],
+    FST_ERR_MAX_PARAM_LENGTH: [414, 'A path parameter is too long'],
+  };
+  const [status, message] = messages[error.code] ?? [error.statusCode ?? 400, error.message];
+  void reply.code(status).send(fail(message));
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (garbage, headers over the size
+ * limit, Content-Length with Transfer-Encoding, a timeout): answered in the wrapper like the rest,
+ * then the connection is closed (Fastify's default handler does the same with another body).
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request took too long to arrive']
+    : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'The request headers are too large']
+    : [400, 'Malformed HTTP request'];
+  this.log.trace({ err: error }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(fail(message));
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
+}
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {

@@ -8,12 +8,12 @@ import fastifyStatic from '@fastify/static';
 export const DEFAULT_WEB_ROOT = fileURLToPath(new URL('../../web/dist', import.meta.url));
 
 /** Paths that never fall back to the single-page app (they have owners of their own). */
-const NOT_SPA = /^\/(api|imgs|metrics)(\/|$|\?)/;
+const NOT_SPA = /^\/(api|imgs|metrics|docs)(\/|$|\?)/;
 
 /**
  * Serves the built web front end (web/, `npm run build:web`) at `/`: its files as they are
  * (hashed assets cached for a year, index.html never), and index.html for any other GET outside
- * /api, /imgs and /metrics, so the Vue router's history URLs load on refresh. Without a build
+ * /api, /imgs, /metrics and /docs, so the Vue router's history URLs load on refresh. Without a build
  * nothing is registered and those paths stay 404.
  */
 export async function serveWeb(app: FastifyInstance, root = DEFAULT_WEB_ROOT): Promise<void> {

@@ -77,6 +77,30 @@ describe('HTTP conventions', () => {
     expect(response.json()).toEqual({ success: false, errorMsg: 'No route for GET /api/no/such/thing' });
   });
 
+  it('refuses infinite numbers in a query with 400 (Ajv coerces 1e309 to Infinity and would skip the bounds)', async () => {
+    for (const url of ['/api/blog/hot?current=1e309', '/api/shop/of/name?current=-1e309', '/api/shop/of/type?typeId=1&x=Infinity&y=30']) {
+      const response = await app.inject({ url });
+      expect(response.statusCode, url).toBe(400);
+      expect(response.json().errorMsg, url).toMatch(/^querystring\.(current|x) must be/);
+    }
+  });
+
+  it('answers a malformed or over-long URL in the wrapper, without echoing it', async () => {
+    const malformed = await app.inject({ url: '/api/shop/%E0%A4%A' });
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json()).toEqual({ success: false, errorMsg: 'The URL is malformed (bad percent-encoding)' });
+    // (a GET would fall through to the web front end's catch-all, whose answer under /api is 404)
+    const long = await app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${'9'.repeat(5000)}` });
+    expect(long.statusCode).toBe(414);
+    expect(long.json()).toEqual({ success: false, errorMsg: 'A path parameter is too long' });
+  });
+
+  it('speaks JSON only: a text/plain body is 415, not parsed and ignored', async () => {
+    const response = await app.inject({ method: 'POST', url: '/api/user/login', headers: { 'content-type': 'text/plain' }, payload: 'phone=1' });
+    expect(response.statusCode).toBe(415);
+    expect(response.json()).toEqual({ success: false, errorMsg: expect.stringMatching(/Unsupported Media Type/i) });
+  });
+
   it('sends 64-bit ids as decimal strings', async () => {
     const response = await app.inject({ url: '/api/big' });
     expect(response.body).toBe('{"success":true,"data":{"id":"9223372036854775807","ids":["1"]}}');

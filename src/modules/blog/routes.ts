@@ -14,6 +14,7 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     '/blog',
     {
       schema: {
+        summary: 'Write a blog about a shop (pushed to the followers\' feeds)',
         body: Type.Object({
           shopId: IdString,
           title: Type.String({ minLength: 1, maxLength: 255 }),
@@ -26,22 +27,22 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     async (request) => ok(await service.create(currentUser(request), request.body)),
   );
 
-  app.put('/blog/like/:id', { schema: { params: IdParams } }, async (request) =>
+  app.put('/blog/like/:id', { schema: { summary: 'Like or unlike a blog (toggle)', params: IdParams } }, async (request) =>
     ok(await service.toggleLike(request.params.id, currentUser(request).id)),
   );
 
-  app.get('/blog/likes/:id', { schema: { params: IdParams } }, async (request) => ok(await service.likers(request.params.id)));
+  app.get('/blog/likes/:id', { schema: { summary: 'The first five users who liked a blog', params: IdParams } }, async (request) => ok(await service.likers(request.params.id)));
 
-  app.get('/blog/hot', { config: { public: true }, schema: { querystring: Type.Object({ current: Current }) } }, async (request) =>
+  app.get('/blog/hot', { config: { public: true }, schema: { summary: 'Most liked blogs, 10 a page', querystring: Type.Object({ current: Current }) } }, async (request) =>
     ok(await service.hot(request.query.current, request.user)),
   );
 
-  app.get('/blog/of/me', { schema: { querystring: Type.Object({ current: Current }) } }, async (request) => {
+  app.get('/blog/of/me', { schema: { summary: 'My blogs, newest first', querystring: Type.Object({ current: Current }) } }, async (request) => {
     const me = currentUser(request);
     return ok(await service.ofUser(me.id, request.query.current, me));
   });
 
-  app.get('/blog/of/user', { schema: { querystring: Type.Object({ id: IdString, current: Current }) } }, async (request) =>
+  app.get('/blog/of/user', { schema: { summary: 'A user\'s blogs, newest first', querystring: Type.Object({ id: IdString, current: Current }) } }, async (request) =>
     ok(await service.ofUser(request.query.id, request.query.current, currentUser(request))),
   );
 
@@ -49,6 +50,7 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     '/blog/of/follow',
     {
       schema: {
+        summary: 'My feed: blogs of the users I follow (cursor: lastId = previous minTime, offset)',
         querystring: Type.Object({
           // hmdp's front end starts with lastId = now (ms) and offset 0, then echoes minTime/offset.
           lastId: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e15, errorMessage: 'must be a time in ms (the previous minTime)' })),
@@ -59,5 +61,5 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     async (request) => ok(await service.feed(currentUser(request).id, request.query.lastId, request.query.offset)),
   );
 
-  app.get('/blog/:id', { schema: { params: IdParams } }, async (request) => ok(await service.get(request.params.id, currentUser(request))));
+  app.get('/blog/:id', { schema: { summary: 'A blog with its author and whether I like it', params: IdParams } }, async (request) => ok(await service.get(request.params.id, currentUser(request))));
 };

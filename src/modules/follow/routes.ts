@@ -10,6 +10,7 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService }>
     '/follow/:id/:isFollow',
     {
       schema: {
+        summary: 'Follow (true) or unfollow (false) a user',
         params: Type.Object({
           id: IdString,
           isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: 'must be true or false' }),
@@ -22,11 +23,11 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService }>
     },
   );
 
-  app.get('/follow/or/not/:id', { schema: { params: IdParams } }, async (request) =>
+  app.get('/follow/or/not/:id', { schema: { summary: 'Whether I follow a user', params: IdParams } }, async (request) =>
     ok(await service.isFollowing(currentUser(request).id, request.params.id)),
   );
 
-  app.get('/follow/common/:id', { schema: { params: IdParams } }, async (request) =>
+  app.get('/follow/common/:id', { schema: { summary: 'Users both I and another user follow', params: IdParams } }, async (request) =>
     ok(await service.common(currentUser(request).id, request.params.id)),
   );
 };

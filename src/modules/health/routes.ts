@@ -10,7 +10,7 @@ const PROBE_TIMEOUT_MS = 1_000;
 
 /** `GET /api/health`: 200 when Redis and MySQL answer, 503 (with which one failed) otherwise. */
 export const healthRoutes: FastifyPluginAsyncTypebox<{ redis: RedisClient; db: Db }> = async (app, { redis, db }) => {
-  app.get('/health', { config: { public: true } }, async (request, reply) => {
+  app.get('/health', { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 and which one when not)' } }, async (request, reply) => {
     const [redisStatus, mysqlStatus] = await Promise.all([
       probe(() => redis.ping(), request.log, 'redis'),
       probe(() => sql`SELECT 1`.execute(db), request.log, 'mysql'),

@@ -5,21 +5,21 @@ import { currentUser } from '../user/auth-hooks.js';
 import type { OrderService } from './service.js';
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService }> = async (app, { service }) => {
-  app.post('/voucher-order/seckill/:id', { schema: { params: IdParams } }, async (request) =>
+  app.post('/voucher-order/seckill/:id', { schema: { summary: 'Buy a seckill voucher: data = the order id (refusals: 200 with success false)', params: IdParams } }, async (request) =>
     ok(await service.placeSeckillOrder(currentUser(request).id, request.params.id)),
   );
 
   // The caller's orders, newest first, 10 a page; `total` counts them all.
-  app.get('/voucher-order/of/me', { schema: { querystring: Type.Object({ current: Current }) } }, async (request) => {
+  app.get('/voucher-order/of/me', { schema: { summary: 'My orders, newest first, 10 a page (total = all of them)', querystring: Type.Object({ current: Current }) } }, async (request) => {
     const { list, total } = await service.listForUser(currentUser(request).id, request.query.current);
     return ok(list, total);
   });
 
-  app.get('/voucher-order/:id', { schema: { params: IdParams } }, async (request) =>
+  app.get('/voucher-order/:id', { schema: { summary: 'One of my orders and its state (queued, created, paid, cancelled)', params: IdParams } }, async (request) =>
     ok(await service.getOrder(currentUser(request).id, request.params.id)),
   );
 
-  app.post('/voucher-order/:id/pay', { schema: { params: IdParams } }, async (request) =>
+  app.post('/voucher-order/:id/pay', { schema: { summary: 'Pay one of my orders', params: IdParams } }, async (request) =>
     ok(await service.pay(currentUser(request).id, request.params.id)),
   );
 };

@@ -3,5 +3,5 @@ import { ok } from '../../http/result.js';
 import type { ShopTypeService } from './service.js';
 
 export const shopTypeRoutes: FastifyPluginAsyncTypebox<{ service: ShopTypeService }> = async (app, { service }) => {
-  app.get('/shop-type/list', { config: { public: true } }, async () => ok(await service.list()));
+  app.get('/shop-type/list', { config: { public: true }, schema: { summary: 'All shop types, in display order' } }, async () => ok(await service.list()));
 };

@@ -2,6 +2,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { Current, IdParams, IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY } from '../../http/openapi.js';
 import { requireAdmin } from '../user/auth-hooks.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import type { ShopService } from './service.js';
@@ -35,7 +36,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
   app,
   { service },
 ) => {
-  app.get('/shop/:id', { config: { public: true }, schema: { params: IdParams } }, async (request) =>
+  app.get('/shop/:id', { config: { public: true }, schema: { summary: 'A shop by id (cached)', params: IdParams } }, async (request) =>
     ok(await service.get(request.params.id)),
   );
 
@@ -44,6 +45,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     {
       config: { public: true },
       schema: {
+        summary: 'Shops of a type, 5 a page; nearest first with x (longitude) and y (latitude)',
         querystring: Type.Object({
           typeId: IdString,
           current: Current,
@@ -66,7 +68,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     '/shop/of/name',
     {
       config: { public: true },
-      schema: { querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }) },
+      schema: { summary: 'Shops whose name contains a text, 10 a page', querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }) },
     },
     async (request) => ok(await service.ofName(request.query.name, request.query.current)),
   );
@@ -75,6 +77,8 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     '/shop',
     {
       schema: {
+        ...ADMIN_ONLY,
+        summary: 'Create a shop: data = its id',
         // Name, type, address and position are needed; the rest have defaults.
         body: Type.Object({
           ...Type.Partial(Type.Object(ShopFields)).properties,
@@ -92,6 +96,8 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     '/shop',
     {
       schema: {
+        ...ADMIN_ONLY,
+        summary: 'Update the fields given of a shop',
         // Only the fields present change (hmdp's updateById skips nulls).
         body: Type.Object({ id: IdString, ...Type.Partial(Type.Object(ShopFields)).properties }),
       },

@@ -14,7 +14,7 @@ const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be the 6-d
 export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = async (app, { service }) => {
   app.post(
     '/user/code',
-    { config: { public: true }, schema: { querystring: Type.Object({ phone: Phone }) } },
+    { config: { public: true }, schema: { summary: 'Send a login code by SMS', querystring: Type.Object({ phone: Phone }) } },
     async (request) => {
       await service.sendCode(request.query.phone, request.ip);
       return ok();
@@ -26,6 +26,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
     {
       config: { public: true },
       schema: {
+        summary: 'Log in with the SMS code: data = the session token',
         body: Type.Object({
           phone: Phone,
           code: Code,
@@ -37,19 +38,19 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
     async (request) => ok(await service.login(request.body.phone, request.body.code)),
   );
 
-  app.post('/user/logout', async (request) => {
+  app.post('/user/logout', { schema: { summary: 'End my session' } }, async (request) => {
     if (request.sessionToken !== null && request.user !== null) await service.logout(request.sessionToken, request.user.id);
     return ok();
   });
 
   // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
-  app.get('/user/me', async (request) => ok(currentUser(request)));
+  app.get('/user/me', { schema: { summary: 'The logged-in user (with role)' } }, async (request) => ok(currentUser(request)));
 
-  app.get('/user/info/:id', { schema: { params: IdParams } }, async (request) =>
+  app.get('/user/info/:id', { schema: { summary: 'A user\'s profile details', params: IdParams } }, async (request) =>
     ok(await service.getInfo(request.params.id)),
   );
 
-  app.get('/user/:id', { schema: { params: IdParams } }, async (request) =>
+  app.get('/user/:id', { schema: { summary: 'A user\'s public name and icon', params: IdParams } }, async (request) =>
     ok(await service.getUser(request.params.id)),
   );
 };

@@ -4,6 +4,7 @@ import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { IdString } from '../../http/schemas.js';
 import { parseDay } from '../../lib/calendar/index.js';
+import { ADMIN_ONLY } from '../../http/openapi.js';
 import { requireAdmin } from '../user/auth-hooks.js';
 import type { UvService } from './service.js';
 
@@ -21,6 +22,8 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async
     '/stats/uv',
     {
       schema: {
+        ...ADMIN_ONLY,
+        summary: 'Unique visitors of a day (default today), of the site or of one shop',
         querystring: Type.Object({
           date: Type.Optional(Type.String({ pattern: '^[0-9]{4}-?[0-9]{2}-?[0-9]{2}$', errorMessage: 'must be a date as yyyy-MM-dd' })),
           shopId: Type.Optional(IdString),

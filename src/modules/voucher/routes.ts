@@ -1,6 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
 import { IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY } from '../../http/openapi.js';
 import { requireAdmin } from '../user/auth-hooks.js';
 import type { VoucherService } from './service.js';
 
@@ -22,7 +23,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
   app,
   { service },
 ) => {
-  app.post('/voucher', { schema: { body: Type.Object(VoucherBody) } }, async (request) => {
+  app.post('/voucher', { schema: { ...ADMIN_ONLY, summary: 'Create a voucher of a shop: data = its id', body: Type.Object(VoucherBody) } }, async (request) => {
     requireAdmin(request);
     return ok(await service.addVoucher(request.body));
   });
@@ -31,6 +32,8 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
     '/voucher/seckill',
     {
       schema: {
+        ...ADMIN_ONLY,
+        summary: 'Create a seckill voucher (stock, sale window): data = its id',
         body: Type.Object({
           ...VoucherBody,
           stock: Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: 'must be a whole number from 0' }),
@@ -47,7 +50,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
 
   app.get(
     '/voucher/list/:shopId',
-    { config: { public: true }, schema: { params: Type.Object({ shopId: IdString }) } },
+    { config: { public: true }, schema: { summary: 'Vouchers of a shop, seckill ones with stock and window', params: Type.Object({ shopId: IdString }) } },
     async (request) => ok(await service.listByShop(request.params.shopId)),
   );
 };

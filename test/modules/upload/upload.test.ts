@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { multipartFile } from '../../support/multipart.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth } from '../blog/support.js';
 
@@ -24,19 +25,8 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** A multipart/form-data body with one file part. */
-function multipart(content: Buffer, filename = 'photo.png', contentType = 'image/png', field = 'file') {
-  const boundary = '----hmdp-test-boundary';
-  const payload = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: ${contentType}\r\n\r\n`),
-    content,
-    Buffer.from(`\r\n--${boundary}--\r\n`),
-  ]);
-  return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
-}
-
 async function upload(user: { token: string } | null, content: Buffer, filename?: string, contentType?: string, field?: string) {
-  const { payload, headers } = multipart(content, filename, contentType, field);
+  const { payload, headers } = multipartFile(content, { filename, contentType, field });
   return app.inject({ method: 'POST', url: '/api/upload/blog', payload, headers: { ...headers, ...(user ? auth(user) : {}) } });
 }
 
@@ -72,6 +62,23 @@ describe('blog image upload', () => {
     const wrongField = await upload(owner!, PNG, 'a.png', 'image/png', 'image');
     expect(wrongField.statusCode).toBe(400);
     expect(wrongField.json().errorMsg).toContain('body.file');
+  });
+
+  it('answers malformed multipart bodies with 400 (busboy\'s parse errors are the client\'s), storing nothing', async () => {
+    const [owner] = users;
+    const before = await env.db.selectFrom('tb_upload').select('id').execute();
+    const boundary = '----b';
+    const bodies: Array<[string, string]> = [
+      ['multipart/form-data', 'no boundary'],
+      [`multipart/form-data; boundary=${boundary}`, `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n${PNG.toString('latin1')}`],
+      [`multipart/form-data; boundary=${boundary}`, 'garbage \u0000 garbage'],
+    ];
+    for (const [contentType, payload] of bodies) {
+      const response = await app.inject({ method: 'POST', url: '/api/upload/blog', headers: { ...auth(owner!), 'content-type': contentType }, payload });
+      expect(response.statusCode, payload.slice(0, 20)).toBe(400);
+      expect(response.json().errorMsg).toMatch(/multipart|body\.file/);
+    }
+    expect(await env.db.selectFrom('tb_upload').select('id').execute()).toHaveLength(before.length);
   });
 
   it('refuses files over UPLOAD_MAX_BYTES with 413 and leaves nothing behind', async () => {
