@@ -66,9 +66,13 @@ cluster_nodes() { redis_ports | sed 's/^/127.0.0.1:/' | paste -sd, -; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 APT_UPDATED=0
 apt_install() {
-  if [ "$APT_UPDATED" -eq 0 ]; then as_root apt-get update -qq; APT_UPDATED=1; fi
+  if [ "$APT_UPDATED" -eq 0 ]; then
+    as_root apt-get update -qq || fail "apt-get update failed: cannot install $* (needs root or sudo and a Debian package mirror)"
+    APT_UPDATED=1
+  fi
   log "installing $* from Debian packages"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null \
+    || fail "apt-get install $* failed: the topology needs the Debian packages redis-server, redis-tools and nginx"
 }
 ensure_packages() {
   command -v redis-server >/dev/null || apt_install redis-server
