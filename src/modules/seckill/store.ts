@@ -128,17 +128,43 @@ export class SeckillStore {
     return this.redis.seckillTrimAcknowledged(this.shardKeys(shard).stream, ORDER_GROUP);
   }
 
-  /** Stream length and entries pending in the group, per shard (for monitoring). */
-  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number }>> {
+  /**
+   * Per shard, for monitoring: stream length; the group's pending entries (delivered, not
+   * acknowledged) and lag (entries not yet delivered; Redis 7 XINFO GROUPS, null when Redis cannot
+   * tell, e.g. after an XDEL); dead letters. Two commands per shard, in parallel.
+   */
+  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number; lag: number | null; deadLetters: number }>> {
     return Promise.all(
       Array.from({ length: this.shards }, async (_, shard) => {
-        const { stream } = this.shardKeys(shard);
-        const length = await this.redis.xlen(stream);
-        if (length === 0) return { shard, length, pending: 0 };
-        const summary = (await this.redis.xpending(stream, ORDER_GROUP).catch(() => [0])) as [number];
-        return { shard, length, pending: Number(summary[0]) };
+        const { stream, deadLetters } = this.shardKeys(shard);
+        const [length, group, dead] = await Promise.all([
+          this.redis.xlen(stream),
+          this.groupInfo(stream),
+          this.redis.xlen(deadLetters),
+        ]);
+        // Without the group every entry is still to be delivered.
+        return { shard, length, pending: group?.pending ?? 0, lag: group ? group.lag : length, deadLetters: dead };
       }),
     );
+  }
+
+  /** The order-writers group of a stream (XINFO GROUPS), or null when the stream or group is missing. */
+  private async groupInfo(stream: string): Promise<{ pending: number; lag: number | null } | null> {
+    let groups: unknown[][];
+    try {
+      groups = (await this.redis.xinfo('GROUPS', stream)) as unknown[][];
+    } catch (error) {
+      if (error instanceof Error && /no such key/i.test(error.message)) return null;
+      throw error;
+    }
+    for (const fields of groups) {
+      const info = new Map<string, unknown>();
+      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
+      if (info.get('name') !== ORDER_GROUP) continue;
+      const lag = info.get('lag');
+      return { pending: Number(info.get('pending') ?? 0), lag: lag === null || lag === undefined ? null : Number(lag) };
+    }
+    return null;
   }
 
   /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
