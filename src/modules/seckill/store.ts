@@ -20,6 +20,7 @@ declare module 'ioredis' {
     ): Result<number, Context>;
     seckillEnsureGroup(stream: string, group: string): Result<number, Context>;
     seckillTrimAcknowledged(stream: string, group: string): Result<number, Context>;
+    seckillStreamStats(stream: string, deadLetters: string, group: string): Result<[number, number, number, number], Context>;
     seckillRelease(
       voucher: string, buyers: string, marker: string, queued: string,
       userId: string, orderId: string, markerTtlSeconds: number,
@@ -62,6 +63,7 @@ export class SeckillStore {
     redis.defineCommand('seckillRelease', { numberOfKeys: 4, lua: script('release') });
     redis.defineCommand('seckillEnsureGroup', { numberOfKeys: 1, lua: script('ensure-group') });
     redis.defineCommand('seckillTrimAcknowledged', { numberOfKeys: 1, lua: script('trim-acknowledged') });
+    redis.defineCommand('seckillStreamStats', { numberOfKeys: 2, lua: script('stream-stats') });
   }
 
   shardOf(voucherId: string): number {
@@ -129,42 +131,18 @@ export class SeckillStore {
   }
 
   /**
-   * Per shard, for monitoring: stream length; the group's pending entries (delivered, not
-   * acknowledged) and lag (entries not yet delivered; Redis 7 XINFO GROUPS, null when Redis cannot
-   * tell, e.g. after an XDEL); dead letters. Two commands per shard, in parallel.
+   * Per shard, for monitoring (one script call each, stream-stats.lua): stream length; the group's
+   * pending entries (delivered, not acknowledged) and lag (not yet delivered; Redis 7 XINFO
+   * GROUPS, null when Redis cannot tell); dead letters.
    */
   async streamStats(): Promise<Array<{ shard: number; length: number; pending: number; lag: number | null; deadLetters: number }>> {
     return Promise.all(
       Array.from({ length: this.shards }, async (_, shard) => {
         const { stream, deadLetters } = this.shardKeys(shard);
-        const [length, group, dead] = await Promise.all([
-          this.redis.xlen(stream),
-          this.groupInfo(stream),
-          this.redis.xlen(deadLetters),
-        ]);
-        // Without the group every entry is still to be delivered.
-        return { shard, length, pending: group?.pending ?? 0, lag: group ? group.lag : length, deadLetters: dead };
+        const [length, pending, lag, dead] = await this.redis.seckillStreamStats(stream, deadLetters, ORDER_GROUP);
+        return { shard, length, pending, lag: lag < 0 ? null : lag, deadLetters: dead };
       }),
     );
-  }
-
-  /** The order-writers group of a stream (XINFO GROUPS), or null when the stream or group is missing. */
-  private async groupInfo(stream: string): Promise<{ pending: number; lag: number | null } | null> {
-    let groups: unknown[][];
-    try {
-      groups = (await this.redis.xinfo('GROUPS', stream)) as unknown[][];
-    } catch (error) {
-      if (error instanceof Error && /no such key/i.test(error.message)) return null;
-      throw error;
-    }
-    for (const fields of groups) {
-      const info = new Map<string, unknown>();
-      for (let i = 0; i + 1 < fields.length; i += 2) info.set(String(fields[i]), fields[i + 1]);
-      if (info.get('name') !== ORDER_GROUP) continue;
-      const lag = info.get('lag');
-      return { pending: Number(info.get('pending') ?? 0), lag: lag === null || lag === undefined ? null : Number(lag) };
-    }
-    return null;
   }
 
   /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
