@@ -1,23 +1,25 @@
 -- Fixed-window counters checked together, all or nothing (src/lib/rate-limit/rate-limiter.ts).
 -- KEYS[i]: the counter of one (rule, subject); ARGV[2i-1]: its limit, ARGV[2i]: its window in ms.
--- Returns {0, 0} when every counter had room (each was incremented; a new one gets the window as
--- its TTL), else {i, ms until counter i expires} and nothing is incremented: a refused event
+-- Returns {0, 0} when every counter had room (each was incremented; a new one got the window as
+-- its TTL), else {i, ms until counter i expires} with every increment undone: a refused event
 -- charges no rule, so a client that keeps hammering never extends its own ban.
+-- Increment first and undo on refusal: the usual (allowed) case costs one INCR per counter
+-- (+ PEXPIRE when new) and no reads.
+local refused = 0
 for i = 1, #KEYS do
-  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if count >= tonumber(ARGV[2 * i - 1]) then
-    local ttl = redis.call('PTTL', KEYS[i])
-    if ttl < 0 then
-      -- A counter without a TTL would refuse forever: give it its window back.
-      ttl = tonumber(ARGV[2 * i])
-      redis.call('PEXPIRE', KEYS[i], ttl)
-    end
-    return { i, ttl }
+  local count = redis.call('INCR', KEYS[i])
+  if count == 1 then redis.call('PEXPIRE', KEYS[i], ARGV[2 * i]) end
+  if count > tonumber(ARGV[2 * i - 1]) then
+    refused = i
+    break
   end
 end
-for i = 1, #KEYS do
-  if redis.call('INCR', KEYS[i]) == 1 then
-    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i])
-  end
+if refused == 0 then return { 0, 0 } end
+for i = 1, refused do redis.call('DECR', KEYS[i]) end
+local ttl = redis.call('PTTL', KEYS[refused])
+if ttl < 0 then
+  -- A counter without a TTL would refuse forever: give it its window back.
+  ttl = tonumber(ARGV[2 * refused])
+  redis.call('PEXPIRE', KEYS[refused], ttl)
 end
-return { 0, 0 }
+return { refused, ttl }
