@@ -3,7 +3,7 @@
  *
  * Starts a private redis-server (so its command statistics hold only these calls), runs N calls
  * of each at a concurrency of 100 through one auto-pipelined client, and prints per call the
- * in-process rate and Redis' own CPU time (INFO commandstats; a script's EVALSHA time includes
+ * in-process rate, this process' CPU time and Redis' own CPU time (INFO commandstats; a script's EVALSHA time includes
  * the commands it runs). Compared: reserve.lua; the per-user + per-IP check (fixed-window.lua,
  * one call); the same plus the sale admission gate; and the same two counters as plain commands
  * (INCR + PEXPIRE NX each), the alternative docs/ARCHITECTURE.md weighs.
@@ -43,7 +43,9 @@ try {
 async function measure(name: string, call: (i: number) => Promise<unknown>): Promise<void> {
   await redis.config('RESETSTAT');
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   for (let i = 0; i < CALLS; i += CONCURRENCY) await Promise.all(Array.from({ length: CONCURRENCY }, (_, j) => call(i + j)));
+  const cpu = process.cpuUsage(cpuBefore);
   const seconds = (performance.now() - started) / 1000;
   const stats = [...(await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)]
     .map(([, command, calls, usec]) => ({ command: command!, calls: Number(calls), usec: Number(usec) }))
@@ -52,5 +54,5 @@ async function measure(name: string, call: (i: number) => Promise<unknown>): Pro
   const counted = scripted ? stats.filter(({ command }) => command === 'evalsha') : stats;
   const calls = counted.reduce((sum, stat) => sum + stat.calls, 0);
   const usec = counted.reduce((sum, stat) => sum + stat.usec, 0);
-  console.log(`${name.padEnd(42)} ${Math.round(CALLS / seconds).toLocaleString('en').padStart(7)} calls/s in-process   Redis: ${(calls / CALLS).toFixed(3)} commands, ${(usec / CALLS).toFixed(1)} µs CPU per call`);
+  console.log(`${name.padEnd(42)} ${Math.round(CALLS / seconds).toLocaleString('en').padStart(7)} calls/s in-process, Node ${((cpu.user + cpu.system) / CALLS).toFixed(1)} µs CPU per call   Redis: ${(calls / CALLS).toFixed(3)} commands, ${(usec / CALLS).toFixed(1)} µs CPU per call`);
 }
