@@ -79,6 +79,31 @@ describe('RateLimiter (fixed windows on Redis)', () => {
     expect(await redis.exists('rl:lib:off:x')).toBe(0);
   });
 
+  it('lets a local burst through without Redis, charges it with the next checked event, and stays exact for one rule in one process', async () => {
+    const limiter = new RateLimiter(redis);
+    const rule: RateLimitRule = { name: 'lib:burst', limit: 4, windowSeconds: 1, localBurst: 2 };
+    const check = () => limiter.consume([{ rule, subject: 'b' }]);
+    expect(await check()).toEqual({ allowed: true });
+    expect(await check()).toEqual({ allowed: true });
+    expect(await redis.exists('rl:lib:burst:b')).toBe(0); // two events, no command
+    expect(await check()).toEqual({ allowed: true });
+    expect(await redis.get('rl:lib:burst:b')).toBe('3'); // the burst charged with the third event
+    expect(await check()).toEqual({ allowed: true });
+    expect(await check()).toMatchObject({ allowed: false, rule: 'lib:burst' });
+    expect(await redis.get('rl:lib:burst:b')).toBe('4');
+    await sleep(1_100);
+    expect(await check()).toEqual({ allowed: true });
+  });
+
+  it('bounds the local bursts of several processes by limit + processes × burst', async () => {
+    const rule: RateLimitRule = { name: 'lib:burst-shared', limit: 10, windowSeconds: 60, localBurst: 3 };
+    const limiters = [new RateLimiter(redis), new RateLimiter(other)];
+    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => limiters[i % 2]!.consume([{ rule, subject: 'u' }])));
+    const allowed = decisions.filter((decision) => decision.allowed).length;
+    expect(allowed).toBeGreaterThanOrEqual(10);
+    expect(allowed).toBeLessThanOrEqual(10 + 2 * 3);
+  });
+
   it('holds across two processes sharing Redis (two clients, two limiters)', async () => {
     const rule: RateLimitRule = { name: 'lib:shared', limit: 10, windowSeconds: 60 };
     const limiters = [new RateLimiter(redis), new RateLimiter(other)];

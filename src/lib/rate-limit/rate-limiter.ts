@@ -19,6 +19,15 @@ export interface RateLimitRule {
   /** Allowed events per window; 0 turns the rule off. */
   limit: number;
   windowSeconds: number;
+  /**
+   * Events per subject each process may let through without asking Redis (default 0: every event
+   * is checked). They are charged to Redis with the subject's next checked event; once a subject
+   * used its burst, its events are checked in Redis for the rest of the window. So with P
+   * processes at most limit + P × localBurst events pass per window (a single rule in one process
+   * stays exact). Saves the round trip for subjects that come once or twice a window, e.g. the
+   * buyers of a sale.
+   */
+  localBurst?: number;
 }
 
 /** One event to count: a rule and whom it is about (a user id, an IP address, a phone number). */
@@ -41,6 +50,17 @@ export interface RateLimiterOptions {
 const ALLOWED: RateLimitDecision = { allowed: true };
 /** Upper bound of remembered refusals; beyond it, expired ones are dropped (then all, if need be). */
 const MAX_REMEMBERED_REFUSALS = 10_000;
+/** Upper bound of subjects with local-burst state (a second of a busy sale's buyers). */
+const MAX_LOCAL_WINDOWS = 100_000;
+
+/** This process' view of one counter's window for the local burst. */
+interface LocalWindow {
+  until: number;
+  /** Events let through locally and not yet charged to Redis. */
+  uncharged: number;
+  /** The burst was used up: every further event of the window is checked in Redis. */
+  checked: boolean;
+}
 
 /**
  * Fixed-window rate limits on Redis, shared by every instance: counter `rl:{rule}:{subject}`,
@@ -56,6 +76,7 @@ const MAX_REMEMBERED_REFUSALS = 10_000;
  */
 export class RateLimiter {
   private readonly refusedUntil = new Map<string, { rule: string; until: number }>();
+  private readonly localWindows = new Map<string, LocalWindow>();
   private readonly now: () => number;
 
   constructor(
@@ -72,22 +93,69 @@ export class RateLimiter {
     if (active.length === 0) return ALLOWED;
     const remembered = this.refusedFromMemory(active);
     if (remembered) return this.refuse(remembered.rule, remembered.retryAfterMs, null);
+    const windows = this.localWindowsOf(active);
+    if (windows !== null) {
+      // Every rule still has local burst left: no Redis command for this event.
+      for (const window of windows) window.uncharged += 1;
+      return ALLOWED;
+    }
+    const charges = this.takeUncharged(active);
     const [index, ttlMs] =
-      this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active) : await this.run(active);
+      this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active, charges) : await this.run(active, charges);
     if (index === 0) return ALLOWED;
     const refused = active[index - 1]!;
     return this.refuse(refused.rule.name, ttlMs, keyOf(refused));
   }
 
-  private run(checks: readonly RateLimitCheck[]): Promise<[number, number]> {
+  /** The local windows of the checks if every one has burst left, else null (those out of burst are marked checked). */
+  private localWindowsOf(checks: readonly RateLimitCheck[]): LocalWindow[] | null {
+    if (!checks.every(({ rule }) => (rule.localBurst ?? 0) > 0)) return null;
+    const now = this.now();
+    const windows = checks.map((check) => {
+      const key = keyOf(check);
+      let window = this.localWindows.get(key);
+      if (window === undefined || window.until <= now) {
+        if (this.localWindows.size >= MAX_LOCAL_WINDOWS) this.dropEndedLocalWindows(now);
+        // Uncharged events of an ended window are dropped: they belonged to a window Redis no longer counts.
+        window = { until: now + check.rule.windowSeconds * 1000, uncharged: 0, checked: false };
+        this.localWindows.set(key, window);
+      }
+      return window;
+    });
+    const exhausted = windows.map((window, i) => window.checked || window.uncharged >= checks[i]!.rule.localBurst!);
+    if (!exhausted.includes(true)) return windows;
+    // Only the windows out of burst turn to Redis for good; the others are charged by this call and go on.
+    windows.forEach((window, i) => (window.checked ||= exhausted[i]!));
+    return null;
+  }
+
+  /** Events let through locally that this call charges to Redis, per check. */
+  private takeUncharged(checks: readonly RateLimitCheck[]): number[] {
+    if (this.localWindows.size === 0) return checks.map(() => 0);
+    const now = this.now();
+    return checks.map((check) => {
+      const window = this.localWindows.get(keyOf(check));
+      if (window === undefined || window.until <= now) return 0;
+      const uncharged = window.uncharged;
+      window.uncharged = 0;
+      return uncharged;
+    });
+  }
+
+  private dropEndedLocalWindows(now: number): void {
+    for (const [key, window] of this.localWindows) if (window.until <= now) this.localWindows.delete(key);
+    if (this.localWindows.size >= MAX_LOCAL_WINDOWS) this.localWindows.clear();
+  }
+
+  private run(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
     const keys = checks.map(keyOf);
-    const args = checks.flatMap(({ rule }) => [rule.limit, rule.windowSeconds * 1000]);
+    const args = checks.flatMap(({ rule }, i) => [rule.limit, rule.windowSeconds * 1000, charges[i] ?? 0]);
     return this.redis.rateLimitFixedWindow(keys.length, ...keys, ...args);
   }
 
   /** One call per key (Cluster: different slots); the first refusing check in order wins. */
-  private async runEachAlone(checks: readonly RateLimitCheck[]): Promise<[number, number]> {
-    const results = await Promise.all(checks.map((check) => this.run([check])));
+  private async runEachAlone(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
+    const results = await Promise.all(checks.map((check, i) => this.run([check], [charges[i] ?? 0])));
     const refused = results.findIndex(([index]) => index !== 0);
     return refused === -1 ? [0, 0] : [refused + 1, results[refused]![1]];
   }

@@ -17,7 +17,8 @@ const MESSAGES: Record<string, string> = {
  * The limits in front of POST /voucher-order/seckill/{id}, cheapest first:
  * 1. refusals this instance already knows of (a user or address over its limit): memory only;
  * 2. the sale's admission rate (src/lib/rate-limit AdmissionGate): memory, one lease per block;
- * 3. per user and per IP: one script call on Redis that shares the auto-pipeline.
+ * 3. per user and per IP: nothing for a buyer's first request of a second (local burst), else one
+ *    script call on Redis that shares the auto-pipeline.
  * Any refusal is a 429 with Retry-After, before an order id is taken or the sale is touched.
  */
 export class OrderLimits {
@@ -29,8 +30,11 @@ export class OrderLimits {
     private readonly saleGate: AdmissionGate,
     options: OrderLimitsOptions,
   ) {
-    this.userRule = { name: 'order:user', limit: options.perUser, windowSeconds: 1 };
-    this.ipRule = { name: 'order:ip', limit: options.perIp, windowSeconds: 1 };
+    // Local bursts (see RateLimitRule.localBurst): a buyer's first request of a second and an
+    // address' first 5 % need no Redis command; with P instances the limits may be exceeded by
+    // P requests per user and P × 5 % per address and second.
+    this.userRule = { name: 'order:user', limit: options.perUser, windowSeconds: 1, localBurst: 1 };
+    this.ipRule = { name: 'order:ip', limit: options.perIp, windowSeconds: 1, localBurst: Math.max(1, Math.floor(options.perIp / 20)) };
   }
 
   async check(userId: string, clientIp: string, voucherId: string): Promise<void> {
