@@ -2,9 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import fastifyCors from '@fastify/cors';
+import fastifyHelmet from '@fastify/helmet';
+import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './infra/config.js';
+import { secureLoggerOptions } from './infra/logging.js';
 import { createMetrics, type Metrics } from './infra/metrics.js';
 import type { Db } from './infra/db.js';
 import type { RedisClient } from './infra/redis.js';
@@ -13,11 +17,13 @@ import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
 import { trackRoutes } from './http/route-table.js';
 import { serveWeb } from './http/web.js';
+import { tooManyRequests } from './http/errors.js';
 import { IdGenerator } from './lib/id/index.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats } from './lib/cache/index.js';
-import { LockClient } from './lib/lock/index.js';
-import { RateLimit } from './lib/rate-limit/index.js';
+import { LockClient, type LockObserver } from './lib/lock/index.js';
+import { AdmissionGate, RateLimit, RateLimiter } from './lib/rate-limit/index.js';
 import { UnpaidOrderCanceller } from './modules/order/canceller.js';
+import { OrderLimits } from './modules/order/limits.js';
 import { OrderRepository } from './modules/order/repository.js';
 import { orderRoutes } from './modules/order/routes.js';
 import { OrderService, type Locks } from './modules/order/service.js';
@@ -87,8 +93,13 @@ const REQUEST_ID = /^[\w.:-]{1,64}$/;
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, redis, db } = deps;
   const app = Fastify({
-    logger: deps.logger ?? { level: config.logLevel },
+    // Tokens redacted, phone numbers masked (src/infra/logging.ts), whoever supplies the options.
+    logger: secureLoggerOptions(deps.logger, config.logLevel),
     trustProxy: config.trustProxy,
+    bodyLimit: config.http.bodyLimitBytes,
+    requestTimeout: config.http.requestTimeoutMs,
+    connectionTimeout: config.http.connectionTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
     ajv: ajvOptions,
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors,
@@ -118,7 +129,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before any route: both record routes as they are registered.
   trackRoutes(app);
   await installOpenApi(app);
+  await installSecurityHeaders(app, config);
 
+  const limiter = new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) });
   const sessions = new SessionStore(redis, config.auth.sessionTtlSeconds);
   const userService = new UserService({
     users: new UserRepository(db),
@@ -128,18 +141,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       maxAttempts: config.auth.loginCodeMaxAttempts,
     }),
     sms: deps.sms ?? new LogSmsSender(app.log),
-    phoneLimit: new RateLimit(redis, [
-      { name: 'sms:phone:interval', limit: 1, windowSeconds: config.auth.smsIntervalSeconds },
+    phoneLimit: new RateLimit(limiter, [
+      // SMS_INTERVAL_SECONDS=0 turns the interval off (limit 0), like every other limit.
+      { name: 'sms:phone:interval', limit: config.auth.smsIntervalSeconds > 0 ? 1 : 0, windowSeconds: Math.max(1, config.auth.smsIntervalSeconds) },
       { name: 'sms:phone:daily', limit: config.auth.smsDailyLimitPerPhone, windowSeconds: 24 * 3600 },
     ]),
-    ipLimit: new RateLimit(redis, [
+    ipLimit: new RateLimit(limiter, [
       { name: 'sms:ip:hourly', limit: config.auth.smsHourlyLimitPerIp, windowSeconds: 3600 },
     ]),
   });
+  const orderLimits = new OrderLimits(
+    limiter,
+    new AdmissionGate(redis, {
+      name: 'sale',
+      ratePerSecond: config.rateLimit.saleAdmissionPerSecond,
+      onReject: () => metrics.rateLimitRejections.inc({ limit: 'sale:admission' }),
+    }),
+    { perUser: config.rateLimit.orderPerUser, perIp: config.rateLimit.orderPerIp },
+  );
 
   // One LockClient per process (its subscriber connection and watchdogs are shared): the sync
   // seckill strategy's per-user locks and the cache's rebuild locks both use it.
-  const locks = new LockClient(redis);
+  const locks = new LockClient(redis, { observer: lockMetrics(metrics) });
   const seckill = buildSeckill({ ...deps, metrics, locks: deps.locks ?? locks }, app.log);
   app.addHook('onReady', async () => {
     // Best effort: a voucher missing from Redis is also published on its first order.
@@ -175,9 +198,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Outside /api: a load balancer routes /api to users and leaves /metrics to the scraper.
   app.get('/metrics', async (_request, reply) => {
-    for (const { shard, length, pending } of await seckill.store.streamStats()) {
-      metrics.streamLength.set({ shard: String(shard) }, length);
-      metrics.streamPending.set({ shard: String(shard) }, pending);
+    for (const { shard, length, pending, lag, deadLetters } of await seckill.store.streamStats()) {
+      const labels = { shard: String(shard) };
+      metrics.streamLength.set(labels, length);
+      metrics.streamPending.set(labels, pending);
+      metrics.consumerLag.set(labels, lag ?? -1);
+      metrics.deadLetters.set(labels, deadLetters);
     }
     return reply.type(metrics.registry.contentType).serializer(String).send(await metrics.registry.metrics());
   });
@@ -192,12 +218,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(
     async (api) => {
+      if (config.rateLimit.apiPerIp > 0) await installApiRateLimit(api, deps, metrics);
       installAuthHooks(api, sessions);
       if (config.social.uvTracking) api.addHook('onResponse', recordVisitHook(social.uvService));
       await api.register(healthRoutes, { redis, db });
       await api.register(userRoutes, { service: userService });
       await api.register(voucherRoutes, { service: seckill.voucherService });
-      await api.register(orderRoutes, { service: seckill.orderService });
+      await api.register(orderRoutes, { service: seckill.orderService, limits: orderLimits });
       await api.register(shopTypeRoutes, { service: shops.shopTypeService });
       await api.register(shopRoutes, { service: shops.shopService });
       await api.register(followRoutes, { service: social.followService });
@@ -211,6 +238,69 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // The web front end (web/dist) at `/`, with the single-page app's fallback for other GETs.
   await serveWeb(app, deps.webRoot);
   return app;
+}
+
+/**
+ * Security headers (helmet) and CORS. The CSP fits the built Vue app (own scripts and styles only,
+ * images also from https: hosts for shop photos); a page with other needs (Swagger UI at /docs)
+ * sets its own content-security-policy header, which replaces this one on that page.
+ */
+async function installSecurityHeaders(app: FastifyInstance, config: Config): Promise<void> {
+  await app.register(fastifyHelmet, {
+    contentSecurityPolicy: {
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:', 'blob:', 'https:'],
+        connectSrc: ["'self'"],
+        fontSrc: ["'self'", 'data:'],
+        objectSrc: ["'none'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'self'"],
+        formAction: ["'self'"],
+        // Not upgrade-insecure-requests: a plain-HTTP deployment (a LAN address) would lose its assets.
+        upgradeInsecureRequests: null,
+      },
+    },
+    // HSTS only means something over HTTPS, which a proxy in front terminates; it sets its own.
+    strictTransportSecurity: false,
+  });
+  // No origins configured: no CORS headers at all, so browsers allow the same origin only.
+  await app.register(fastifyCors, {
+    origin: config.http.corsOrigins.length > 0 ? config.http.corsOrigins : false,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
+    exposedHeaders: ['retry-after', 'x-request-id'],
+    maxAge: 600,
+  });
+}
+
+/**
+ * A general per-IP limit on /api (@fastify/rate-limit, its Redis store: one script call per
+ * request, key `rl:api:ip:{ip}`). The order route is left out: it has its own, cheaper limits.
+ */
+async function installApiRateLimit(api: FastifyInstance, deps: AppDeps, metrics: Metrics): Promise<void> {
+  const { config, redis } = deps;
+  await api.register(fastifyRateLimit, {
+    max: config.rateLimit.apiPerIp,
+    timeWindow: config.rateLimit.apiWindowSeconds * 1000,
+    redis,
+    nameSpace: 'rl:api:ip:',
+    keyGenerator: (request) => request.ip,
+    onExceeded: () => metrics.rateLimitRejections.inc({ limit: 'api:ip' }),
+    errorResponseBuilder: (_request, context) => tooManyRequests(`Too many requests from this address: try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} s`, context.ttl),
+  });
+}
+
+/** Lock waits into lock_wait_seconds, labelled by the lock's family (its name up to the first colon). */
+function lockMetrics(metrics: Metrics): LockObserver {
+  return {
+    onAcquire: ({ name, kind, outcome, waitedMs }) => {
+      const family = name.split(':', 1)[0] ?? name;
+      metrics.lockWait.observe({ lock: family, kind, outcome }, waitedMs / 1000);
+    },
+  };
 }
 
 /** Vouchers, orders and the background jobs that move orders from Redis to MySQL. */
@@ -233,7 +323,7 @@ export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
   const orders = new OrderRepository(db);
   const voucherService = new VoucherService(vouchers, store);
   // The sync strategy takes a per-user lock; the async one needs none.
-  const ownLocks = !deps.locks && config.seckill.strategy === 'sync' ? new LockClient(redis) : undefined;
+  const ownLocks = !deps.locks && config.seckill.strategy === 'sync' ? new LockClient(redis, { observer: lockMetrics(metrics) }) : undefined;
   const locks = deps.locks ?? ownLocks;
   const orderService = new OrderService({
     strategy: config.seckill.strategy,

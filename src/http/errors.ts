@@ -21,5 +21,12 @@ export const forbidden = (message: string): HttpError => new HttpError(403, mess
 export const notFound = (message: string): HttpError => new HttpError(404, message);
 
 export function tooManyRequests(message: string, retryAfterMs: number): HttpError {
-  return new HttpError(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+  // A refusal under load is routine, not a fault: skip the stack trace, the costliest part of an Error.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new HttpError(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }

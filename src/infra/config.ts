@@ -105,6 +105,30 @@ export interface Config {
     /** Codes per client IP per hour. */
     smsHourlyLimitPerIp: number;
   };
+  /** Rate limits on Redis, shared by all instances; every one is off at 0. */
+  rateLimit: {
+    /** Order requests (POST /voucher-order/seckill/{id}) per user per second. */
+    orderPerUser: number;
+    /** Order requests per client IP per second. */
+    orderPerIp: number;
+    /** Order requests admitted per sale (voucher) per second across all instances; beyond: 429 without touching the sale. */
+    saleAdmissionPerSecond: number;
+    /** Requests to /api per client IP per `apiWindowSeconds` (@fastify/rate-limit); the order route has its own. */
+    apiPerIp: number;
+    apiWindowSeconds: number;
+  };
+  http: {
+    /** Origins allowed to call the API from a browser (CORS); empty: same origin only. */
+    corsOrigins: string[];
+    /** Largest request body (JSON) in bytes; larger → 413. Uploads have UPLOAD_MAX_BYTES. */
+    bodyLimitBytes: number;
+    /** Longest time to receive a whole request (0: none); slow clients get 408. */
+    requestTimeoutMs: number;
+    /** Socket inactivity after which a connection is closed (0: none). */
+    connectionTimeoutMs: number;
+    /** Idle keep-alive connections are closed after this; behind a proxy it must exceed the proxy's idle timeout. */
+    keepAliveTimeoutMs: number;
+  };
 }
 
 type Env = Record<string, string | undefined>;
@@ -167,11 +191,36 @@ export function loadConfig(env: Env = process.env): Config {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
       loginCodeMaxAttempts: read.int('LOGIN_CODE_MAX_ATTEMPTS', 5, { min: 1, max: 100 }),
-      smsDailyLimitPerPhone: read.int('SMS_DAILY_LIMIT_PER_PHONE', 10, { min: 1 }),
-      smsIntervalSeconds: read.int('SMS_INTERVAL_SECONDS', 60, { min: 1 }),
-      smsHourlyLimitPerIp: read.int('SMS_HOURLY_LIMIT_PER_IP', 30, { min: 1 }),
+      smsDailyLimitPerPhone: read.int('SMS_DAILY_LIMIT_PER_PHONE', 10, { min: 0 }),
+      smsIntervalSeconds: read.int('SMS_INTERVAL_SECONDS', 60, { min: 0 }),
+      smsHourlyLimitPerIp: read.int('SMS_HOURLY_LIMIT_PER_IP', 30, { min: 0 }),
     },
+    rateLimit: {
+      orderPerUser: read.int('ORDER_RATE_LIMIT_PER_USER', 5, { min: 0 }),
+      orderPerIp: read.int('ORDER_RATE_LIMIT_PER_IP', 200, { min: 0 }),
+      saleAdmissionPerSecond: read.int('SECKILL_ADMISSION_RATE', 20_000, { min: 0 }),
+      apiPerIp: read.int('API_RATE_LIMIT_PER_IP', 0, { min: 0 }),
+      apiWindowSeconds: read.int('API_RATE_LIMIT_WINDOW_SECONDS', 60, { min: 1, max: 86_400 }),
+    },
+    http: readHttp(read),
   };
+}
+
+function readHttp(read: EnvReader): Config['http'] {
+  const http = {
+    corsOrigins: read.originList('CORS_ORIGINS', []),
+    bodyLimitBytes: read.int('BODY_LIMIT_BYTES', 64 * 1024, { min: 1024, max: 100 * 1024 * 1024 }),
+    requestTimeoutMs: read.int('HTTP_REQUEST_TIMEOUT_MS', 30_000, { min: 0, max: 3_600_000 }),
+    connectionTimeoutMs: read.int('HTTP_CONNECTION_TIMEOUT_MS', 120_000, { min: 0, max: 3_600_000 }),
+    keepAliveTimeoutMs: read.int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, { min: 1, max: 3_600_000 }),
+  };
+  // An idle keep-alive socket is also an inactive one: a shorter connection timeout would cut it first.
+  if (http.connectionTimeoutMs !== 0 && http.connectionTimeoutMs <= http.keepAliveTimeoutMs) {
+    throw new ConfigError(
+      `Invalid environment variable HTTP_CONNECTION_TIMEOUT_MS=${http.connectionTimeoutMs}: expected 0 or more than HTTP_KEEP_ALIVE_TIMEOUT_MS (${http.keepAliveTimeoutMs})`,
+    );
+  }
+  return http;
 }
 
 /** Typed readers that fail with the variable's name, the bad value and what was expected. */
@@ -253,6 +302,25 @@ class EnvReader {
   /** A variable that no longer does anything: stop rather than silently ignore what its setter meant. */
   retired(name: string, instead: string): void {
     if (this.raw(name) !== undefined) throw new ConfigError(`Environment variable ${name} is no longer supported: ${instead}`);
+  }
+
+  /** Comma-separated browser origins (`scheme://host[:port]`, no path). */
+  originList(name: string, fallback: string[]): string[] {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const origins = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+    for (const origin of origins) {
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(origin);
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.origin !== origin) {
+        this.fail(name, value, 'a comma-separated list of origins like https://shop.example.com (scheme, host, optional port; no path)');
+      }
+    }
+    return origins;
   }
 
   trustProxy(name: string, fallback: boolean): boolean | string {

@@ -51,6 +51,31 @@ export function createMetrics() {
       labelNames: ['cache', 'result'] as const,
       registers: [registry],
     }),
+    consumerLag: new Gauge({
+      name: 'seckill_consumer_lag',
+      help: 'Entries of the order stream not yet delivered to the worker group, by shard (XINFO GROUPS lag; -1 when Redis cannot tell)',
+      labelNames: ['shard'] as const,
+      registers: [registry],
+    }),
+    deadLetters: new Gauge({
+      name: 'seckill_dead_letters',
+      help: 'Entries in the dead-letter stream, by shard (orders given up after SECKILL_MAX_DELIVERIES failures; each needs a look)',
+      labelNames: ['shard'] as const,
+      registers: [registry],
+    }),
+    rateLimitRejections: new Counter({
+      name: 'rate_limit_rejections_total',
+      help: 'Requests refused with 429 by a rate limit, by limit (order:user, order:ip, sale:admission, sms:*, api:ip)',
+      labelNames: ['limit'] as const,
+      registers: [registry],
+    }),
+    lockWait: new Histogram({
+      name: 'lock_wait_seconds',
+      help: 'Time from asking for a distributed lock until it was taken or given up, by lock family (name up to the first colon), kind and outcome (acquired, timeout, busy)',
+      labelNames: ['lock', 'kind', 'outcome'] as const,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
     streamLength: new Gauge({
       name: 'seckill_stream_length',
       help: 'Entries in the order stream, by shard (undelivered + pending + not yet trimmed)',

@@ -34,7 +34,25 @@ describe('loadConfig', () => {
     expect(config.upload).toEqual({ dir: '/srv/imgs', maxBytes: 1024 });
   });
 
+  it('reads the rate limits and HTTP hardening settings (defaults, overrides, 0 = off)', () => {
+    expect(loadConfig({}).rateLimit).toEqual({ orderPerUser: 5, orderPerIp: 200, saleAdmissionPerSecond: 20_000, apiPerIp: 0, apiWindowSeconds: 60 });
+    expect(loadConfig({}).http).toEqual({ corsOrigins: [], bodyLimitBytes: 65_536, requestTimeoutMs: 30_000, connectionTimeoutMs: 120_000, keepAliveTimeoutMs: 72_000 });
+    const config = loadConfig({
+      ORDER_RATE_LIMIT_PER_USER: '0', ORDER_RATE_LIMIT_PER_IP: '50', SECKILL_ADMISSION_RATE: '0', API_RATE_LIMIT_PER_IP: '600',
+      SMS_INTERVAL_SECONDS: '0', HTTP_CONNECTION_TIMEOUT_MS: '0', BODY_LIMIT_BYTES: '2048',
+    });
+    expect(config.rateLimit).toMatchObject({ orderPerUser: 0, orderPerIp: 50, saleAdmissionPerSecond: 0, apiPerIp: 600 });
+    expect(config.auth.smsIntervalSeconds).toBe(0);
+    expect(config.http).toMatchObject({ connectionTimeoutMs: 0, bodyLimitBytes: 2048 });
+  });
+
   it.each([
+    ['ORDER_RATE_LIMIT_PER_USER', '-1', 'ORDER_RATE_LIMIT_PER_USER'],
+    ['SECKILL_ADMISSION_RATE', 'lots', 'SECKILL_ADMISSION_RATE'],
+    ['API_RATE_LIMIT_WINDOW_SECONDS', '0', 'API_RATE_LIMIT_WINDOW_SECONDS'],
+    ['BODY_LIMIT_BYTES', '10', 'BODY_LIMIT_BYTES'],
+    ['CORS_ORIGINS', '*', 'CORS_ORIGINS'],
+    ['HTTP_CONNECTION_TIMEOUT_MS', '1000', 'HTTP_CONNECTION_TIMEOUT_MS'],
     ['FEED_MAX_LENGTH', '0', 'FEED_MAX_LENGTH'],
     ['UV_TRACKING', 'yes', 'UV_TRACKING'],
     ['UV_FLUSH_MS', '-1', 'UV_FLUSH_MS'],

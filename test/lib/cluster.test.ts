@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdGenerator } from '../../src/lib/id/index.js';
 import { LockClient, fenceKey, lockKey } from '../../src/lib/lock/index.js';
+import { AdmissionGate, RateLimiter } from '../../src/lib/rate-limit/index.js';
 import { startRedisCluster, type TestCluster } from '../support/redis-cluster.js';
 import { expectWaiterWokenByRelease } from './helpers/wake.js';
 
@@ -27,6 +28,26 @@ afterAll(async () => {
 });
 
 describe('on a Redis Cluster', () => {
+  it('rate-limits with rules whose keys live in different slots, and leases admission tokens', async () => {
+    const limiter = new RateLimiter(cluster);
+    const perUser = { name: 'cl:user', limit: 2, windowSeconds: 60 };
+    const perIp = { name: 'cl:ip', limit: 3, windowSeconds: 60 };
+    const check = (user: string) => limiter.consume([{ rule: perUser, subject: user }, { rule: perIp, subject: '10.0.0.1' }]);
+    expect(await check('u1')).toEqual({ allowed: true });
+    expect(await check('u1')).toEqual({ allowed: true });
+    expect(await check('u1')).toMatchObject({ allowed: false, rule: 'cl:user' });
+    // Separate calls per slot: the refusal by the user rule still charged the IP rule (documented),
+    // which is now at its limit of 3.
+    expect(await cluster.get('rl:cl:ip:10.0.0.1')).toBe('3');
+    expect(await check('u2')).toMatchObject({ allowed: false, rule: 'cl:ip' });
+    expect(await cluster.get('rl:cl:user:u1')).toBe('2');
+
+    const gate = new AdmissionGate(cluster, { name: 'cl:sale', ratePerSecond: 1000, blockSize: 10 });
+    const decisions = await Promise.all(Array.from({ length: 25 }, () => gate.admit('v1')));
+    expect(decisions.filter((decision) => decision.admitted).length).toBeGreaterThan(0);
+    expect(Number(await cluster.hget('rl:cl:sale:v1', 'n'))).toBeGreaterThanOrEqual(10);
+  });
+
   it('issues distinct IDs for prefixes whose counters live on different nodes', async () => {
     const ids = new IdGenerator(cluster);
     for (const prefix of ['order', 'blog', 'p0', 'p1', 'p2']) {

@@ -341,3 +341,33 @@ describe('waiting', () => {
     await admin.del(lockKey(name));
   });
 });
+
+describe('observer', () => {
+  it('reports every acquisition with its outcome and wait, and survives an observer that throws', async () => {
+    const events: Array<{ name: string; kind: string; outcome: string; waitedMs: number }> = [];
+    const watched = newClient({ observer: { onAcquire: (event) => events.push(event) } });
+    const other = newClient();
+    const name = freshName();
+
+    const held = await other.simpleLock(name).lock();
+    expect(await watched.simpleLock(name).tryLock()).toBeNull();
+    expect(await watched.simpleLock(name).tryLock({ waitMs: 150 })).toBeNull();
+    const waiting = watched.simpleLock(name).lock({ waitMs: 5_000 });
+    await sleep(100);
+    await held.release();
+    const handle = await waiting;
+    await handle.release();
+    await watched.withLock(freshName(), () => undefined);
+
+    expect(events.map(({ kind, outcome }) => `${kind}:${outcome}`)).toEqual(['simple:busy', 'simple:timeout', 'simple:acquired', 'reentrant:acquired']);
+    expect(events.every((event) => event.name === name || event.kind === 'reentrant')).toBe(true);
+    expect(events[1]!.waitedMs).toBeGreaterThanOrEqual(140);
+    expect(events[2]!.waitedMs).toBeGreaterThanOrEqual(90);
+    expect(events[3]!.waitedMs).toBeLessThan(1_000);
+
+    const throwing = newClient({ observer: { onAcquire: () => { throw new Error('observer bug'); } } });
+    const lock = await throwing.lock(freshName()).lock();
+    expect(lock.fencingToken).toBeGreaterThan(0n);
+    await lock.release();
+  });
+});

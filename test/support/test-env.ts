@@ -44,6 +44,11 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     MYSQL_POOL_SIZE: '5',
     // Background jobs only where a test asks for them.
     SECKILL_WORKER: 'false',
+    // Order rate limits only where a test asks for them: many tests fire bursts of orders from
+    // one user or one address on purpose (test/http/rate-limits.test.ts covers the limits).
+    ORDER_RATE_LIMIT_PER_USER: '0',
+    ORDER_RATE_LIMIT_PER_IP: '0',
+    SECKILL_ADMISSION_RATE: '0',
     // Uploaded images in a folder of this env's own, removed by cleanup().
     UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
     ...env,

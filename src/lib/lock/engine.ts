@@ -2,7 +2,7 @@ import { LockClientClosedError } from './errors.js';
 import type { Hold } from './hold.js';
 import { ReleaseNotifier } from './release-notifier.js';
 import { defineLockScripts, type LockKind, type LockScripts } from './scripts.js';
-import type { RedisClient } from './types.js';
+import type { LockObserver, RedisClient } from './types.js';
 
 /** Lock key: a hash (reentrant) or a string token (simple), with the lease as PTTL. */
 export const lockKey = (name: string): string => `lock:{${name}}`;
@@ -34,6 +34,7 @@ export class LockEngine {
     readonly instanceId: string,
     readonly defaultLeaseMs: number,
     readonly pollMs: number,
+    readonly observer?: LockObserver,
   ) {
     this.keyPrefix = redis.options.keyPrefix ?? '';
     this.notifier = new ReleaseNotifier(redis);

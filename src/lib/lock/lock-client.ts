@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { runInNewContext, runInSomeContext } from './context.js';
 import { assertDuration, LockEngine } from './engine.js';
 import { ReentrantLock, SimpleLock } from './redis-lock.js';
-import type { LockHandle, RedisClient, TryLockOptions } from './types.js';
+import type { LockHandle, LockObserver, RedisClient, TryLockOptions } from './types.js';
 
 export interface LockClientOptions {
   /** Names this process in the lock values (for debugging). Default: a random UUID. */
@@ -14,6 +14,8 @@ export interface LockClientOptions {
    * (a lost pub/sub message, a holder that died). Default 1 000.
    */
   pollMs?: number;
+  /** Told of every acquisition attempt and how long it waited (e.g. a Prometheus histogram). */
+  observer?: LockObserver;
 }
 
 /**
@@ -27,7 +29,7 @@ export class LockClient {
     const { instanceId = randomUUID(), defaultLeaseMs = 30_000, pollMs = 1_000 } = options;
     assertDuration('defaultLeaseMs', defaultLeaseMs, { min: 3 }); // the watchdog renews every third
     assertDuration('pollMs', pollMs, { min: 1 });
-    this.engine = new LockEngine(redis, instanceId, defaultLeaseMs, pollMs);
+    this.engine = new LockEngine(redis, instanceId, defaultLeaseMs, pollMs, options.observer);
   }
 
   get instanceId(): string {

@@ -4,7 +4,7 @@ import { assertDuration, fenceKey, fenceTtlMs, lockKey, type LockEngine } from '
 import { LockClientClosedError, LockNotHeldError, LockTimeoutError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { LockKind, LockScripts } from './scripts.js';
-import type { Lock, LockHandle, TryLockOptions } from './types.js';
+import type { Lock, LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
 
 type Attempt = { handle: LockHandle } | { handle: null; ttlMs: number };
 
@@ -37,11 +37,27 @@ abstract class RedisLock implements Lock {
     if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
     this.engine.assertOpen();
     signal?.throwIfAborted();
-    const deadline = now() + waitMs;
+    const started = now();
+    const deadline = started + waitMs;
     const owner = this.ownerOfNextAcquisition();
     const first = await this.attempt(owner, leaseMs);
-    if (first.handle || waitMs === 0) return first.handle;
-    return this.waitForRelease(owner, leaseMs, deadline, signal);
+    if (first.handle || waitMs === 0) {
+      this.observe(first.handle ? 'acquired' : 'busy', started);
+      return first.handle;
+    }
+    const handle = await this.waitForRelease(owner, leaseMs, deadline, signal);
+    this.observe(handle ? 'acquired' : 'timeout', started);
+    return handle;
+  }
+
+  private observe(outcome: LockWaitEvent['outcome'], started: number): void {
+    const observer = this.engine.observer;
+    if (observer?.onAcquire === undefined) return;
+    try {
+      observer.onAcquire({ name: this.name, kind: this.kind, outcome, waitedMs: now() - started });
+    } catch {
+      // An observer is for watching; it must never break locking.
+    }
   }
 
   async lock(options: TryLockOptions = {}): Promise<LockHandle> {

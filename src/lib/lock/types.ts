@@ -52,3 +52,19 @@ export interface Lock {
   /** Whether anyone holds the lock right now. */
   isLocked(): Promise<boolean>;
 }
+
+/** One acquisition attempt as seen by a LockClient's observer (metrics, tracing). */
+export interface LockWaitEvent {
+  /** The lock's name as given (e.g. `order:42`); label with a bounded part of it. */
+  name: string;
+  kind: 'reentrant' | 'simple';
+  /** `acquired`; `timeout`: waited and gave up; `busy`: held elsewhere and the caller would not wait. */
+  outcome: 'acquired' | 'timeout' | 'busy';
+  /** From the call until the lock was taken or given up, ms. */
+  waitedMs: number;
+}
+
+/** Hooks a LockClient calls; they must not throw (an error is swallowed) and should be cheap. */
+export interface LockObserver {
+  onAcquire?(event: LockWaitEvent): void;
+}

@@ -2,12 +2,16 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { ok } from '../../http/result.js';
 import { Current, IdParams } from '../../http/schemas.js';
 import { currentUser } from '../user/auth-hooks.js';
+import type { OrderLimits } from './limits.js';
 import type { OrderService } from './service.js';
 
-export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService }> = async (app, { service }) => {
-  app.post('/voucher-order/seckill/:id', { schema: { summary: 'Buy a seckill voucher: data = the order id (refusals: 200 with success false)', params: IdParams } }, async (request) =>
-    ok(await service.placeSeckillOrder(currentUser(request).id, request.params.id)),
-  );
+export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; limits: OrderLimits }> = async (app, { service, limits }) => {
+  // rateLimit: false: the general per-IP API limit (if on) skips this route, which has its own.
+  app.post('/voucher-order/seckill/:id', { schema: { summary: 'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit)', params: IdParams }, config: { rateLimit: false } }, async (request) => {
+    const userId = currentUser(request).id;
+    await limits.check(userId, request.ip, request.params.id);
+    return ok(await service.placeSeckillOrder(userId, request.params.id));
+  });
 
   // The caller's orders, newest first, 10 a page; `total` counts them all.
   app.get('/voucher-order/of/me', { schema: { summary: 'My orders, newest first, 10 a page (total = all of them)', querystring: Type.Object({ current: Current }) } }, async (request) => {

@@ -23,6 +23,7 @@ declare module 'ioredis' {
     seckillUnpause(voucher: string, token: string): Result<number, Context>;
     seckillRepair(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
     seckillTrimAcknowledged(stream: string, group: string): Result<number, Context>;
+    seckillStreamStats(stream: string, deadLetters: string, group: string): Result<[number, number, number, number], Context>;
     seckillRelease(
       voucher: string, buyers: string, marker: string, queued: string,
       userId: string, orderId: string, markerTtlSeconds: number,
@@ -104,6 +105,7 @@ export class SeckillStore {
     redis.defineCommand('seckillUnpause', { numberOfKeys: 1, lua: script('unpause') });
     // Variable key count (one release marker per cancelled, unreleased order): numberOfKeys per call.
     redis.defineCommand('seckillRepair', { lua: script('repair') });
+    redis.defineCommand('seckillStreamStats', { numberOfKeys: 2, lua: script('stream-stats') });
   }
 
   shardOf(voucherId: string): number {
@@ -275,15 +277,17 @@ export class SeckillStore {
     return this.redis.seckillTrimAcknowledged(this.shardKeys(shard).stream, ORDER_GROUP);
   }
 
-  /** Stream length and entries pending in the group, per shard (for monitoring). */
-  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number }>> {
+  /**
+   * Per shard, for monitoring (one script call each, stream-stats.lua): stream length; the group's
+   * pending entries (delivered, not acknowledged) and lag (not yet delivered; Redis 7 XINFO
+   * GROUPS, null when Redis cannot tell); dead letters.
+   */
+  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number; lag: number | null; deadLetters: number }>> {
     return Promise.all(
       Array.from({ length: this.shards }, async (_, shard) => {
-        const { stream } = this.shardKeys(shard);
-        const length = await this.redis.xlen(stream);
-        if (length === 0) return { shard, length, pending: 0 };
-        const summary = (await this.redis.xpending(stream, ORDER_GROUP).catch(() => [0])) as [number];
-        return { shard, length, pending: Number(summary[0]) };
+        const { stream, deadLetters } = this.shardKeys(shard);
+        const [length, pending, lag, dead] = await this.redis.seckillStreamStats(stream, deadLetters, ORDER_GROUP);
+        return { shard, length, pending, lag: lag < 0 ? null : lag, deadLetters: dead };
       }),
     );
   }
