@@ -143,6 +143,8 @@ prepare_database() {
   app_env node dist/cli/migrate.js >"$LOG_DIR/migrate.log" 2>&1 || fail "migrations failed: see $LOG_DIR/migrate.log"
   app_env node dist/cli/seed.js >"$LOG_DIR/seed.log" 2>&1 || fail "seed failed: see $LOG_DIR/seed.log"
   app_env node dist/cli/shop-index.js >"$LOG_DIR/shop-index.log" 2>&1 || fail "shop-index failed: see $LOG_DIR/shop-index.log"
+  # Demo user 1 (phone 13686869696) administers the demo, as under scripts/start.sh.
+  app_env node dist/cli/admin.js grant 13686869696 >"$LOG_DIR/admin.log" 2>&1 || fail "admin grant failed: see $LOG_DIR/admin.log"
 }
 
 # The environment every process of the topology runs with (also written to $ENV_FILE).
@@ -175,7 +177,9 @@ start_apps() {
     local pidfile=$RUN_DIR/app-$port.pid
     if alive "$pidfile"; then continue; fi
     require_free "$port" "app instance"
-    PORT=$port HOST=127.0.0.1 SECKILL_WORKER=false TRUST_PROXY=127.0.0.1 ADMIN_USER_IDS="${ADMIN_USER_IDS-1}" \
+    # Every client of a local topology is this machine (the load generator too): a per-IP order
+    # limit would throttle the load test, so it is off unless set.
+    PORT=$port HOST=127.0.0.1 SECKILL_WORKER=false TRUST_PROXY=127.0.0.1 ORDER_RATE_LIMIT_PER_IP="${ORDER_RATE_LIMIT_PER_IP-0}" \
       spawn "$pidfile" "$LOG_DIR/app-$port.log" node dist/main.js
   done
   for port in $(app_ports); do wait_until 30 "app on port $port healthy" app_healthy "$port"; done
