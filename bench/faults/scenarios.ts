@@ -1,0 +1,5 @@
+/** Every fault scenario, in the order of docs/RELIABILITY.md. */
+import type { FaultScenario } from './harness.js';
+import { killApp } from './kill-app.js';
+
+export const SCENARIOS: FaultScenario[] = [killApp];
