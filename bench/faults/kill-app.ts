@@ -42,7 +42,7 @@ export const killApp: FaultScenario = {
         {
           atSeconds: durationSeconds * 0.4,
           run: async () => {
-            await proxy.cut();
+            proxy.cut();
             await sleep(HOLD_MS);
             pendingOnVictim = await pendingOf(world.store, victim.consumer);
             killedAt = performance.now();

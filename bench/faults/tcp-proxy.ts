@@ -1,24 +1,35 @@
 /**
  * A TCP proxy on a loopback port in front of a shared server (MariaDB), which a fault can cut
- * without touching the server: `cut()` resets every open connection and stops listening, so new
- * connections are refused (ECONNREFUSED), exactly what clients see of a server that went away;
- * `restore()` listens again on the same port.
+ * without touching the server: `cut()` resets every open connection, and until `restore()` every
+ * new connection is reset as soon as it arrives (the client sees ECONNRESET at connect, as from a
+ * host that refuses it) and counted, so a client reconnecting in a tight loop shows in
+ * `connectionsRefused`.
  */
-import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 
 export interface TcpProxy {
   readonly port: number;
-  /** Connections accepted since the start (a client that reconnects in a loop shows here). */
+  /** Connections passed through since the start. */
   readonly connectionsAccepted: number;
-  cut(): Promise<void>;
-  restore(): Promise<void>;
+  /** Connections reset at arrival while cut. */
+  readonly connectionsRefused: number;
+  cut(): void;
+  restore(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let accepted = 0;
-  const pipe = (client: Socket) => {
+  let refused = 0;
+  let isCut = false;
+  const server = createServer((client) => {
+    if (isCut) {
+      refused += 1;
+      client.on('error', () => undefined);
+      client.resetAndDestroy();
+      return;
+    }
     accepted += 1;
     const upstream = createConnection(target);
     sockets.add(client).add(upstream);
@@ -31,19 +42,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     client.pipe(upstream).pipe(client);
-  };
-  let server: Server = createServer(pipe);
-  const listen = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        const address = server.address();
-        resolve(typeof address === 'object' && address ? address.port : port);
-      });
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : 0);
     });
-  const stopListening = () => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()));
-  const port = await listen(0);
-  const cutAll = () => {
+  });
+  const resetAll = () => {
     for (const socket of sockets) socket.resetAndDestroy();
     sockets.clear();
   };
@@ -52,19 +59,21 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     get connectionsAccepted() {
       return accepted;
     },
-    cut: async () => {
-      const closed = stopListening();
-      cutAll();
-      await closed;
+    get connectionsRefused() {
+      return refused;
     },
-    restore: async () => {
-      server = createServer(pipe);
-      await listen(port);
+    cut: () => {
+      isCut = true;
+      resetAll();
     },
-    close: async () => {
-      const closed = stopListening();
-      cutAll();
-      await closed;
+    restore: () => {
+      isCut = false;
     },
+    close: () =>
+      new Promise<void>((resolve) => {
+        isCut = true;
+        server.close(() => resolve());
+        resetAll();
+      }),
   };
 }
