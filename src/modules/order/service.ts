@@ -29,7 +29,7 @@ export interface OrderView {
 
 /** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
 export class SaleRefused extends HttpError {
-  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy';
+  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused';
 
   constructor(outcome: SaleRefused['outcome'], message: string) {
     // A refusal is an answer, not a fault, and most requests of a flash sale get one ("sold
@@ -49,6 +49,7 @@ export const REFUSALS = {
   soldOut: 'Sold out',
   alreadyBought: 'You already have an order for this voucher',
   busy: 'Your previous order request is still being processed',
+  paused: 'Sale is being checked, please retry',
   unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
 } as const;
 
@@ -104,6 +105,8 @@ export class OrderService {
       case 'sold-out': throw new SaleRefused('sold-out', REFUSALS.soldOut);
       case 'already-bought': throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
       case 'unknown-voucher': throw notFound(REFUSALS.unknownVoucher(voucherId));
+      // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
+      case 'paused': throw new SaleRefused('paused', REFUSALS.paused);
     }
   }
 

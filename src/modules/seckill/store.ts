@@ -19,6 +19,9 @@ declare module 'ioredis' {
       userId: string, orderId: string, voucherId: string, keepMs: number,
     ): Result<number, Context>;
     seckillEnsureGroup(stream: string, group: string): Result<number, Context>;
+    seckillPause(voucher: string, token: string, pauseMs: number, beginMs: number, endMs: number, keepMs: number): Result<number, Context>;
+    seckillUnpause(voucher: string, token: string): Result<number, Context>;
+    seckillRepair(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
     seckillTrimAcknowledged(stream: string, group: string): Result<number, Context>;
     seckillRelease(
       voucher: string, buyers: string, marker: string, queued: string,
@@ -27,9 +30,9 @@ declare module 'ioredis' {
   }
 }
 
-export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher';
+export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'paused';
 
-const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher'];
+const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher', 'paused'];
 
 /** How long the "already released" marker of an order is kept (a retry comes within minutes). */
 const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
@@ -62,6 +65,10 @@ export class SeckillStore {
     redis.defineCommand('seckillRelease', { numberOfKeys: 4, lua: script('release') });
     redis.defineCommand('seckillEnsureGroup', { numberOfKeys: 1, lua: script('ensure-group') });
     redis.defineCommand('seckillTrimAcknowledged', { numberOfKeys: 1, lua: script('trim-acknowledged') });
+    redis.defineCommand('seckillPause', { numberOfKeys: 1, lua: script('pause') });
+    redis.defineCommand('seckillUnpause', { numberOfKeys: 1, lua: script('unpause') });
+    // Variable key count (one release marker per cancelled, unreleased order): numberOfKeys per call.
+    redis.defineCommand('seckillRepair', { lua: script('repair') });
   }
 
   shardOf(voucherId: string): number {
@@ -108,10 +115,15 @@ export class SeckillStore {
     return outcome;
   }
 
+  /** The release marker of an order (release.lua sets it when the order's unit is given back). */
+  releaseMarker(order: Pick<QueuedOrder, 'orderId' | 'voucherId'>): string {
+    return `${this.keys(order.voucherId).tag}:released:${order.orderId}`;
+  }
+
   /** Gives an order's unit and buyer mark back, exactly once per order (release.lua). */
   async release(order: QueuedOrder): Promise<boolean> {
     const keys = this.keys(order.voucherId);
-    const marker = `${keys.tag}:released:${order.orderId}`;
+    const marker = this.releaseMarker(order);
     const released = await this.redis.seckillRelease(
       keys.voucher, keys.buyers, marker, keys.queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS,
     );

@@ -1,0 +1,265 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../infra/db.js';
+import { SALE_KEYS_KEPT_AFTER_END_MS, type SeckillStore } from './store.js';
+
+/**
+ * Reconciliation of a flash sale's Redis state with MySQL, the record of orders.
+ *
+ * For a voucher, Redis must hold
+ *   stock  = MySQL stock − (accepted orders not yet in MySQL) − (cancelled orders whose unit the
+ *            canceller has not yet given back in Redis)
+ *   buyers = users of live MySQL orders ∪ users of those two kinds of orders.
+ * "Accepted, not yet in MySQL" are the entries of the shard's queued hash whose order id is not a
+ * MySQL row: an order between the worker's commit and its HDEL is in both and counts once.
+ *
+ * A check (repair: false) compares a snapshot: Redis first, then MySQL, so a worker commit in
+ * between is seen in MySQL and no longer counted as queued (correct); an order accepted and
+ * committed in that gap of a running sale can show as transient drift, which is why a drifted
+ * voucher is checked again before being reported. A repair is exact under a live sale: it pauses
+ * the voucher (reserve.lua answers "paused"), waits until the worker has written every queued
+ * order of it, recomputes from MySQL alone and writes stock + buyers + unpause in one script on
+ * the voucher's shard. See docs/ARCHITECTURE.md, "Reconciliation".
+ */
+
+export interface VoucherDrift {
+  voucherId: string;
+  mysqlStock: number;
+  redisStock: number | null;
+  missingBuyers: string[];
+  extraBuyers: string[];
+  /** The stock Redis should hold (MySQL stock less queued and unreleased orders). */
+  expectedStock: number;
+}
+
+export interface ReconcileReport {
+  vouchers: number;
+  drifted: VoucherDrift[];
+  repaired: number;
+  /** Drifted vouchers a repair gave up on (queued orders did not drain in time, pause lost). */
+  skipped: Array<{ voucherId: string; reason: string }>;
+}
+
+export interface ReconcileOptions {
+  repair: boolean;
+  voucherIds?: string[];
+  /** Longest wait, per voucher, for the worker to write its queued orders while paused (default 10 s). */
+  drainTimeoutMs?: number;
+}
+
+export class UnknownVoucherError extends Error {
+  override name = 'UnknownVoucherError';
+}
+
+interface SeckillRow {
+  voucherId: string;
+  stock: number;
+  begin: Date;
+  end: Date;
+}
+
+interface RedisSnapshot {
+  stock: number | null;
+  buyers: Set<string>;
+  /** orderId → userId of this voucher's entries in the shard's queued hash. */
+  queued: Map<string, string>;
+}
+
+interface MysqlSnapshot {
+  stock: number;
+  liveBuyers: Set<string>;
+  /** Cancelled orders not yet released in Redis (stock_released = 0). */
+  unreleased: Array<{ orderId: string; userId: string }>;
+  /** Which of the queued order ids are MySQL rows already. */
+  written: Set<string>;
+  /** Orders no longer live: changes when a cancellation commits (repair re-checks it). */
+  notLive: number;
+}
+
+const CHECK_ATTEMPTS = 3;
+const CHECK_RETRY_MS = 200;
+const REPAIR_ATTEMPTS = 3;
+const DRAIN_POLL_MS = 50;
+/** The pause outlives the drain wait by this much, then lapses by itself (a crashed repair cannot stop a sale). */
+const PAUSE_MARGIN_MS = 30_000;
+
+export async function reconcileSeckill(
+  deps: { db: Db; store: SeckillStore },
+  options: ReconcileOptions,
+): Promise<ReconcileReport> {
+  const reconciler = new Reconciler(deps.db, deps.store, options.drainTimeoutMs ?? 10_000);
+  const vouchers = await reconciler.scope(options.voucherIds);
+  const report: ReconcileReport = { vouchers: vouchers.length, drifted: [], repaired: 0, skipped: [] };
+  for (const voucher of vouchers) {
+    const drift = await reconciler.check(voucher);
+    if (drift === null) continue;
+    if (!options.repair) {
+      report.drifted.push(drift);
+      continue;
+    }
+    const result = await reconciler.repair(voucher);
+    // Report what the paused, drained comparison found (the check's snapshot may have been transient).
+    if (result.drift) report.drifted.push(result.drift);
+    else if (result.skipped) report.drifted.push(drift);
+    if (result.drift && result.repaired) report.repaired += 1;
+    if (result.skipped) report.skipped.push({ voucherId: voucher.voucherId, reason: result.skipped });
+  }
+  return report;
+}
+
+class Reconciler {
+  constructor(
+    private readonly db: Db,
+    private readonly store: SeckillStore,
+    private readonly drainTimeoutMs: number,
+  ) {}
+
+  /** The given vouchers, or every seckill voucher whose Redis keys may still exist (sale not ended longer than the keep window ago). */
+  async scope(voucherIds?: string[]): Promise<SeckillRow[]> {
+    let query = this.db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock', 'begin_time', 'end_time']);
+    if (voucherIds && voucherIds.length > 0) query = query.where('voucher_id', 'in', voucherIds);
+    else query = query.where('end_time', '>', new Date(Date.now() - SALE_KEYS_KEPT_AFTER_END_MS));
+    const rows = await query.orderBy('voucher_id').execute();
+    const found = new Set(rows.map((row) => row.voucher_id));
+    const unknown = (voucherIds ?? []).filter((id) => !found.has(id));
+    if (unknown.length > 0) throw new UnknownVoucherError(`not a seckill voucher: ${unknown.join(', ')}`);
+    return rows.map((row) => ({ voucherId: row.voucher_id, stock: row.stock, begin: row.begin_time, end: row.end_time }));
+  }
+
+  /** A snapshot comparison; a drift must show in consecutive snapshots to be reported. */
+  async check(voucher: SeckillRow): Promise<VoucherDrift | null> {
+    let drift: VoucherDrift | null = null;
+    for (let attempt = 0; attempt < CHECK_ATTEMPTS; attempt += 1) {
+      if (attempt > 0) await sleep(CHECK_RETRY_MS);
+      const redis = await this.readRedis(voucher.voucherId);
+      const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
+      drift = await this.compare(voucher.voucherId, redis, mysql);
+      if (drift === null) return null;
+    }
+    return drift;
+  }
+
+  /**
+   * Pause → drain → compare → write + unpause, retried when a cancellation committed in MySQL
+   * while we worked (its release may have raced our write; the next round sees it released).
+   */
+  async repair(voucher: SeckillRow): Promise<{ drift: VoucherDrift | null; repaired: boolean; skipped?: string }> {
+    let lastDrift: VoucherDrift | null = null;
+    for (let attempt = 0; attempt < REPAIR_ATTEMPTS; attempt += 1) {
+      const token = randomBytes(8).toString('hex');
+      const key = this.store.keys(voucher.voucherId).voucher;
+      await this.store.redis.seckillPause(
+        key, token, this.drainTimeoutMs + PAUSE_MARGIN_MS, voucher.begin.getTime(), voucher.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
+      );
+      const drained = await this.drain(voucher.voucherId);
+      if (!drained) {
+        await this.store.redis.seckillUnpause(key, token);
+        return { drift: lastDrift, repaired: false, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
+      }
+      const redis = await this.readRedis(voucher.voucherId);
+      const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
+      const drift = await this.compare(voucher.voucherId, redis, mysql);
+      // Always write (exact, and it lifts the pause): the markers are decided inside the script.
+      const written = await this.write(voucher, token, mysql);
+      if (written < 0) return { drift: drift ?? lastDrift, repaired: false, skipped: 'the pause lapsed before the write (repair too slow); nothing written' };
+      lastDrift = drift ?? lastDrift;
+      if ((await this.readMysql(voucher.voucherId, [])).notLive === mysql.notLive) return { drift: lastDrift, repaired: true };
+    }
+    return { drift: lastDrift, repaired: false, skipped: 'cancellations kept committing during the repair; run it again' };
+  }
+
+  /** Waits until no queued order of the voucher is missing from MySQL (the worker wrote or released them). */
+  private async drain(voucherId: string): Promise<boolean> {
+    const deadline = Date.now() + this.drainTimeoutMs;
+    for (;;) {
+      const queued = (await this.readRedis(voucherId)).queued;
+      const written = await this.writtenOrders([...queued.keys()]);
+      if ([...queued.keys()].every((orderId) => written.has(orderId))) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(DRAIN_POLL_MS);
+    }
+  }
+
+  private async write(voucher: SeckillRow, token: string, mysql: MysqlSnapshot): Promise<number> {
+    const keys = this.store.keys(voucher.voucherId);
+    const markers = mysql.unreleased.map((order) => this.store.releaseMarker({ orderId: order.orderId, voucherId: voucher.voucherId }));
+    return this.store.redis.seckillRepair(
+      2 + markers.length,
+      keys.voucher, keys.buyers, ...markers,
+      token, mysql.stock, voucher.begin.getTime(), voucher.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
+      mysql.liveBuyers.size, ...mysql.liveBuyers, ...mysql.unreleased.map((order) => order.userId),
+    );
+  }
+
+  /** The voucher hash, its buyers and the shard's queued orders of it, read atomically (one slot). */
+  private async readRedis(voucherId: string): Promise<RedisSnapshot> {
+    const keys = this.store.keys(voucherId);
+    const replies = await this.store.redis.multi().hget(keys.voucher, 'stock').smembers(keys.buyers).hgetall(keys.queued).exec();
+    if (!replies) throw new Error('reconcile: the Redis read was aborted');
+    const failure = replies.find(([error]) => error);
+    if (failure) throw failure[0]!;
+    const [[, stock], [, buyers], [, queuedAll]] = replies as [[null, string | null], [null, string[]], [null, Record<string, string>]];
+    const queued = new Map<string, string>();
+    for (const [orderId, value] of Object.entries(queuedAll)) {
+      const [userId = '', ofVoucher = ''] = value.split(':');
+      if (ofVoucher === voucherId) queued.set(orderId, userId);
+    }
+    return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
+  }
+
+  private async readMysql(voucherId: string, queuedIds: string[]): Promise<MysqlSnapshot> {
+    return this.db.transaction().execute(async (trx) => {
+      // One consistent read view (REPEATABLE READ) for stock and orders.
+      const seckill = await trx.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
+      const orders = await trx
+        .selectFrom('tb_voucher_order')
+        .select(['id', 'user_id', 'live', 'status', 'stock_released'])
+        .where('voucher_id', '=', voucherId)
+        .execute();
+      const liveBuyers = new Set<string>();
+      const unreleased: MysqlSnapshot['unreleased'] = [];
+      let notLive = 0;
+      for (const order of orders) {
+        if (order.live === 1) liveBuyers.add(order.user_id);
+        else notLive += 1;
+        if (order.live !== 1 && order.stock_released === 0) unreleased.push({ orderId: order.id, userId: order.user_id });
+      }
+      const ids = new Set(orders.map((order) => order.id));
+      return { stock: seckill.stock, liveBuyers, unreleased, written: new Set(queuedIds.filter((id) => ids.has(id))), notLive };
+    });
+  }
+
+  private async writtenOrders(orderIds: string[]): Promise<Set<string>> {
+    if (orderIds.length === 0) return new Set();
+    const rows = await this.db.selectFrom('tb_voucher_order').select('id').where('id', 'in', orderIds).execute();
+    return new Set(rows.map((row) => row.id));
+  }
+
+  private async compare(voucherId: string, redis: RedisSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
+    const expectedBuyers = new Set(mysql.liveBuyers);
+    let expectedStock = mysql.stock;
+    for (const [orderId, userId] of redis.queued) {
+      if (mysql.written.has(orderId)) continue;
+      expectedStock -= 1;
+      expectedBuyers.add(userId);
+    }
+    const released = await this.releasedMarkers(voucherId, mysql.unreleased.map((order) => order.orderId));
+    for (const order of mysql.unreleased) {
+      if (released.has(order.orderId)) continue;
+      expectedStock -= 1;
+      expectedBuyers.add(order.userId);
+    }
+    expectedStock = Math.max(0, expectedStock);
+    const missingBuyers = [...expectedBuyers].filter((user) => !redis.buyers.has(user)).sort();
+    const extraBuyers = [...redis.buyers].filter((user) => !expectedBuyers.has(user)).sort();
+    if (redis.stock === expectedStock && missingBuyers.length === 0 && extraBuyers.length === 0) return null;
+    return { voucherId, mysqlStock: mysql.stock, redisStock: redis.stock, missingBuyers, extraBuyers, expectedStock };
+  }
+
+  private async releasedMarkers(voucherId: string, orderIds: string[]): Promise<Set<string>> {
+    if (orderIds.length === 0) return new Set();
+    const results = await Promise.all(orderIds.map((orderId) => this.store.redis.exists(this.store.releaseMarker({ orderId, voucherId }))));
+    return new Set(orderIds.filter((_, index) => results[index] === 1));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,50 @@
+--[[
+  Rewrites a paused voucher's stock and buyers from MySQL's record and lifts the pause, in one
+  step, only if the pause is still the caller's and has not lapsed (else orders may have been
+  taken since the caller read MySQL, and an absolute write could oversell).
+
+  Cancelled orders whose unit the canceller has not yet given back in Redis are decided here,
+  atomically with the write, by their release marker: marker present → already released
+  (nothing held); absent → still held (one unit off the stock, buyer kept), and the canceller's
+  later release.lua adds it back exactly once.
+
+  KEYS[1]     {seckill:N}:voucher:{voucherId}
+  KEYS[2]     {seckill:N}:buyers:{voucherId}
+  KEYS[3..]   {seckill:N}:released:{orderId} of each cancelled, not yet released order
+  ARGV        token, stock (MySQL), begin, end (epoch ms), keep after the end (ms),
+              buyer count B, B user ids, then the user id of each KEYS[3..] order
+  Returns the stock written, or -1 when the pause is gone (nothing written).
+]]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local pause = redis.call('HMGET', KEYS[1], 'paused_by', 'paused_until')
+if pause[1] ~= ARGV[1] or not pause[2] or now >= tonumber(pause[2]) then
+  return -1
+end
+local stock = tonumber(ARGV[2])
+local expire_at = tonumber(ARGV[4]) + tonumber(ARGV[5])
+local buyer_count = tonumber(ARGV[6])
+local buyers = {}
+for i = 1, buyer_count do
+  buyers[#buyers + 1] = ARGV[6 + i]
+end
+for k = 3, #KEYS do
+  if redis.call('EXISTS', KEYS[k]) == 0 then
+    stock = stock - 1
+    buyers[#buyers + 1] = ARGV[6 + buyer_count + (k - 2)]
+  end
+end
+if stock < 0 then
+  stock = 0
+end
+redis.call('DEL', KEYS[2])
+for i = 1, #buyers, 1000 do
+  redis.call('SADD', KEYS[2], unpack(buyers, i, math.min(i + 999, #buyers)))
+end
+if #buyers > 0 then
+  redis.call('PEXPIREAT', KEYS[2], expire_at)
+end
+redis.call('HSET', KEYS[1], 'stock', stock, 'begin', ARGV[3], 'end', ARGV[4])
+redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by')
+redis.call('PEXPIREAT', KEYS[1], expire_at)
+return stock
