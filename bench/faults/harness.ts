@@ -37,14 +37,17 @@ export interface FaultScenario {
 }
 
 /** A world (database, key prefix, users, shop) with a name of its own, so scenarios can run side by side. */
-export function createFaultWorld(options: { redisUrl?: string; redisClusterNodes?: string[]; users: number }): Promise<World> {
-  return createOwnWorld({
+export async function createFaultWorld(options: { redisUrl?: string; redisClusterNodes?: string[]; users: number }): Promise<World> {
+  const world = await createOwnWorld({
     redisUrl: options.redisUrl ?? sharedRedisUrl(),
     ...(options.redisClusterNodes ? { redisClusterNodes: options.redisClusterNodes } : {}),
     mysqlServerUrl: mysqlServerUrl(),
     users: options.users,
     name: `hmdp_fault_${randomBytes(4).toString('hex')}`,
   });
+  // Redis going away is the point of some scenarios: the client reconnects, no need to print each refusal.
+  world.redis.on('error', () => undefined);
+  return world;
 }
 
 export interface Instance extends ServerProcess {

@@ -34,6 +34,8 @@ const LABELS: Record<string, string> = {
   backlogAtRestore: 'queued when MySQL returned',
   caughtUpMs: 'MySQL back → backlog written ms',
   restartSeconds: 'Redis down s',
+  reloadMs: 'start + AOF load ms',
+  p99Ms: 'p99 ms (worst instance)',
   driftBefore: 'drifted vouchers before repair',
   driftAfter: 'drift after repair',
   mysqlOnlyOrders: 'orders in MySQL, buyer missing in Redis',

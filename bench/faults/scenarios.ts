@@ -2,5 +2,6 @@
 import type { FaultScenario } from './harness.js';
 import { killApp } from './kill-app.js';
 import { mysqlOutage } from './mysql-outage.js';
+import { redisRestart } from './redis-restart.js';
 
-export const SCENARIOS: FaultScenario[] = [killApp, mysqlOutage];
+export const SCENARIOS: FaultScenario[] = [killApp, redisRestart, mysqlOutage];
