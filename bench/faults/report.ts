@@ -41,6 +41,7 @@ const LABELS: Record<string, string> = {
   mysqlOnlyOrders: 'orders in MySQL, buyer missing in Redis',
   leaseMs: 'lease ms',
   pauseMs: 'pause ms',
+  takeoverMs: 'pause → second holder locked ms',
   writesAccepted: 'fenced writes accepted',
   writesRejected: 'fenced writes rejected',
   staleToken: 'paused holder token',

@@ -1,7 +1,8 @@
 /** Every fault scenario, in the order of docs/RELIABILITY.md. */
 import type { FaultScenario } from './harness.js';
 import { killApp } from './kill-app.js';
+import { lockPause } from './lock-pause.js';
 import { mysqlOutage } from './mysql-outage.js';
 import { redisRestart } from './redis-restart.js';
 
-export const SCENARIOS: FaultScenario[] = [killApp, redisRestart, mysqlOutage];
+export const SCENARIOS: FaultScenario[] = [killApp, redisRestart, mysqlOutage, lockPause];
