@@ -206,7 +206,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 export function buildSeckill(deps: AppDeps, log: FastifyInstance['log']) {
   const { config, redis, db } = deps;
   const metrics = deps.metrics ?? createMetrics();
-  const store = new SeckillStore(redis, config.seckill.streamShards);
+  let lastAckWarning = 0;
+  const store = new SeckillStore(redis, config.seckill.streamShards, {
+    acks: config.seckill.replicaAcks,
+    timeoutMs: config.seckill.replicaTimeoutMs,
+    onTimeout: (accepted, acknowledged) => {
+      metrics.replicaAckTimeouts.inc(accepted);
+      // At most one line a second: a lagging replica would otherwise log every batch.
+      if (Date.now() - lastAckWarning < 1000) return;
+      lastAckWarning = Date.now();
+      log.warn({ accepted, acknowledged, wanted: config.seckill.replicaAcks }, 'seckill: orders answered before enough replicas confirmed them (see seckill_replica_ack_timeouts_total)');
+    },
+  });
   const vouchers = new VoucherRepository(db);
   const orders = new OrderRepository(db);
   const voucherService = new VoucherService(vouchers, store);

@@ -52,6 +52,10 @@ export interface Config {
     claimIdleMs: number;
     /** Unpaid orders are cancelled after this many seconds. */
     paymentWindowSeconds: number;
+    /** Replicas that must confirm an accepted order (WAIT) before it is answered; 0 = off. */
+    replicaAcks: number;
+    /** Longest WAIT for them; on timeout the order is answered anyway and counted (seckill_replica_ack_timeouts_total). */
+    replicaTimeoutMs: number;
   };
   cache: {
     /** Each cached value's TTL (or logical expiry) gets a random 0..N % on top (avalanche). */
@@ -136,6 +140,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxDeliveries: read.int('SECKILL_MAX_DELIVERIES', 5, { min: 1, max: 1000 }),
       claimIdleMs: read.int('SECKILL_CLAIM_IDLE_MS', 30_000, { min: 100 }),
       paymentWindowSeconds: read.int('SECKILL_PAYMENT_WINDOW_SECONDS', 15 * 60, { min: 1 }),
+      replicaAcks: read.int('SECKILL_REPLICA_ACKS', 0, { min: 0, max: 16 }),
+      replicaTimeoutMs: read.int('SECKILL_REPLICA_TIMEOUT_MS', 100, { min: 1, max: 10_000 }),
     },
     cache: {
       ttlJitterPercent: read.int('CACHE_TTL_JITTER_PERCENT', 10, { min: 0, max: 100 }),

@@ -34,6 +34,11 @@ export function createMetrics() {
       help: 'Failed attempts to write an order to MySQL (the entry stays pending and is retried)',
       registers: [registry],
     }),
+    replicaAckTimeouts: new Counter({
+      name: 'seckill_replica_ack_timeouts_total',
+      help: 'Accepted seckill orders answered before SECKILL_REPLICA_ACKS replicas confirmed them within SECKILL_REPLICA_TIMEOUT_MS (in the stream, written later; lost if the master fails before a replica has them)',
+      registers: [registry],
+    }),
     streamPending: new Gauge({
       name: 'seckill_stream_pending',
       help: 'Entries delivered to the order worker group and not yet acknowledged, by shard',

@@ -55,10 +55,43 @@ export interface QueuedOrder {
   voucherId: string;
 }
 
+/**
+ * Replica acknowledgement of accepted orders (SECKILL_REPLICA_ACKS): before an accepted order is
+ * answered, `WAIT acks timeoutMs` must have seen that many replicas of the voucher's master
+ * receive it, so a failover to one of them does not lose it.
+ */
+export interface ReplicaAckOptions {
+  /** Replicas that must confirm; 0 = answer without waiting (Redis's asynchronous replication). */
+  acks: number;
+  timeoutMs: number;
+  /**
+   * `accepted` orders were answered although only `acknowledged` replicas confirmed them in time
+   * (or the wait could not be made, acknowledged = -1). They are in the stream and will be
+   * written; they are only less durable. For a metric and a log line.
+   */
+  onTimeout?: (accepted: number, acknowledged: number) => void;
+}
+
+interface PendingReserve {
+  order: QueuedOrder;
+  resolve: (outcome: ReserveOutcome) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Most orders per group commit (one pipeline of scripts + one WAIT). */
+const MAX_ACK_BATCH = 256;
+
+/** Redis Cluster redirections and transient slot states: the pipeline reached a node that does not (or not yet) serve the slot. */
+const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
+
 export class SeckillStore {
+  private readonly waiting = new Map<number, PendingReserve[]>();
+  private readonly flushing = new Set<number>();
+
   constructor(
     readonly redis: RedisClient,
     readonly shards: number,
+    private readonly replicaAck: ReplicaAckOptions = { acks: 0, timeoutMs: 0 },
   ) {
     redis.defineCommand('seckillPublish', { numberOfKeys: 1, lua: script('publish-voucher') });
     redis.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
@@ -103,16 +136,97 @@ export class SeckillStore {
     return { voucherId, stock: Number(fields.stock), begin: new Date(Number(fields.begin)), end: new Date(Number(fields.end)) };
   }
 
-  /** The atomic order check (reserve.lua): on `accepted` the order is on its way to MySQL. */
+  /**
+   * The atomic order check (reserve.lua): on `accepted` the order is on its way to MySQL (and,
+   * with replica acknowledgement on, on as many replicas as asked, or counted as a timeout).
+   */
   async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+    if (this.replicaAck.acks > 0) return this.reserveAcknowledged(order);
+    return toOutcome(await this.redis.seckillReserve(...this.reserveArgs(order)));
+  }
+
+  private reserveArgs(order: QueuedOrder) {
     const keys = this.keys(order.voucherId);
-    const code = await this.redis.seckillReserve(
-      keys.voucher, keys.buyers, keys.stream, keys.queued, order.userId, order.orderId, order.voucherId,
-      SALE_KEYS_KEPT_AFTER_END_MS,
+    return [
+      keys.voucher, keys.buyers, keys.stream, keys.queued, order.userId, order.orderId, order.voucherId, SALE_KEYS_KEPT_AFTER_END_MS,
+    ] as const;
+  }
+
+  /**
+   * Group commit per shard: the orders that arrive while the shard's previous batch waits go
+   * together as one pipeline `reserve.lua × n, WAIT acks timeout`. WAIT covers every earlier
+   * write of its connection, so one WAIT confirms the whole batch. It must run on the connection
+   * that ran the scripts: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a
+   * pipeline goes whole to the node of its keys' slot (all keys here share `{seckill:N}`), WAIT
+   * included. One batch in flight per shard: a WAIT blocks its connection until the replicas
+   * answer, and batching keeps that to one wait per batch instead of one per order.
+   */
+  private reserveAcknowledged(order: QueuedOrder): Promise<ReserveOutcome> {
+    const shard = this.shardOf(order.voucherId);
+    return new Promise((resolve, reject) => {
+      const queue = this.waiting.get(shard) ?? [];
+      queue.push({ order, resolve, reject });
+      this.waiting.set(shard, queue);
+      if (!this.flushing.has(shard)) {
+        this.flushing.add(shard);
+        setImmediate(() => void this.flushShard(shard));
+      }
+    });
+  }
+
+  private async flushShard(shard: number): Promise<void> {
+    for (;;) {
+      const queue = this.waiting.get(shard) ?? [];
+      const batch = queue.splice(0, MAX_ACK_BATCH);
+      if (batch.length === 0) {
+        this.flushing.delete(shard);
+        return;
+      }
+      await this.reserveBatch(batch);
+    }
+  }
+
+  private async reserveBatch(batch: PendingReserve[]): Promise<void> {
+    const { acks, timeoutMs, onTimeout } = this.replicaAck;
+    const pipeline = this.redis.pipeline();
+    for (const { order } of batch) pipeline.seckillReserve(...this.reserveArgs(order));
+    pipeline.wait(acks, timeoutMs);
+    let replies: Array<[Error | null, unknown]>;
+    try {
+      replies = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
+    } catch (error) {
+      batch.forEach((pending) => pending.reject(error));
+      return;
+    }
+    const [waitError, acknowledged] = replies[batch.length] ?? [new Error('no WAIT reply'), 0];
+    let accepted = 0;
+    let unconfirmed = 0;
+    const results = await Promise.all(
+      batch.map(async (pending, index): Promise<{ outcome: ReserveOutcome } | { error: unknown }> => {
+        const [error, code] = replies[index] ?? [new Error('no reply'), null];
+        try {
+          if (error && REDIRECTED.test(error.message)) {
+            // The slot moved (failover, resharding): run the script alone, which ioredis redirects;
+            // its replication cannot be waited for on that path, so it counts as unconfirmed.
+            if ('refreshSlotsCache' in this.redis) this.redis.refreshSlotsCache();
+            const outcome = toOutcome(await this.redis.seckillReserve(...this.reserveArgs(pending.order)));
+            if (outcome === 'accepted') unconfirmed += 1;
+            return { outcome };
+          }
+          if (error) throw error;
+          const outcome = toOutcome(code as number);
+          if (outcome === 'accepted') accepted += 1;
+          return { outcome };
+        } catch (failure) {
+          return { error: failure };
+        }
+      }),
     );
-    const outcome = RESERVE_OUTCOMES[code];
-    if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
-    return outcome;
+    // Counted before anyone is answered, so a scrape right after an answer includes it.
+    const confirmed = waitError ? -1 : Number(acknowledged);
+    if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
+    if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
+    results.forEach((result, index) => ('outcome' in result ? batch[index]!.resolve(result.outcome) : batch[index]!.reject(result.error)));
   }
 
   /** The release marker of an order (release.lua sets it when the order's unit is given back). */
@@ -168,3 +282,9 @@ export class SeckillStore {
 }
 
 export const shardTag = (shard: number): string => `{seckill:${shard}}`;
+
+function toOutcome(code: number): ReserveOutcome {
+  const outcome = RESERVE_OUTCOMES[code];
+  if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
+  return outcome;
+}
