@@ -49,7 +49,9 @@ const LABELS: Record<string, string> = {
   finalValue: 'row value after both',
   replicaStoppedMs: 'replica stopped ms',
   failoverMs: 'failover ms',
-  answeredButLostInRedis: 'accepted, gone from Redis',
+  repairedAtFailover: 'repaired at failover',
+  ackTimeouts: 'answered after a WAIT timeout',
+  deadLetters: 'dead letters',
 };
 
 const TITLES: Record<string, string> = {

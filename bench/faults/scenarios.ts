@@ -3,6 +3,7 @@ import type { FaultScenario } from './harness.js';
 import { killApp } from './kill-app.js';
 import { lockPause } from './lock-pause.js';
 import { mysqlOutage } from './mysql-outage.js';
+import { redisFailover } from './redis-failover.js';
 import { redisRestart } from './redis-restart.js';
 
-export const SCENARIOS: FaultScenario[] = [killApp, redisRestart, mysqlOutage, lockPause];
+export const SCENARIOS: FaultScenario[] = [killApp, redisFailover, redisRestart, mysqlOutage, lockPause];
