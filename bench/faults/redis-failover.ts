@@ -2,8 +2,9 @@
  * Fault 2: SIGKILL a Redis master in the middle of a sale; its replica is promoted.
  *
  * Cluster: 3 masters + 3 replicas (test/support/redis-cluster.ts), cluster-node-timeout 1 s;
- * three app instances on it (REDIS_CLUSTER_NODES). The victim is the master of the slot of
- * `{seckill:0}`: stock, buyers, queued hash and stream of every voucher ≡ 0 mod 4.
+ * three app instances on it (REDIS_CLUSTER_NODES). The victim is the master of the shard
+ * `{seckill:N}` of the voucher whose sale begins right after the fault: stock, buyers, queued hash
+ * and stream of every voucher ≡ N mod 4.
  *
  * Replication is asynchronous: what the master acknowledged and had not yet sent to its replica
  * is gone after the promotion: accepted orders (stream entry + queued), buyer marks, stock
@@ -49,7 +50,11 @@ export const redisFailover: FaultScenario = {
       defer(() => stopInstances(instances));
       const durationSeconds = size === 'test' ? 10 : 14;
       const setup = await prepareSale(world, { rate: 300, durationSeconds, stock: 50 });
-      const slot = await keySlot(cluster.nodes[0]!, `${world.store.shardKeys(0).stream}`);
+      // The victim: the master of the voucher whose sale starts next after the fault (request i
+      // buys voucher ⌊i / users⌋), so that its whole sale falls inside the stale window.
+      const faultAtSeconds = durationSeconds * 0.35;
+      const nextVoucher = setup.vouchers[Math.floor((faultAtSeconds * setup.rate) / world.users.length) + 1]!;
+      const slot = await keySlot(cluster.nodes[0]!, world.store.keys(nextVoucher).stream);
       const { master, replicas } = await cluster.shardOf(slot);
       const replica = replicas[0]!;
 
@@ -58,7 +63,7 @@ export const redisFailover: FaultScenario = {
       let repairedAtFailover = '–';
       const load = await driveSale(instances, setup, [
         {
-          atSeconds: durationSeconds * 0.35,
+          atSeconds: faultAtSeconds,
           run: async () => {
             if (stale) {
               const stoppedAt = performance.now();
