@@ -81,6 +81,12 @@ export function countLogs(instances: readonly Instance[], pattern: RegExp): numb
  * `count` app instances with the order worker inside, consumer `fault-<i>`. Pending entries of
  * a dead instance are claimed by the others after `SECKILL_CLAIM_IDLE_MS` (2 s here).
  */
+/** Instances still running: killed if this process exits first (a failed or timed-out test). */
+const runningInstances = new Set<Instance>();
+process.on('exit', () => {
+  for (const instance of runningInstances) instance.child.kill('SIGKILL');
+});
+
 export async function startInstances(count: number, env: Record<string, string>, envOf: (index: number) => Record<string, string> = () => ({})): Promise<Instance[]> {
   const started = await Promise.allSettled(
     Array.from({ length: count }, async (_, index): Promise<Instance> => {
@@ -95,7 +101,10 @@ export async function startInstances(count: number, env: Record<string, string>,
           log.push(line);
         },
       });
-      return { ...server, consumer, logCounts, log };
+      const instance: Instance = { ...server, consumer, logCounts, log };
+      runningInstances.add(instance);
+      server.child.once('exit', () => runningInstances.delete(instance));
+      return instance;
     }),
   );
   const instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
