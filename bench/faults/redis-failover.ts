@@ -80,6 +80,9 @@ export const redisFailover: FaultScenario = {
               cluster.process(master).kill('SIGKILL');
             }
             const killedAt = performance.now();
+            // Failed over = another node serves the slot and every live node says ok again (right
+            // after the kill the others still say ok: they have not noticed yet).
+            await until(async () => (await cluster.shardOf(slot)).master !== master, 30_000);
             await cluster.waitUntilHealthy(30_000);
             failoverMs = Math.round(performance.now() - killedAt);
             if (repairAtFailover) {
@@ -125,6 +128,14 @@ export const redisFailover: FaultScenario = {
       };
     }),
 };
+
+async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`no failover within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
 
 async function killReplicaLinks(masterPort: number): Promise<void> {
   const redis = new Redis({ host: '127.0.0.1', port: masterPort });
