@@ -159,6 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await shops.caches.idle();
     await seckill.worker.stop();
     await seckill.canceller.stop();
+    await seckill.store.close();
     await locks.close();
   });
 

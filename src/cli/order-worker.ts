@@ -23,7 +23,7 @@ const redis = createRedis(config);
 redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const consumerName = config.seckill.consumer || `${hostname()}:worker`;
-const { worker, canceller } = buildSeckill({ config, redis, db, consumerName }, log);
+const { worker, canceller, store } = buildSeckill({ config, redis, db, consumerName }, log);
 
 worker.start();
 canceller.start();
@@ -35,6 +35,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     void (async () => {
       await worker.stop();
       await canceller.stop();
+      await store.close();
       await db.destroy();
       await closeRedis(redis);
     })();

@@ -12,7 +12,7 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local created = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], 'stock', 0, 'begin', ARGV[3], 'end', ARGV[4])
+  redis.call('HSET', KEYS[1], 'stock', 0, 'begin', ARGV[3], 'end', ARGV[4], 'paused_created', 1)
   redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[4]) + tonumber(ARGV[5]))
   created = 1
 end

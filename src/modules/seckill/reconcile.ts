@@ -50,6 +50,11 @@ export class UnknownVoucherError extends Error {
   override name = 'UnknownVoucherError';
 }
 
+/** The voucher's MySQL row was deleted while it was being reconciled: nothing left to compare. */
+class VoucherGone extends Error {
+  override name = 'VoucherGone';
+}
+
 interface SeckillRow {
   voucherId: string;
   stock: number;
@@ -90,20 +95,29 @@ export async function reconcileSeckill(
   const vouchers = await reconciler.scope(options.voucherIds);
   const report: ReconcileReport = { vouchers: vouchers.length, drifted: [], repaired: 0, skipped: [] };
   for (const voucher of vouchers) {
-    const drift = await reconciler.check(voucher);
-    if (drift === null) continue;
-    if (!options.repair) {
-      report.drifted.push(drift);
-      continue;
+    try {
+      await reconcileOne(reconciler, voucher, options.repair, report);
+    } catch (error) {
+      if (!(error instanceof VoucherGone)) throw error;
     }
-    const result = await reconciler.repair(voucher);
-    // Report what the paused, drained comparison found (the check's snapshot may have been transient).
-    if (result.drift) report.drifted.push(result.drift);
-    else if (result.skipped) report.drifted.push(drift);
-    if (result.drift && result.repaired) report.repaired += 1;
-    if (result.skipped) report.skipped.push({ voucherId: voucher.voucherId, reason: result.skipped });
   }
   return report;
+}
+
+/** Checks one voucher and, if asked and drifted, repairs it; adds what it found to the report. */
+async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair: boolean, report: ReconcileReport): Promise<void> {
+  const drift = await reconciler.check(voucher);
+  if (drift === null) return;
+  if (!repair) {
+    report.drifted.push(drift);
+    return;
+  }
+  const result = await reconciler.repair(voucher);
+  // Report what the paused, drained comparison found (the check's snapshot may have been transient).
+  if (result.drift) report.drifted.push(result.drift);
+  else if (result.skipped) report.drifted.push(drift);
+  if (result.drift && result.repaired) report.repaired += 1;
+  if (result.skipped) report.skipped.push({ voucherId: voucher.voucherId, reason: result.skipped });
 }
 
 class Reconciler {
@@ -156,7 +170,10 @@ class Reconciler {
         return { drift: lastDrift, repaired: false, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
       }
       const redis = await this.readRedis(voucher.voucherId);
-      const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
+      const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]).catch(async (error: unknown) => {
+        await this.store.redis.seckillUnpause(key, token);
+        throw error;
+      });
       const drift = await this.compare(voucher.voucherId, redis, mysql);
       // Always write (exact, and it lifts the pause): the markers are decided inside the script.
       const written = await this.write(voucher, token, mysql);
@@ -209,7 +226,8 @@ class Reconciler {
   private async readMysql(voucherId: string, queuedIds: string[]): Promise<MysqlSnapshot> {
     return this.db.transaction().execute(async (trx) => {
       // One consistent read view (REPEATABLE READ) for stock and orders.
-      const seckill = await trx.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
+      const seckill = await trx.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirst();
+      if (!seckill) throw new VoucherGone(voucherId);
       const orders = await trx
         .selectFrom('tb_voucher_order')
         .select(['id', 'user_id', 'live', 'status', 'stock_released'])

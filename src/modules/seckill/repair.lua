@@ -45,6 +45,6 @@ if #buyers > 0 then
   redis.call('PEXPIREAT', KEYS[2], expire_at)
 end
 redis.call('HSET', KEYS[1], 'stock', stock, 'begin', ARGV[3], 'end', ARGV[4])
-redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by')
+redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by', 'paused_created')
 redis.call('PEXPIREAT', KEYS[1], expire_at)
 return stock

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Result } from 'ioredis';
-import type { RedisClient } from '../../infra/redis.js';
+import { closeRedis, type RedisClient } from '../../infra/redis.js';
 
 /**
  * The Redis side of flash sales: stock, sale window, buyers and the order streams.
@@ -87,6 +87,8 @@ const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
 export class SeckillStore {
   private readonly waiting = new Map<number, PendingReserve[]>();
   private readonly flushing = new Set<number>();
+  /** Connections of their own for reserve + WAIT (created on first use), see reserveAcknowledged. */
+  private ackClient: RedisClient | undefined;
 
   constructor(
     readonly redis: RedisClient,
@@ -159,7 +161,9 @@ export class SeckillStore {
    * that ran the scripts: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a
    * pipeline goes whole to the node of its keys' slot (all keys here share `{seckill:N}`), WAIT
    * included. One batch in flight per shard: a WAIT blocks its connection until the replicas
-   * answer, and batching keeps that to one wait per batch instead of one per order.
+   * answer, and batching keeps that to one wait per batch instead of one per order. The batches
+   * go over a duplicate of the client (its own connections to every node), so a WAIT never
+   * holds up the instance's other commands (sessions, ids, ...) on the shared connection.
    */
   private reserveAcknowledged(order: QueuedOrder): Promise<ReserveOutcome> {
     const shard = this.shardOf(order.voucherId);
@@ -186,9 +190,26 @@ export class SeckillStore {
     }
   }
 
+  private waitingClient(): RedisClient {
+    if (!this.ackClient) {
+      this.ackClient = this.redis.duplicate();
+      this.ackClient.on('error', () => {}); // reported through the commands that fail
+      this.ackClient.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
+    }
+    return this.ackClient;
+  }
+
+  /** Closes the connections of the replica acknowledgement (the shared client is closed by its owner). */
+  async close(): Promise<void> {
+    const client = this.ackClient;
+    this.ackClient = undefined;
+    if (client) await closeRedis(client);
+  }
+
   private async reserveBatch(batch: PendingReserve[]): Promise<void> {
     const { acks, timeoutMs, onTimeout } = this.replicaAck;
-    const pipeline = this.redis.pipeline();
+    const client = this.waitingClient();
+    const pipeline = client.pipeline();
     for (const { order } of batch) pipeline.seckillReserve(...this.reserveArgs(order));
     pipeline.wait(acks, timeoutMs);
     let replies: Array<[Error | null, unknown]>;
@@ -208,8 +229,8 @@ export class SeckillStore {
           if (error && REDIRECTED.test(error.message)) {
             // The slot moved (failover, resharding): run the script alone, which ioredis redirects;
             // its replication cannot be waited for on that path, so it counts as unconfirmed.
-            if ('refreshSlotsCache' in this.redis) this.redis.refreshSlotsCache();
-            const outcome = toOutcome(await this.redis.seckillReserve(...this.reserveArgs(pending.order)));
+            if ('refreshSlotsCache' in client) client.refreshSlotsCache();
+            const outcome = toOutcome(await client.seckillReserve(...this.reserveArgs(pending.order)));
             if (outcome === 'accepted') unconfirmed += 1;
             return { outcome };
           }

@@ -1,5 +1,7 @@
 --[[
-  Lifts a reconciliation pause without changing anything else, if it is still the caller's.
+  Lifts a reconciliation pause without changing anything else, if it is still the caller's. A
+  voucher the pause had created (it was missing) is deleted again: missing, the next order
+  publishes it from MySQL; left with the placeholder stock 0, it would answer "sold out".
 
   KEYS[1]  {seckill:N}:voucher:{voucherId}
   ARGV[1]  token given to pause.lua
@@ -7,6 +9,10 @@
 ]]
 if redis.call('HGET', KEYS[1], 'paused_by') ~= ARGV[1] then
   return 0
+end
+if redis.call('HGET', KEYS[1], 'paused_created') then
+  redis.call('DEL', KEYS[1])
+  return 1
 end
 redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by')
 return 1

@@ -147,6 +147,19 @@ describe('reconcileSeckill', () => {
     expect((await check([voucherId])).drifted).toEqual([]);
   });
 
+  it('leaves a missing voucher missing (not a placeholder of stock 0) when its repair gives up', async () => {
+    const voucherId = await saleWithOrders(5, 0, 0);
+    expect((await buy(app, users[72]!.token, voucherId)).json().success).toBe(true);
+    await env.redis.del(store.keys(voucherId).voucher);
+    const report = await reconcileSeckill(deps(), { repair: true, voucherIds: [voucherId], drainTimeoutMs: 200 });
+    expect(report.skipped).toHaveLength(1);
+    expect(await env.redis.exists(store.keys(voucherId).voucher)).toBe(0);
+    await seckill.worker.drainOnce();
+    expect((await repair([voucherId])).repaired).toBe(1);
+    expect((await store.read(voucherId))!.stock).toBe(4);
+    expect(await env.redis.hget(store.keys(voucherId).voucher, 'paused_created')).toBeNull();
+  });
+
   it('repairs during a running sale: orders keep coming, none oversold or lost, zero drift after', async () => {
     seckill.worker.start();
     const stock = 400;

@@ -42,6 +42,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  await store?.close();
   await app?.close();
   if (redis) await closeRedis(redis);
   await env?.cleanup();
