@@ -17,6 +17,8 @@ export interface ServerOptions {
   env: Record<string, string>;
   /** Directory for `node --cpu-prof`; the profile is written when the server exits. */
   cpuProfDir?: string;
+  /** Gets every line the server writes to stdout once it listens (its log); default: copied to stderr. */
+  onLine?: (line: string) => void;
 }
 
 const SERVER_ENTRY = new URL('./server.ts', import.meta.url).pathname;
@@ -31,7 +33,7 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
   for await (const line of lines) {
     if (line.startsWith('{"listening"')) {
       const { port } = JSON.parse(line) as { port: number };
-      lines.on('line', (rest) => process.stderr.write(`[server] ${rest}\n`));
+      lines.on('line', options.onLine ?? ((rest) => process.stderr.write(`[server] ${rest}\n`)));
       return { url: `http://127.0.0.1:${port}`, child, stop: () => stopProcess(child) };
     }
     process.stderr.write(`[server] ${line}\n`);

@@ -138,7 +138,7 @@ export class Sale implements RequestSource {
 }
 
 /** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
-async function waitForDrain(store: SeckillStore, timeoutMs: number): Promise<boolean> {
+export async function waitForDrain(store: SeckillStore, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { queued, pending } = await streamBacklog(store);
@@ -148,7 +148,7 @@ async function waitForDrain(store: SeckillStore, timeoutMs: number): Promise<boo
   }
 }
 
-async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pending: number; dead: number }> {
+export async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pending: number; dead: number }> {
   const pending = (await store.streamStats()).reduce((sum, shard) => sum + shard.pending, 0);
   let queued = 0;
   let dead = 0;

@@ -45,18 +45,31 @@ const FIRST_PHONE = 16_000_000_000;
 const SESSION_TTL_SECONDS = 6 * 3600;
 const OWN_SHARDS = 4;
 
-export async function createOwnWorld(options: { redisUrl: string; mysqlServerUrl: string; users: number }): Promise<World> {
-  const name = `hmdp_bench_${process.pid}`;
+export interface OwnWorldOptions {
+  redisUrl: string;
+  /** A Redis Cluster instead of `redisUrl` (a throw-away one: its keys are not deleted, the cluster goes). */
+  redisClusterNodes?: string[];
+  mysqlServerUrl: string;
+  users: number;
+  /** Database and key prefix name; default `hmdp_bench_<pid>`. */
+  name?: string;
+}
+
+export async function createOwnWorld(options: OwnWorldOptions): Promise<World> {
+  const name = options.name ?? `hmdp_bench_${process.pid}`;
   const keyPrefix = `${name}:`;
   const mysqlUrl = `${options.mysqlServerUrl}/${name}`;
+  const redisClusterNodes = options.redisClusterNodes ?? [];
   await ensureDatabase(mysqlUrl);
   const db = createDb({ mysqlUrl, poolSize: 5 });
-  const redis = createRedis({ redisUrl: options.redisUrl, redisClusterNodes: [], redisKeyPrefix: keyPrefix });
+  const redis = createRedis({ redisUrl: options.redisUrl, redisClusterNodes, redisKeyPrefix: keyPrefix });
   const destroy = async () => {
     await db.destroy();
     await closeRedis(redis);
-    const raw = new Redis(options.redisUrl);
-    await deleteKeysWithPrefix(raw, keyPrefix).finally(() => raw.disconnect());
+    if (redisClusterNodes.length === 0) {
+      const raw = new Redis(options.redisUrl);
+      await deleteKeysWithPrefix(raw, keyPrefix).finally(() => raw.disconnect());
+    }
     const connection = await createConnection(options.mysqlServerUrl);
     await connection.query(`DROP DATABASE IF EXISTS \`${name}\``).finally(() => connection.end());
   };
@@ -65,6 +78,7 @@ export async function createOwnWorld(options: { redisUrl: string; mysqlServerUrl
     const env = {
       MYSQL_URL: mysqlUrl,
       REDIS_URL: options.redisUrl,
+      ...(redisClusterNodes.length > 0 ? { REDIS_CLUSTER_NODES: redisClusterNodes.join(',') } : {}),
       REDIS_KEY_PREFIX: keyPrefix,
       SESSION_TTL_SECONDS: String(SESSION_TTL_SECONDS),
       SECKILL_STREAM_SHARDS: String(OWN_SHARDS),

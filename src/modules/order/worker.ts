@@ -152,7 +152,12 @@ export class OrderWorker {
     for (const [id, , , deliveries] of pending) {
       const claimed = (await this.redis.xclaim(stream, ORDER_GROUP, this.options.consumer, this.retryDelayMs, id)) as StreamEntry[];
       const entry = claimed[0];
-      if (entry === undefined || entry[1] === null) {
+      // Nothing claimed: another consumer took the entry over (XAUTOCLAIM) since XPENDING, so it
+      // is not idle enough, or it was deleted from the stream (Redis 7 then drops it from the
+      // pending list itself). Either way it is no longer ours: never XACK it here, which would
+      // drop an order the other consumer has not written yet (found by the MySQL-outage fault test).
+      if (entry === undefined) continue;
+      if (entry[1] === null) {
         await this.redis.xack(stream, ORDER_GROUP, id); // gone from the stream: nothing left to do
         continue;
       }

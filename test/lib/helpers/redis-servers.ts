@@ -9,7 +9,7 @@ process.on('exit', () => {
   for (const server of started) server.kill('SIGKILL');
 });
 
-/** An extra, throw-away redis-server on a spare loopback port (no persistence). */
+/** An extra, throw-away redis-server on a spare loopback port (no persistence unless asked). */
 export interface RedisServer {
   readonly port: number;
   readonly url: string;
@@ -32,22 +32,35 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
+export interface RedisServerOptions {
+  /** A given port (e.g. to restart a killed server where its clients expect it); default a free one. */
+  port?: number;
+  /** Working directory (AOF / RDB files); default the current one, unused without persistence. */
+  dir?: string;
+  /** Persistence: `appendonly yes` with this fsync policy; default none. */
+  appendfsync?: 'always' | 'everysec' | 'no';
+}
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  if (options.port !== undefined) return startOn(options.port, options);
   // Another process may take the port between freePort() and the bind: try a few ports.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
     try {
-      return await startOn(port);
+      return await startOn(port, options);
     } catch (error) {
       if (attempt >= 3) throw error;
     }
   }
 }
 
-function startOn(port: number): Promise<RedisServer> {
+function startOn(port: number, options: RedisServerOptions): Promise<RedisServer> {
+  const persistence = options.appendfsync
+    ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync]
+    : ['--appendonly', 'no'];
   const child = spawn(
     REDIS_SERVER,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--daemonize', 'no', ...(options.dir ? ['--dir', options.dir] : [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   started.add(child);

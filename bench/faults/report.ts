@@ -1,0 +1,101 @@
+/**
+ * Fault runs as Markdown tables, one per scenario, and their place in docs/RELIABILITY.md: each
+ * scenario's table goes between its own markers, so a run of one scenario rewrites only its
+ * table and the hand-written text around the markers stays.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import type { FaultRun } from './harness.js';
+
+const DOC = fileURLToPath(new URL('../../docs/RELIABILITY.md', import.meta.url));
+
+/** Column titles; figures without one are shown under their key. */
+const LABELS: Record<string, string> = {
+  requests: 'requests',
+  accepted: 'accepted (success: true)',
+  acceptedUnanswered: 'accepted, unanswered',
+  inMysql: 'in MySQL',
+  duplicates: 'duplicates',
+  oversold: 'oversold',
+  lost: 'lost',
+  drainMs: 'drain ms',
+  unanswered: 'no answer',
+  killedAtSeconds: 'fault at s',
+  pendingOnVictim: 'pending on the victim at the kill',
+  takeOvers: 'taken over (XAUTOCLAIM)',
+  takenOverMs: 'kill → all taken over ms',
+  outageSeconds: 'outage s',
+  acceptedDuringOutage: 'accepted during outage',
+  non2xx: 'non-2xx',
+  workerFailures: 'worker failure log lines',
+  workerFailuresPerSecond: 'failure lines / s / instance',
+  connectAttempts: 'MySQL connects tried during outage',
+  connectAttemptsPerSecond: 'connects / s / instance',
+  backlogAtRestore: 'queued when MySQL returned',
+  caughtUpMs: 'MySQL back → backlog written ms',
+  restartSeconds: 'Redis down s',
+  reloadMs: 'start + AOF load ms',
+  p99Ms: 'p99 ms (worst instance)',
+  driftBefore: 'drifted vouchers before repair',
+  driftAfter: 'drift after repair',
+  mysqlOnlyOrders: 'orders in MySQL, buyer missing in Redis',
+  leaseMs: 'lease ms',
+  pauseMs: 'pause ms',
+  takeoverMs: 'pause → second holder locked ms',
+  writesAccepted: 'fenced writes accepted',
+  writesRejected: 'fenced writes rejected',
+  staleToken: 'paused holder token',
+  newToken: 'second holder token',
+  finalValue: 'row value after both',
+  replicaStoppedMs: 'replica stopped ms',
+  failoverMs: 'failover ms',
+  repairedAtFailover: 'repaired at failover',
+  ackTimeouts: 'answered after a WAIT timeout',
+  deadLetters: 'dead letters',
+};
+
+const TITLES: Record<string, string> = {
+  'kill-app': 'Fault 1: SIGKILL an app instance',
+  'redis-failover': 'Fault 2: SIGKILL a Redis master',
+  'redis-restart': 'Fault 3: restart Redis (AOF)',
+  'mysql-outage': 'Fault 4: MySQL unreachable for 10 s',
+  'lock-pause': 'Fault 5: a lock holder paused past its lease',
+};
+
+export function renderScenarioTable(runs: FaultRun[]): string {
+  const keys = [...new Set(runs.flatMap((run) => Object.keys(run.figures)))];
+  const header = `| run | setting | ${keys.map((key) => LABELS[key] ?? key).join(' | ')} | checks |`;
+  const rule = `|${' --- |'.repeat(keys.length + 3)}`;
+  const rows = runs.map((run, index) => {
+    const failed = run.checks.filter((check) => !check.pass).map((check) => check.name);
+    const cells = keys.map((key) => String(run.figures[key] ?? '–'));
+    return `| ${index + 1} | ${run.variant} | ${cells.join(' | ')} | ${failed.length === 0 ? `all ${run.checks.length} pass` : `FAIL: ${failed.join(', ')}`} |`;
+  });
+  return [header, rule, ...rows].join('\n');
+}
+
+export function renderMarkdown(results: FaultRun[], commandLine: string): string {
+  const sections = groupByScenario(results).map(([name, runs]) => `### ${TITLES[name] ?? name}\n\n${renderScenarioTable(runs)}`);
+  return `${sections.join('\n\n')}\n\n(${commandLine}, ${new Date().toISOString().slice(0, 16)} UTC)\n`;
+}
+
+/** Replaces each run scenario's table in docs/RELIABILITY.md; returns the path. */
+export async function writeReliabilityDoc(results: FaultRun[], commandLine: string): Promise<string> {
+  let doc = await readFile(DOC, 'utf8');
+  for (const [name, runs] of groupByScenario(results)) {
+    const begin = `<!-- faults:${name}:begin (written by npm run faults -- --write; edit outside these markers) -->`;
+    const end = `<!-- faults:${name}:end -->`;
+    const generated = `${begin}\n\n${renderScenarioTable(runs)}\n\n\`${commandLine}\`, ${new Date().toISOString().slice(0, 10)}\n\n${end}`;
+    const start = doc.indexOf(begin);
+    const stop = doc.indexOf(end);
+    doc = start >= 0 && stop > start ? doc.slice(0, start) + generated + doc.slice(stop + end.length) : `${doc.trimEnd()}\n\n### ${TITLES[name] ?? name}\n\n${generated}\n`;
+  }
+  await writeFile(DOC, doc);
+  return DOC;
+}
+
+function groupByScenario(results: FaultRun[]): Array<[string, FaultRun[]]> {
+  const groups = new Map<string, FaultRun[]>();
+  for (const result of results) groups.set(result.scenario, [...(groups.get(result.scenario) ?? []), result]);
+  return [...groups];
+}
