@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { SeckillStore } from '../../../src/modules/seckill/store.js';
-import { startReplicatedCluster, type ReplicatedCluster } from '../../support/redis-cluster-replicas.js';
+import { startRedisCluster, type TestCluster } from '../../support/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { buy, insertSeckillVoucher } from './support.js';
 
@@ -19,7 +19,7 @@ import { buy, insertSeckillVoucher } from './support.js';
 const SHARDS = 4;
 const TIMEOUT_MS = 400;
 
-let cluster: ReplicatedCluster;
+let cluster: TestCluster;
 let env: TestEnv;
 let clusterEnv: TestEnv;
 let redis: RedisClient;
@@ -28,7 +28,7 @@ const timeouts: Array<{ accepted: number; acknowledged: number }> = [];
 let store: SeckillStore;
 
 beforeAll(async () => {
-  cluster = await startReplicatedCluster();
+  cluster = await startRedisCluster({ masters: 3, replicas: 1 });
   env = await createTestEnv();
   const config = {
     ...env.config,
@@ -62,11 +62,15 @@ async function voucherOnShard(shard: number, stock: number): Promise<string> {
 }
 
 async function slotOf(key: string): Promise<number> {
-  const { stdout } = await promisify(execFile)('redis-cli', ['-p', String(cluster.shards[0]!.masterPort), 'cluster', 'keyslot', key]);
+  const { stdout } = await promisify(execFile)('redis-cli', ['-p', cluster.nodes[0]!.split(':')[1]!, 'cluster', 'keyslot', key]);
   return Number(stdout.trim());
 }
 
-const shardNode = async (shard: number) => cluster.shardOfSlot(await slotOf(`${env.keyPrefix}${store.shardKeys(shard).queued}`));
+/** The master serving the shard's keys and its one replica. */
+const shardNode = async (shard: number) => {
+  const { master, replicas } = await cluster.shardOf(await slotOf(`${env.keyPrefix}${store.shardKeys(shard).queued}`));
+  return { masterPort: master, replicaPort: replicas[0]! };
+};
 
 describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
   it('answers accepted orders only once the replica of their master has them', async () => {
@@ -100,7 +104,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     expect(healthyShard).toBeGreaterThan(0);
     const stalled = await voucherOnShard(stalledShard, 10);
     const healthy = await voucherOnShard(healthyShard, 10);
-    const { replica } = await shardNode(stalledShard);
+    const replica = cluster.process((await shardNode(stalledShard)).replicaPort);
     const users = await createUsersWithSessions(clusterEnv, 2);
     replica.kill('SIGSTOP');
     try {
