@@ -3,7 +3,6 @@ import { mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import fastifyCors from '@fastify/cors';
-import fastifyHelmet from '@fastify/helmet';
 import fastifyRateLimit from '@fastify/rate-limit';
 import fastifyStatic from '@fastify/static';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -16,6 +15,7 @@ import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
 import { trackRoutes } from './http/route-table.js';
+import { APP_HELMET_OPTIONS, securityHeaders } from './http/security-headers.js';
 import { serveWeb } from './http/web.js';
 import { tooManyRequests } from './http/errors.js';
 import { IdGenerator } from './lib/id/index.js';
@@ -119,8 +119,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     const route = request.routeOptions.url ?? 'unmatched'; // the pattern, never the raw URL: bounded labels
     metrics.httpDuration.observe({ method: request.method, route, status: reply.statusCode }, reply.elapsedTime / 1000);
   });
-  app.addHook('onSend', async (request, reply) => {
-    reply.header('x-request-id', request.id);
+  // Security headers (helmet's, computed once: src/http/security-headers.ts) and the request id,
+  // in one synchronous hook before the handler, so that a route may still replace any of them.
+  const headers = securityHeaders(APP_HELMET_OPTIONS);
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.headers(headers).header('x-request-id', request.id);
+    done();
   });
   installErrorHandling(app);
   // A JSON API (and multipart on the upload route): a text/plain body is refused with 415 rather
@@ -129,7 +133,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Before any route: both record routes as they are registered.
   trackRoutes(app);
   await installOpenApi(app);
-  await installSecurityHeaders(app, config);
+  await installCors(app, config);
 
   const limiter = new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) });
   const sessions = new SessionStore(redis, config.auth.sessionTtlSeconds);
@@ -241,34 +245,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 }
 
 /**
- * Security headers (helmet) and CORS. The CSP fits the built Vue app (own scripts and styles only,
- * images also from https: hosts for shop photos); a page with other needs (Swagger UI at /docs)
- * sets its own content-security-policy header, which replaces this one on that page.
+ * CORS, only when origins are configured: without any, no CORS header is ever sent (browsers
+ * then allow the same origin only), and the plugin's per-request hook is not paid for.
  */
-async function installSecurityHeaders(app: FastifyInstance, config: Config): Promise<void> {
-  await app.register(fastifyHelmet, {
-    contentSecurityPolicy: {
-      directives: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'", "'unsafe-inline'"],
-        imgSrc: ["'self'", 'data:', 'blob:', 'https:'],
-        connectSrc: ["'self'"],
-        fontSrc: ["'self'", 'data:'],
-        objectSrc: ["'none'"],
-        frameAncestors: ["'none'"],
-        baseUri: ["'self'"],
-        formAction: ["'self'"],
-        // Not upgrade-insecure-requests: a plain-HTTP deployment (a LAN address) would lose its assets.
-        upgradeInsecureRequests: null,
-      },
-    },
-    // HSTS only means something over HTTPS, which a proxy in front terminates; it sets its own.
-    strictTransportSecurity: false,
-  });
-  // No origins configured: no CORS headers at all, so browsers allow the same origin only.
+async function installCors(app: FastifyInstance, config: Config): Promise<void> {
+  if (config.http.corsOrigins.length === 0) return;
   await app.register(fastifyCors, {
-    origin: config.http.corsOrigins.length > 0 ? config.http.corsOrigins : false,
+    origin: config.http.corsOrigins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
     exposedHeaders: ['retry-after', 'x-request-id'],
