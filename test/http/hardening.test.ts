@@ -32,7 +32,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-describe('security headers (helmet's, computed once)', () => {
+describe('security headers (computed once by helmet)', () => {
   it('sends them on API answers and a CSP the built front end works with', async () => {
     const response = await app.inject({ url: '/api/health' });
     expect(response.headers['x-content-type-options']).toBe('nosniff');
