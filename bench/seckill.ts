@@ -160,21 +160,34 @@ export async function streamBacklog(store: SeckillStore): Promise<{ queued: numb
   return { queued, pending, dead };
 }
 
+export interface SaleInMysql {
+  /** Orders and distinct buyers per voucher (vouchers without orders are absent). */
+  perVoucher: Array<{ voucher_id: string; orders: string; users: string }>;
+  orderIds: Set<string>;
+  mysqlStock: Map<string, number>;
+}
+
+/** What MySQL holds of a sale's vouchers: the record the checks hold the answers against. */
+export async function readSaleFromMysql(db: World['db'], vouchers: readonly string[]): Promise<SaleInMysql> {
+  const { rows: perVoucher } = await sql<{ voucher_id: string; orders: string; users: string }>`
+    SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
+    FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(db);
+  const orderIds = new Set(
+    (await db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => String(row.id)),
+  );
+  const mysqlStock = new Map(
+    (await db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [String(row.voucher_id), row.stock]),
+  );
+  return { perVoucher, orderIds, mysqlStock };
+}
+
 /**
  * Everything the sale promised, read back from MySQL and Redis after the drain. Exported for the
  * harness's own tests, which show that each check can fail.
  */
 export async function checkSale(world: Pick<World, 'db' | 'store'>, strategy: Strategy, vouchers: readonly string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
   const { store } = world;
-  const { rows: perVoucher } = await sql<{ voucher_id: string; orders: string; users: string }>`
-    SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
-    FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(world.db);
-  const orderIds = new Set(
-    (await world.db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => String(row.id)),
-  );
-  const mysqlStock = new Map(
-    (await world.db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [String(row.voucher_id), row.stock]),
-  );
+  const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   const redisStock = new Map<string, number | undefined>();
   for (const voucher of vouchers) redisStock.set(voucher, (await store.read(voucher))?.stock);
   const backlog = await streamBacklog(store);

@@ -5,10 +5,9 @@
  * fault) at given seconds into the load; then the drain and the figures every scenario reports.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
 import { fixedRate, type PhaseResult } from '../load.js';
 import { startServer, stopProcess, type ServerProcess } from '../processes.js';
-import { Sale, streamBacklog, waitForDrain, type Check } from '../seckill.js';
+import { Sale, readSaleFromMysql, streamBacklog, waitForDrain, type Check } from '../seckill.js';
 import { createOwnWorld, type World } from '../world.js';
 
 /** The MariaDB server the scenarios create their databases on (never stopped: faults go through a proxy). */
@@ -239,15 +238,7 @@ export interface SaleFigures {
 /** What the sale left in MySQL and Redis, against what its answers said. */
 export async function saleFigures(world: World, setup: SaleSetup): Promise<SaleFigures> {
   const { vouchers, stock, sale } = setup;
-  const { rows } = await sql<{ voucher_id: string; orders: string; users: string }>`
-    SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
-    FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(world.db);
-  const ids = new Set(
-    (await world.db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => String(row.id)),
-  );
-  const mysqlStock = new Map(
-    (await world.db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [String(row.voucher_id), row.stock]),
-  );
+  const { perVoucher: rows, orderIds: ids, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   let redisStockDrift = 0;
   for (const voucher of vouchers) if ((await world.store.read(voucher))?.stock !== mysqlStock.get(voucher)) redisStockDrift += 1;
   const orders = new Map(rows.map((row) => [row.voucher_id, Number(row.orders)]));
