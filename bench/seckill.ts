@@ -149,14 +149,11 @@ export async function waitForDrain(store: SeckillStore, timeoutMs: number): Prom
 }
 
 export async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pending: number; dead: number }> {
-  const pending = (await store.streamStats()).reduce((sum, shard) => sum + shard.pending, 0);
+  const stats = await store.streamStats();
+  const pending = stats.reduce((sum, shard) => sum + shard.pending, 0);
+  const dead = stats.reduce((sum, shard) => sum + shard.deadLetters, 0);
   let queued = 0;
-  let dead = 0;
-  for (let shard = 0; shard < store.shards; shard++) {
-    const keys = store.shardKeys(shard);
-    queued += await store.redis.hlen(keys.queued);
-    dead += await store.redis.xlen(keys.deadLetters);
-  }
+  for (let shard = 0; shard < store.shards; shard++) queued += await store.redis.hlen(store.shardKeys(shard).queued);
   return { queued, pending, dead };
 }
 
