@@ -12,8 +12,8 @@
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../test/lib/helpers/redis-servers.js';
 import { AdmissionGate, RateLimiter } from '../src/lib/rate-limit/index.js';
-import { OrderLimits } from '../src/modules/order/limits.js';
-import { SeckillStore } from '../src/modules/seckill/store.js';
+import { OrderLimits } from '../src/modules/seckill/order-limits.js';
+import { SeckillStore } from '../src/modules/seckill/sale-store.js';
 
 const CALLS = 20_000;
 /** Buyers of a sale come from many addresses: a thousand here. */

@@ -10,7 +10,7 @@
  */
 import { build } from 'hdr-histogram-js';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { SeckillStore } from '../src/modules/seckill/store.js';
+import { SeckillStore } from '../src/modules/seckill/sale-store.js';
 
 const target = process.argv[2] ?? 'redis://127.0.0.1:6379/0';
 const parallelism = [1, 100];

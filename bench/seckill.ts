@@ -14,7 +14,7 @@ import type { BenchUser, World } from './world.js';
 import type { PhaseResult, RequestSource } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { startServer } from './processes.js';
-import type { SeckillStore } from '../src/modules/seckill/store.js';
+import type { SeckillStore } from '../src/modules/seckill/sale-store.js';
 
 export type Strategy = 'async' | 'sync';
 

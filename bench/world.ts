@@ -14,8 +14,8 @@ import type { Config } from '../src/infra/config.js';
 import { createDb, type Db } from '../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
-import { SeckillStore } from '../src/modules/seckill/store.js';
-import { SessionStore } from '../src/modules/user/session-store.js';
+import { SeckillStore } from '../src/modules/seckill/sale-store.js';
+import { SessionStore } from '../src/modules/users/session-store.js';
 
 export interface BenchUser {
   id: string;

@@ -15,7 +15,7 @@ import {
   sumLogField, throughProxy, timeDrain, withCleanup, type FaultScenario, type Instance,
 } from './harness.js';
 import { startTcpProxy } from './tcp-proxy.js';
-import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/store.js';
+import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/sale-store.js';
 
 /** The victim's MySQL is cut this long before it is killed (see below). */
 const HOLD_MS = 1_500;

@@ -1,9 +1,9 @@
 import { loadConfig } from '../infra/config.js';
 import { createDb } from '../infra/db.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
-import { UserRepository } from '../modules/user/repository.js';
-import { RoleService } from '../modules/user/roles.js';
-import { SessionStore } from '../modules/user/session-store.js';
+import { UserRepository } from '../modules/users/user-repository.js';
+import { RoleService } from '../modules/users/roles.js';
+import { SessionStore } from '../modules/users/session-store.js';
 import { runAdminCommand } from './admin-command.js';
 import { runCli } from './run-cli.js';
 

@@ -4,7 +4,7 @@ import { createDb } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
 import { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from '../modules/seckill/reconcile.js';
-import { SeckillStore } from '../modules/seckill/store.js';
+import { SeckillStore } from '../modules/seckill/sale-store.js';
 
 /**
  * Compares the seckill state in Redis (stock, buyers) with MySQL's orders and optionally repairs

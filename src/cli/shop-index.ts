@@ -4,8 +4,8 @@ import { redactUrl } from '../infra/migrate.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
 import { BloomFilter } from '../lib/cache/index.js';
 import { LockClient } from '../lib/lock/index.js';
-import { ShopGeoIndex } from '../modules/shop/geo-index.js';
-import { ShopRepository } from '../modules/shop/repository.js';
+import { ShopGeoIndex } from '../modules/shops/geo-index.js';
+import { ShopRepository } from '../modules/shops/shop-repository.js';
 import { runCli } from './run-cli.js';
 
 /**

@@ -12,7 +12,7 @@ import { renderMarkdown, renderSvg } from '../../bench/report.js';
 import { runBench } from '../../bench/run.js';
 import { checkSale } from '../../bench/seckill.js';
 import { createOwnWorld, type World } from '../../bench/world.js';
-import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/store.js';
+import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/sale-store.js';
 import { testMysqlUrl, testRedisUrl } from '../support/env.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
 import { eventually } from '../modules/seckill/support.js';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/infra/config.js';
-import { ORDER_GROUP, SeckillStore } from '../../src/modules/seckill/store.js';
+import { ORDER_GROUP, SeckillStore } from '../../src/modules/seckill/sale-store.js';
 import { testRedisUrl } from '../support/env.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../modules/seckill/support.js';

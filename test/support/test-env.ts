@@ -6,14 +6,14 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { buildApp, type AppDeps } from '../../src/app.js';
-import { UserRepository } from '../../src/modules/user/repository.js';
-import { RoleService } from '../../src/modules/user/roles.js';
-import { SessionStore } from '../../src/modules/user/session-store.js';
+import { UserRepository } from '../../src/modules/users/user-repository.js';
+import { RoleService } from '../../src/modules/users/roles.js';
+import { SessionStore } from '../../src/modules/users/session-store.js';
 import { loadConfig, type Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../src/infra/redis.js';
-import type { SmsSender } from '../../src/modules/user/sms-sender.js';
+import type { SmsSender } from '../../src/modules/users/sms-sender.js';
 import { testMysqlUrl, testRedisUrl } from './env.js';
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../infra/db.js';
-import { SALE_KEYS_KEPT_AFTER_END_MS, type SeckillStore } from './store.js';
+import { SALE_KEYS_KEPT_AFTER_END_MS, type SeckillStore } from './sale-store.js';
 
 /**
  * Reconciliation of a flash sale's Redis state with MySQL, the record of orders.

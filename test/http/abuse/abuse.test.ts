@@ -5,7 +5,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
 import type { RouteEntry } from '../../../src/http/route-table.js';
-import { SessionStore } from '../../../src/modules/user/session-store.js';
+import { SessionStore } from '../../../src/modules/users/session-store.js';
 import { eventually } from '../../modules/seckill/support.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../support/test-env.js';
 import { multipartFile } from '../../support/multipart.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
-import { SALE_KEYS_KEPT_AFTER_END_MS, SeckillStore } from '../../../src/modules/seckill/store.js';
-import { REFUSALS } from '../../../src/modules/order/service.js';
+import { SALE_KEYS_KEPT_AFTER_END_MS, SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, scanKeys, type TestEnv } from '../../support/test-env.js';
 import { HOUR, buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 

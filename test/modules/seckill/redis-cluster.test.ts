@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { REFUSALS } from '../../../src/modules/order/service.js';
-import { SeckillStore } from '../../../src/modules/seckill/store.js';
+import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
+import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../support/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 import { buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders } from './support.js';

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { SeckillStore } from '../../../src/modules/seckill/store.js';
+import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../support/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { buy, insertSeckillVoucher } from './support.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUSALS } from '../../../src/modules/order/service.js';
+import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeckillStore } from '../../../src/modules/seckill/store.js';
+import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;

@@ -6,9 +6,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
-import type { PersistOutcome } from '../../../src/modules/order/repository.js';
-import { OrderWorker } from '../../../src/modules/order/worker.js';
-import { ORDER_GROUP } from '../../../src/modules/seckill/store.js';
+import type { PersistOutcome } from '../../../src/modules/seckill/order-repository.js';
+import { OrderWorker } from '../../../src/modules/seckill/order-worker.js';
+import { ORDER_GROUP } from '../../../src/modules/seckill/sale-store.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 

@@ -4,9 +4,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../src/app.js';
 import { createDb } from '../../../src/infra/db.js';
-import { OrderRepository } from '../../../src/modules/order/repository.js';
-import { OrderWorker } from '../../../src/modules/order/worker.js';
-import { ORDER_GROUP } from '../../../src/modules/seckill/store.js';
+import { OrderRepository } from '../../../src/modules/seckill/order-repository.js';
+import { OrderWorker } from '../../../src/modules/seckill/order-worker.js';
+import { ORDER_GROUP } from '../../../src/modules/seckill/sale-store.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 

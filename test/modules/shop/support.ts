@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { ShopRepository, type ShopRow } from '../../../src/modules/shop/repository.js';
+import { ShopRepository, type ShopRow } from '../../../src/modules/shops/shop-repository.js';
 import type { UserRole } from '../../../src/infra/schema.js';
-import { SessionStore } from '../../../src/modules/user/session-store.js';
+import { SessionStore } from '../../../src/modules/users/session-store.js';
 import { buildTestApp, type TestEnv } from '../../support/test-env.js';
 import { Gate } from '../../support/gate.js';
 

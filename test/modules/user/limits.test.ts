@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UserRepository } from '../../../src/modules/user/repository.js';
+import { UserRepository } from '../../../src/modules/users/user-repository.js';
 import { buildTestApp, createTestEnv, type InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;

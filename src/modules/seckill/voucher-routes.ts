@@ -1,0 +1,56 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ok } from '../../http/result.js';
+import { IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY } from '../../http/openapi.js';
+import { requireAdmin } from '../users/auth.js';
+import type { VoucherService } from './voucher-service.js';
+
+/** Money in fen (1/100 yuan), as hmdp stores it. */
+const Fen = Type.Integer({ minimum: 0, maximum: 100_000_000, errorMessage: 'must be a whole number of fen from 0' });
+/** RFC 3339 with an explicit offset, e.g. 2026-12-01T10:00:00+08:00: a time without a zone is ambiguous. */
+const Instant = Type.String({ format: 'date-time', errorMessage: 'must be an RFC 3339 date-time with offset, e.g. 2026-12-01T10:00:00+08:00' });
+
+const VoucherBody = {
+  shopId: IdString,
+  title: Type.String({ minLength: 1, maxLength: 255 }),
+  subTitle: Type.Optional(Type.String({ maxLength: 255 })),
+  rules: Type.Optional(Type.String({ maxLength: 1024 })),
+  payValue: Fen,
+  actualValue: Fen,
+};
+
+export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService }> = async (
+  app,
+  { service },
+) => {
+  app.post('/voucher', { schema: { ...ADMIN_ONLY, summary: 'Create a voucher of a shop: data = its id', body: Type.Object(VoucherBody) } }, async (request) => {
+    requireAdmin(request);
+    return ok(await service.addVoucher(request.body));
+  });
+
+  app.post(
+    '/voucher/seckill',
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: 'Create a seckill voucher (stock, sale window): data = its id',
+        body: Type.Object({
+          ...VoucherBody,
+          stock: Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: 'must be a whole number from 0' }),
+          beginTime: Instant,
+          endTime: Instant,
+        }),
+      },
+    },
+    async (request) => {
+      requireAdmin(request);
+      return ok(await service.addSeckillVoucher(request.body));
+    },
+  );
+
+  app.get(
+    '/voucher/list/:shopId',
+    { config: { public: true }, schema: { summary: 'Vouchers of a shop, seckill ones with stock and window', params: Type.Object({ shopId: IdString }) } },
+    async (request) => ok(await service.listByShop(request.params.shopId)),
+  );
+};

@@ -1,0 +1,111 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { badRequest } from '../../http/errors.js';
+import { ok } from '../../http/result.js';
+import { Current, IdParams, IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY } from '../../http/openapi.js';
+import { requireAdmin } from '../users/auth.js';
+import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
+import type { ShopService } from './shop-service.js';
+
+const Longitude = Type.Number({ minimum: -LONGITUDE_LIMIT, maximum: LONGITUDE_LIMIT, errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}` });
+const Latitude = Type.Number({ minimum: -LATITUDE_LIMIT, maximum: LATITUDE_LIMIT, errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}` });
+const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: 'must be a whole number from 0' });
+
+const ShopFields = {
+  name: Type.String({ minLength: 1, maxLength: 128 }),
+  typeId: IdString,
+  images: Type.String({ maxLength: 1024 }),
+  area: Type.String({ maxLength: 128 }),
+  address: Type.String({ minLength: 1, maxLength: 255 }),
+  x: Longitude,
+  y: Latitude,
+  /** Yuan per person. */
+  avgPrice: Count,
+  sold: Count,
+  comments: Count,
+  /** Stars × 10. */
+  score: Type.Integer({ minimum: 0, maximum: 50, errorMessage: 'must be stars × 10, from 0 to 50' }),
+  openHours: Type.String({ maxLength: 32 }),
+};
+
+/**
+ * hmdp's shop routes. Reads are public; writes need an administrator (the session's role, the same
+ * check as voucher writes): 401 without a session, 403 for other users.
+ */
+export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (
+  app,
+  { service },
+) => {
+  app.get('/shop/:id', { config: { public: true }, schema: { summary: 'A shop by id (cached)', params: IdParams } }, async (request) =>
+    ok(await service.get(request.params.id)),
+  );
+
+  app.get(
+    '/shop/of/type',
+    {
+      config: { public: true },
+      schema: {
+        summary: 'Shops of a type, 5 a page; nearest first with x (longitude) and y (latitude)',
+        querystring: Type.Object({
+          typeId: IdString,
+          current: Current,
+          x: Type.Optional(Longitude),
+          y: Type.Optional(Latitude),
+        }),
+      },
+    },
+    async (request) => {
+      const { typeId, current, x, y } = request.query;
+      if ((x === undefined) !== (y === undefined)) {
+        throw badRequest(x === undefined ? 'querystring.x is required with querystring.y' : 'querystring.y is required with querystring.x');
+      }
+      const position = x !== undefined && y !== undefined ? { x, y } : undefined;
+      return ok(await service.ofType(typeId, current, position));
+    },
+  );
+
+  app.get(
+    '/shop/of/name',
+    {
+      config: { public: true },
+      schema: { summary: 'Shops whose name contains a text, 10 a page', querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }) },
+    },
+    async (request) => ok(await service.ofName(request.query.name, request.query.current)),
+  );
+
+  app.post(
+    '/shop',
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: 'Create a shop: data = its id',
+        // Name, type, address and position are needed; the rest have defaults.
+        body: Type.Object({
+          ...Type.Partial(Type.Object(ShopFields)).properties,
+          ...Type.Pick(Type.Object(ShopFields), ['name', 'typeId', 'address', 'x', 'y']).properties,
+        }),
+      },
+    },
+    async (request) => {
+      requireAdmin(request);
+      return ok(await service.create(request.body));
+    },
+  );
+
+  app.put(
+    '/shop',
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: 'Update the fields given of a shop',
+        // Only the fields present change (hmdp's updateById skips nulls).
+        body: Type.Object({ id: IdString, ...Type.Partial(Type.Object(ShopFields)).properties }),
+      },
+    },
+    async (request) => {
+      requireAdmin(request);
+      await service.update(request.body);
+      return ok();
+    },
+  );
+};

@@ -1,0 +1,33 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ok } from '../../http/result.js';
+import { IdParams, IdString } from '../../http/schemas.js';
+import { currentUser } from '../users/auth.js';
+import type { FollowService } from './follow-service.js';
+
+/** hmdp's follow routes; all need a login. */
+export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService }> = async (app, { service }) => {
+  app.put(
+    '/follow/:id/:isFollow',
+    {
+      schema: {
+        summary: 'Follow (true) or unfollow (false) a user',
+        params: Type.Object({
+          id: IdString,
+          isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: 'must be true or false' }),
+        }),
+      },
+    },
+    async (request) => {
+      await service.follow(currentUser(request).id, request.params.id, request.params.isFollow === 'true');
+      return ok();
+    },
+  );
+
+  app.get('/follow/or/not/:id', { schema: { summary: 'Whether I follow a user', params: IdParams } }, async (request) =>
+    ok(await service.isFollowing(currentUser(request).id, request.params.id)),
+  );
+
+  app.get('/follow/common/:id', { schema: { summary: 'Users both I and another user follow', params: IdParams } }, async (request) =>
+    ok(await service.common(currentUser(request).id, request.params.id)),
+  );
+};

@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import type { Result } from 'ioredis';
+import { badRequest, notFound } from '../../http/errors.js';
+import type { RedisClient } from '../../infra/redis.js';
+import type { UserRepository } from '../users/user-repository.js';
+import type { UserSummary } from '../users/session-store.js';
+import type { FollowRepository } from './follow-repository.js';
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    followSetIfExists(key: string, op: 'add' | 'remove', member: string): Result<number, Context>;
+  }
+}
+
+const SET_IF_EXISTS_LUA = readFileSync(new URL('../follow/lua/set-if-exists.lua', import.meta.url), 'utf8');
+
+/** hmdp's `follows:{userId}`: the ids a user follows. */
+export const followsKey = (userId: string): string => `follows:${userId}`;
+/**
+ * Every built set holds this member besides the followees (no user has id 0), so "follows
+ * nobody" is an existing set and a missing set always means "rebuild from tb_follow".
+ */
+export const FOLLOWS_MARKER = '0';
+
+/**
+ * Follows (hmdp "好友关注"). tb_follow is the source of truth; `follows:{userId}` sets are a
+ * read model, updated after each write when present and rebuilt from MySQL when missing.
+ *
+ * Common follows: hmdp runs SINTER on two users' sets. Two users' keys hash to different
+ * Redis Cluster slots (there is no hash tag that would co-locate every pair), so this reads both
+ * sets (SMEMBERS, each a single-key command) and intersects them here; sets are bounded by the
+ * number of people one user follows, so this stays cheap.
+ *
+ * Known window: a rebuild that read tb_follow just before a concurrent unfollow committed can
+ * store the old followee after the writer found no set to update; the next rebuild (the set has
+ * no TTL, so only after it is deleted) corrects it. Writes never create a partial set.
+ */
+export class FollowService {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly follows: FollowRepository,
+    private readonly users: UserRepository,
+  ) {
+    redis.defineCommand('followSetIfExists', { numberOfKeys: 1, lua: SET_IF_EXISTS_LUA });
+  }
+
+  async follow(userId: string, followeeId: string, isFollow: boolean): Promise<void> {
+    if (userId === followeeId) throw badRequest('params.id must be another user: you cannot follow yourself');
+    if (isFollow) {
+      if (!(await this.users.findById(followeeId))) throw notFound(`User ${followeeId} not found`);
+      await this.follows.follow(userId, followeeId);
+      await this.redis.followSetIfExists(followsKey(userId), 'add', followeeId);
+    } else {
+      await this.follows.unfollow(userId, followeeId);
+      await this.redis.followSetIfExists(followsKey(userId), 'remove', followeeId);
+    }
+  }
+
+  async isFollowing(userId: string, followeeId: string): Promise<boolean> {
+    await this.ensureLoaded(userId);
+    return (await this.redis.sismember(followsKey(userId), followeeId)) === 1;
+  }
+
+  /** The users both `userId` and `otherId` follow. */
+  async common(userId: string, otherId: string): Promise<UserSummary[]> {
+    if (!(await this.users.findById(otherId))) throw notFound(`User ${otherId} not found`);
+    const [mine, theirs] = await Promise.all([this.followeeIds(userId), this.followeeIds(otherId)]);
+    const theirSet = new Set(theirs);
+    const ids = mine.filter((id) => theirSet.has(id)).sort((a, b) => Number(a) - Number(b));
+    const rows = await this.users.findByIds(ids);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.flatMap((id) => {
+      const row = byId.get(id);
+      return row ? [{ id: row.id, nickName: row.nick_name, icon: row.icon }] : [];
+    });
+  }
+
+  async followeeIds(userId: string): Promise<string[]> {
+    await this.ensureLoaded(userId);
+    return (await this.redis.smembers(followsKey(userId))).filter((id) => id !== FOLLOWS_MARKER);
+  }
+
+  /** Everyone following `userId`, in batches (from MySQL: the feed's fan-out list). */
+  followerBatches(userId: string): AsyncGenerator<string[]> {
+    return this.follows.followerBatches(userId);
+  }
+
+  private async ensureLoaded(userId: string): Promise<void> {
+    const key = followsKey(userId);
+    if ((await this.redis.exists(key)) === 1) return;
+    const ids = await this.follows.followees(userId);
+    await this.redis.sadd(key, FOLLOWS_MARKER, ...ids);
+  }
+}

@@ -1,0 +1,48 @@
+import multipart from '@fastify/multipart';
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { badRequest, HttpError } from '../../http/errors.js';
+import { ok } from '../../http/result.js';
+import { currentUser } from '../users/auth.js';
+import type { UploadService } from './upload-service.js';
+
+/**
+ * hmdp's upload routes. hmdp left /upload/** public; here both need a login, because an image
+ * is recorded with its owner and only the owner may delete it.
+ */
+export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; maxBytes: number }> = async (app, { service, maxBytes }) => {
+  // Scoped to this plugin: only the upload routes accept multipart bodies. A file over the cap
+  // makes toBuffer() throw @fastify/multipart's RequestFileTooLargeError (413).
+  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, parts: 6 } });
+
+  app.post('/upload/blog', { schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] } }, async (request) => {
+    const user = currentUser(request);
+    if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
+    return ok(await service.saveBlogImage(user.id, await readImage(request)));
+  });
+
+  app.get(
+    '/upload/blog/delete',
+    { schema: { summary: 'Delete one of my uploaded images', querystring: Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) }) } },
+    async (request) => {
+      await service.deleteBlogImage(currentUser(request).id, request.query.name);
+      return ok();
+    },
+  );
+};
+
+/**
+ * The bytes of the `file` part. @fastify/multipart's own errors carry their status (413 over the
+ * limits); anything else thrown while parsing comes from busboy reading a malformed body (no
+ * boundary, a form that never ends, a broken part header): the client's fault, so 400.
+ */
+async function readImage(request: FastifyRequest): Promise<Buffer> {
+  try {
+    const file = await request.file();
+    if (!file || file.fieldname !== 'file') throw badRequest('body.file is required');
+    return await file.toBuffer();
+  } catch (err) {
+    if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
+    throw badRequest(`body is not valid multipart/form-data: ${(err as Error).message}`);
+  }
+}

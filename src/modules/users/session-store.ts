@@ -1,0 +1,124 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { Result } from 'ioredis';
+import type { RedisClient } from '../../infra/redis.js';
+import type { UserRole } from '../../infra/schema.js';
+
+/** A user as others see it: hmdp's UserDTO. */
+export interface UserSummary {
+  id: string;
+  nickName: string;
+  icon: string;
+}
+
+/** What a session remembers of its user: hmdp's UserDTO plus the role (checked on admin routes). */
+export interface SessionUser extends UserSummary {
+  role: UserRole;
+}
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    sessionTouch(key: string, ttlSeconds: number): Result<string[], Context>;
+    sessionSetRole(key: string, role: UserRole): Result<number, Context>;
+  }
+}
+
+const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+
+const TOKEN_BYTES = 32; // 256 bits of entropy, well above the 128 required for unguessable tokens
+
+/**
+ * Login sessions in Redis: `login:token:{sha256(token)}` hash {id, nickName, icon, role} with a
+ * TTL that every authenticated request renews (sliding expiry).
+ *
+ * The key holds a hash of the token, not the token: whoever can read Redis (a replica, a dump,
+ * MONITOR) still cannot impersonate a user.
+ *
+ * `login:sessions:{userId}` (a set of those SHA-256 digests, no TTL) lists each user's sessions,
+ * so that a role change reaches every live session at once (`setRole`). It is written at login
+ * and logout only, never on the per-request touch; members whose session expired are dropped
+ * lazily (at the next login or role change). It has no TTL because sliding sessions have no
+ * maximum age: any TTL could expire the index while a session still lives, and a revoke would
+ * then miss that session. Session keys live in different Cluster slots, so each is one command
+ * of its own (no multi-key script).
+ *
+ * Creating a session and changing a role must not interleave for one user (a login that read
+ * the old role could otherwise write it after the change was pushed): callers hold the user's
+ * row lock around both (UserRepository.withUserLocked).
+ */
+export class SessionStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly ttlSeconds: number,
+  ) {
+    redis.defineCommand('sessionTouch', { numberOfKeys: 1, lua: script('touch-session') });
+    redis.defineCommand('sessionSetRole', { numberOfKeys: 1, lua: script('session-set-role') });
+  }
+
+  async create(user: SessionUser): Promise<string> {
+    const token = randomBytes(TOKEN_BYTES).toString('base64url');
+    const digest = tokenDigest(token);
+    // Indexed first: a session that exists is always in its user's index (a failure in between
+    // leaves only an index member without a session, which the next pruning drops).
+    await this.redis.sadd(userSessionsKey(user.id), digest);
+    const key = sessionKeyOfDigest(digest);
+    await this.redis.multi().hset(key, { ...user }).expire(key, this.ttlSeconds).exec();
+    return token;
+  }
+
+  /** The session's user, renewing its TTL; null if the token is unknown or expired. */
+  async touch(token: string): Promise<SessionUser | null> {
+    const flat = await this.redis.sessionTouch(sessionKey(token), this.ttlSeconds);
+    const fields: Record<string, string> = {};
+    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+    return toSessionUser(fields);
+  }
+
+  /** Ends a session (logout); `userId` is its user, whose index then forgets it. */
+  async delete(token: string, userId?: string): Promise<boolean> {
+    const digest = tokenDigest(token);
+    const deleted = (await this.redis.del(sessionKeyOfDigest(digest))) === 1;
+    if (userId !== undefined) await this.redis.srem(userSessionsKey(userId), digest);
+    return deleted;
+  }
+
+  /**
+   * Sets the role in every live session of the user (one HSET-if-exists per session) and drops
+   * the index members whose session is gone; returns how many sessions were updated.
+   */
+  async setRole(userId: string, role: UserRole): Promise<number> {
+    const digests = await this.redis.smembers(userSessionsKey(userId));
+    const updated = await Promise.all(digests.map((digest) => this.redis.sessionSetRole(sessionKeyOfDigest(digest), role)));
+    await this.forget(userId, digests.filter((_, i) => updated[i] === 0));
+    return updated.filter((done) => done === 1).length;
+  }
+
+  /** Drops the index members of the user whose session expired; returns how many remain. */
+  async pruneExpired(userId: string): Promise<number> {
+    const digests = await this.redis.smembers(userSessionsKey(userId));
+    const alive = await Promise.all(digests.map((digest) => this.redis.exists(sessionKeyOfDigest(digest))));
+    await this.forget(userId, digests.filter((_, i) => alive[i] === 0));
+    return alive.filter((exists) => exists === 1).length;
+  }
+
+  private async forget(userId: string, digests: string[]): Promise<void> {
+    if (digests.length > 0) await this.redis.srem(userSessionsKey(userId), ...digests);
+  }
+}
+
+const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
+const sessionKeyOfDigest = (digest: string): string => `login:token:${digest}`;
+
+export function sessionKey(token: string): string {
+  return sessionKeyOfDigest(tokenDigest(token));
+}
+
+/** The set of a user's session digests (see SessionStore). */
+export const userSessionsKey = (userId: string): string => `login:sessions:${userId}`;
+
+function toSessionUser(fields: Record<string, string> | undefined): SessionUser | null {
+  if (fields?.id === undefined) return null;
+  // Sessions opened before roles existed have no role field: plain users.
+  const role: UserRole = fields.role === 'admin' ? 'admin' : 'user';
+  return { id: fields.id, nickName: fields.nickName ?? '', icon: fields.icon ?? '', role };
+}

@@ -1,0 +1,56 @@
+import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ok } from '../../http/result.js';
+import { IdParams } from '../../http/schemas.js';
+import { currentUser } from './auth.js';
+import type { UserService } from './user-service.js';
+
+/** Mainland-China mobile numbers: 11 digits, 1 then 3-9. */
+const Phone = Type.String({
+  pattern: '^1[3-9][0-9]{9}$',
+  errorMessage: 'must be a mainland-China mobile number (11 digits starting with 13-19)',
+});
+const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be the 6-digit code sent by SMS' });
+
+export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = async (app, { service }) => {
+  app.post(
+    '/user/code',
+    { config: { public: true }, schema: { summary: 'Send a login code by SMS', querystring: Type.Object({ phone: Phone }) } },
+    async (request) => {
+      await service.sendCode(request.query.phone, request.ip);
+      return ok();
+    },
+  );
+
+  app.post(
+    '/user/login',
+    {
+      config: { public: true },
+      schema: {
+        summary: 'Log in with the SMS code: data = the session token',
+        body: Type.Object({
+          phone: Phone,
+          code: Code,
+          // hmdp's form also posts a password field; password login is not offered.
+          password: Type.Optional(Type.String({ maxLength: 128 })),
+        }),
+      },
+    },
+    async (request) => ok(await service.login(request.body.phone, request.body.code)),
+  );
+
+  app.post('/user/logout', { schema: { summary: 'End my session' } }, async (request) => {
+    if (request.sessionToken !== null && request.user !== null) await service.logout(request.sessionToken, request.user.id);
+    return ok();
+  });
+
+  // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
+  app.get('/user/me', { schema: { summary: 'The logged-in user (with role)' } }, async (request) => ok(currentUser(request)));
+
+  app.get('/user/info/:id', { schema: { summary: 'A user\'s profile details', params: IdParams } }, async (request) =>
+    ok(await service.getInfo(request.params.id)),
+  );
+
+  app.get('/user/:id', { schema: { summary: 'A user\'s public name and icon', params: IdParams } }, async (request) =>
+    ok(await service.getUser(request.params.id)),
+  );
+};

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { badRequest, notFound, tooManyRequests } from '../../http/errors.js';
+import type { RateLimit } from '../../lib/rate-limit/index.js';
+import type { LoginCodeStore } from './login-code-store.js';
+import type { UserInfoRow, UserRepository, UserRow } from './user-repository.js';
+import type { SessionStore, SessionUser, UserSummary } from './session-store.js';
+import type { SmsSender } from './sms-sender.js';
+
+export interface UserServiceDeps {
+  users: UserRepository;
+  sessions: SessionStore;
+  codes: LoginCodeStore;
+  sms: SmsSender;
+  /** Limits per phone number (interval and daily cap). */
+  phoneLimit: RateLimit;
+  /** Limits per client IP, so one client cannot spray codes over many numbers. */
+  ipLimit: RateLimit;
+}
+
+export interface UserInfo {
+  userId: string;
+  city: string;
+  introduce: string;
+  fans: number;
+  followee: number;
+  gender: number;
+  birthday: string | null;
+  credits: number;
+  level: number;
+}
+
+/** hmdp's SMS-code login ("短信登录") and the user queries around it. */
+export class UserService {
+  constructor(private readonly deps: UserServiceDeps) {}
+
+  async sendCode(phone: string, clientIp: string): Promise<void> {
+    await this.enforce(this.deps.ipLimit, clientIp, 'Too many codes requested from this address');
+    await this.enforce(this.deps.phoneLimit, phone, 'Too many codes requested for this phone');
+    const code = await this.deps.codes.issue(phone);
+    await this.deps.sms.sendLoginCode(phone, code);
+  }
+
+  /** Checks the code, creates the user on first login and opens a session; returns its token. */
+  async login(phone: string, code: string): Promise<string> {
+    const check = await this.deps.codes.check(phone, code);
+    if (check === 'missing') throw badRequest('No valid code for this phone: request a new one');
+    if (check === 'wrong') throw badRequest('Wrong code');
+    const { id } = await this.deps.users.findOrCreateByPhone(phone, randomNickName());
+    // Under the row lock, so that a role change cannot slip between reading the role and
+    // indexing the new session (see SessionStore).
+    const token = await this.deps.users.withUserLocked(id, async (user) => {
+      await this.deps.sessions.pruneExpired(id);
+      return this.deps.sessions.create(toSessionUser(user));
+    });
+    if (token === undefined) throw new Error(`user ${id} vanished during login`);
+    return token;
+  }
+
+  async logout(token: string, userId: string): Promise<void> {
+    await this.deps.sessions.delete(token, userId);
+  }
+
+  async getUser(id: string): Promise<UserSummary> {
+    const user = await this.deps.users.findById(id);
+    if (!user) throw notFound(`User ${id} not found`);
+    return toUserSummary(user);
+  }
+
+  /** The user's profile, or null when the user never filled one in. */
+  async getInfo(userId: string): Promise<UserInfo | null> {
+    const info = await this.deps.users.findInfo(userId);
+    return info ? toUserInfo(info) : null;
+  }
+
+  private async enforce(limit: RateLimit, subject: string, message: string): Promise<void> {
+    const decision = await limit.consume(subject);
+    if (!decision.allowed) {
+      throw tooManyRequests(`${message}: try again in ${Math.ceil(decision.retryAfterMs / 1000)} s`, decision.retryAfterMs);
+    }
+  }
+}
+
+function toUserSummary(user: UserRow): UserSummary {
+  return { id: user.id, nickName: user.nick_name, icon: user.icon };
+}
+
+export function toSessionUser(user: UserRow): SessionUser {
+  return { ...toUserSummary(user), role: user.role };
+}
+
+function toUserInfo(info: UserInfoRow): UserInfo {
+  return {
+    userId: info.user_id,
+    city: info.city,
+    introduce: info.introduce,
+    fans: info.fans,
+    followee: info.followee,
+    gender: info.gender,
+    birthday: info.birthday ? info.birthday.toISOString().slice(0, 10) : null,
+    credits: info.credits,
+    level: info.level,
+  };
+}
+
+/** hmdp names new users "user_" + 10 random characters. */
+export function randomNickName(): string {
+  return `user_${randomBytes(8).toString('base64url').slice(0, 10)}`;
+}
