@@ -13,7 +13,8 @@ import { Redis } from 'ioredis';
 import { startRedisServer } from '../test/lib/helpers/redis-servers.js';
 import { AdmissionGate, RateLimiter } from '../src/lib/rate-limit/index.js';
 import { OrderLimits } from '../src/modules/seckill/order-limits.js';
-import { SeckillStore } from '../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../src/modules/seckill/keys.js';
 
 const CALLS = 20_000;
 /** Buyers of a sale come from many addresses: a thousand here. */
@@ -23,7 +24,7 @@ const CONCURRENCY = 100;
 const server = await startRedisServer();
 const redis = new Redis(server.url, { enableAutoPipelining: true });
 try {
-  const store = new SeckillStore(redis, 4);
+  const store = new SaleStore(redis, new SaleKeys(4));
   await store.publish({ voucherId: '7', stock: 10_000_000, begin: new Date(Date.now() - 3600_000), end: new Date(Date.now() + 3600_000) });
   const limiter = new RateLimiter(redis);
   const userAndIp = new OrderLimits(limiter, new AdmissionGate(redis, { name: 'sale', ratePerSecond: 0 }), { perUser: 5, perIp: 1_000_000 });

@@ -10,7 +10,8 @@
  */
 import { build } from 'hdr-histogram-js';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { SeckillStore } from '../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../src/modules/seckill/keys.js';
 
 const target = process.argv[2] ?? 'redis://127.0.0.1:6379/0';
 const parallelism = [1, 100];
@@ -27,7 +28,7 @@ const redis: RedisClient = createRedis({
 const voucherIds = Array.from({ length: shards }, (_, shard) => String(1000 + shard));
 let nextOrder = 1;
 
-async function run(store: SeckillStore, loops: number, ms: number, latencies: ReturnType<typeof build>): Promise<number> {
+async function run(store: SaleStore, loops: number, ms: number, latencies: ReturnType<typeof build>): Promise<number> {
   const end = Date.now() + ms;
   let done = 0;
   await Promise.all(
@@ -48,8 +49,8 @@ async function run(store: SeckillStore, loops: number, ms: number, latencies: Re
 let timeouts = 0;
 try {
   const stores = {
-    'acks=0': new SeckillStore(redis, shards),
-    'acks=1': new SeckillStore(redis, shards, { acks: 1, timeoutMs: 1000, onTimeout: (n) => { timeouts += n; } }),
+    'acks=0': new SaleStore(redis, new SaleKeys(shards)),
+    'acks=1': new SaleStore(redis, new SaleKeys(shards), { acks: 1, timeoutMs: 1000, onTimeout: (n) => { timeouts += n; } }),
   };
   const now = Date.now();
   for (const voucherId of voucherIds) {
@@ -74,9 +75,9 @@ try {
   console.log(`WAIT timeouts (acks=1): ${timeouts}`);
   await stores['acks=1'].close();
 } finally {
-  const store = new SeckillStore(redis, shards);
+  const store = new SaleStore(redis, new SaleKeys(shards));
   for (const voucherId of voucherIds) {
-    const keys = store.keys(voucherId);
+    const keys = store.keys.voucher(voucherId);
     await redis.del(keys.voucher);
     await redis.del(keys.buyers);
     await redis.del(keys.stream);

@@ -14,7 +14,6 @@ import type { BenchUser, World } from './world.js';
 import type { PhaseResult, RequestSource } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { startServer } from './processes.js';
-import type { SeckillStore } from '../src/modules/seckill/sale-store.js';
 
 export type Strategy = 'async' | 'sync';
 
@@ -69,7 +68,7 @@ export async function prepareSale(strategy: Strategy, options: BenchOptions, wor
     let drainMs = 0;
     const waitForWorker = async () => {
       const drainStarted = performance.now();
-      drained = await waitForDrain(world.store, options.drainTimeoutSeconds * 1000);
+      drained = await waitForDrain(world, options.drainTimeoutSeconds * 1000);
       drainMs = Math.round(performance.now() - drainStarted);
     };
     return {
@@ -138,22 +137,23 @@ export class Sale implements RequestSource {
 }
 
 /** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
-export async function waitForDrain(store: SeckillStore, timeoutMs: number): Promise<boolean> {
+export async function waitForDrain(world: Pick<World, 'redis' | 'stream'>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { queued, pending } = await streamBacklog(store);
+    const { queued, pending } = await streamBacklog(world);
     if (queued === 0 && pending === 0) return true;
     if (Date.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
-export async function streamBacklog(store: SeckillStore): Promise<{ queued: number; pending: number; dead: number }> {
-  const stats = await store.streamStats();
+export async function streamBacklog(world: Pick<World, 'redis' | 'stream'>): Promise<{ queued: number; pending: number; dead: number }> {
+  const { redis, stream } = world;
+  const stats = await stream.stats();
   const pending = stats.reduce((sum, shard) => sum + shard.pending, 0);
   const dead = stats.reduce((sum, shard) => sum + shard.deadLetters, 0);
   let queued = 0;
-  for (let shard = 0; shard < store.shards; shard++) queued += await store.redis.hlen(store.shardKeys(shard).queued);
+  for (const shard of stream.keys.allShards()) queued += await redis.hlen(stream.keys.shard(shard).queued);
   return { queued, pending, dead };
 }
 
@@ -182,12 +182,12 @@ export async function readSaleFromMysql(db: World['db'], vouchers: readonly stri
  * Everything the sale promised, read back from MySQL and Redis after the drain. Exported for the
  * harness's own tests, which show that each check can fail.
  */
-export async function checkSale(world: Pick<World, 'db' | 'store'>, strategy: Strategy, vouchers: readonly string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
+export async function checkSale(world: Pick<World, 'db' | 'store' | 'redis' | 'stream'>, strategy: Strategy, vouchers: readonly string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
   const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   const redisStock = new Map<string, number | undefined>();
   for (const voucher of vouchers) redisStock.set(voucher, (await store.read(voucher))?.stock);
-  const backlog = await streamBacklog(store);
+  const backlog = await streamBacklog(world);
 
   const orders = perVoucher.reduce((sum, row) => sum + Number(row.orders), 0);
   const sold = vouchers.reduce((sum, voucher) => sum + (stock - (mysqlStock.get(voucher) ?? stock)), 0);

@@ -11,25 +11,19 @@
  * Prints `{"listening":true,"port":N}` on stdout when ready; exits 0 after SIGTERM, which also
  * lets `node --cpu-prof` write its profile.
  */
-import type { Result } from 'ioredis';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/infra/config.js';
 import { createDb } from '../src/infra/db.js';
 import { closeRedis, createRedis } from '../src/infra/redis.js';
 import { ok } from '../src/http/result.js';
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    benchNoop(key: string): Result<number, Context>;
-  }
-}
+import { defineScripts } from '../src/lib/redis-scripts/index.js';
 
 const config = loadConfig();
 const redis = createRedis(config);
 const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const app = await buildApp({ config, redis, db });
-redis.defineCommand('benchNoop', { numberOfKeys: 1, lua: "return redis.call('EXISTS', KEYS[1])" });
-app.post('/bench/evalsha', async () => ok(await redis.benchNoop('bench:noop')));
+const scripts = defineScripts<{ noop(key: string): Promise<number> }>(redis, 'bench', { noop: { keys: 1, lua: "return redis.call('EXISTS', KEYS[1])" } });
+app.post('/bench/evalsha', async () => ok(await scripts.noop('bench:noop')));
 
 app.get('/bench/ping', async () => ok(true));
 

@@ -14,7 +14,9 @@ import type { Config } from '../src/infra/config.js';
 import { createDb, type Db } from '../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
-import { SeckillStore } from '../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../src/modules/seckill/keys.js';
+import { OrderStream } from '../src/modules/seckill/order-stream.js';
 import { SessionStore } from '../src/modules/users/session-store.js';
 
 export interface BenchUser {
@@ -30,7 +32,9 @@ export interface World {
   users: BenchUser[];
   shopId: string;
   /** The Redis side of sales, with the servers' stream shards (SECKILL_STREAM_SHARDS). */
-  store: SeckillStore;
+  store: SaleStore;
+  /** The order streams of those shards. */
+  stream: OrderStream;
   /** Every voucher the run created. */
   vouchers: readonly string[];
   /** Environment of the server processes the harness starts (own world only). */
@@ -121,7 +125,8 @@ export async function attachWorld(config: Config, users: number): Promise<World>
 async function populate(db: Db, redis: RedisClient, shards: number, userCount: number, env: Record<string, string>, destroy: () => Promise<void>): Promise<World> {
   const shopId = await createShop(db);
   const users = await createUsers(db, redis, userCount);
-  const store = new SeckillStore(redis, shards);
+  const keys = new SaleKeys(shards);
+  const store = new SaleStore(redis, keys);
   const vouchers: string[] = [];
   return {
     db,
@@ -129,6 +134,7 @@ async function populate(db: Db, redis: RedisClient, shards: number, userCount: n
     users,
     shopId,
     store,
+    stream: new OrderStream(redis, keys),
     vouchers,
     env,
     createVouchers: async (count, stock) => {
@@ -149,7 +155,7 @@ async function removeWhatWasCreated(world: World): Promise<void> {
     await world.db.deleteFrom('tb_seckill_voucher').where('voucher_id', 'in', chunk).execute();
     await world.db.deleteFrom('tb_voucher').where('id', 'in', chunk).execute();
     for (const voucherId of chunk) {
-      const keys = store.keys(voucherId);
+      const keys = store.keys.voucher(voucherId);
       await world.redis.del(keys.voucher, keys.buyers);
     }
   }
@@ -197,7 +203,7 @@ async function createUsers(db: Db, redis: RedisClient, count: number): Promise<B
   return Promise.all(rows.map(async (row) => ({ id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '', role: 'user' }) })));
 }
 
-async function createVouchers(db: Db, store: SeckillStore, shopId: string, count: number, stock: number): Promise<string[]> {
+async function createVouchers(db: Db, store: SaleStore, shopId: string, count: number, stock: number): Promise<string[]> {
   const begin = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
   const end = new Date(begin.getTime() + 6 * 3600_000);
   const ids: string[] = [];

@@ -211,7 +211,7 @@ export async function driveSale(instances: readonly Instance[], setup: SaleSetup
 /** Waits until nothing is queued or pending; ms taken (from now), or null after `timeoutMs`. */
 export async function timeDrain(world: World, timeoutMs = 60_000): Promise<number | null> {
   const started = performance.now();
-  const drained = await waitForDrain(world.store, timeoutMs);
+  const drained = await waitForDrain(world, timeoutMs);
   return drained ? Math.round(performance.now() - started) : null;
 }
 
@@ -244,7 +244,7 @@ export async function saleFigures(world: World, setup: SaleSetup): Promise<SaleF
   const orders = new Map(rows.map((row) => [row.voucher_id, Number(row.orders)]));
   const inMysql = ids.size;
   const sold = vouchers.reduce((sum, voucher) => sum + (stock - (mysqlStock.get(voucher) ?? stock)), 0);
-  const backlog = await streamBacklog(world.store);
+  const backlog = await streamBacklog(world);
   return {
     accepted: sale.accepted.size,
     acceptedUnanswered: [...ids].filter((id) => !sale.accepted.has(id)).length,

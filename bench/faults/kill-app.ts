@@ -15,7 +15,8 @@ import {
   sumLogField, throughProxy, timeDrain, withCleanup, type FaultScenario, type Instance,
 } from './harness.js';
 import { startTcpProxy } from './tcp-proxy.js';
-import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/sale-store.js';
+import type { World } from '../world.js';
+import { ORDER_GROUP } from '../../src/modules/seckill/keys.js';
 
 /** The victim's MySQL is cut this long before it is killed (see below). */
 const HOLD_MS = 1_500;
@@ -44,10 +45,10 @@ export const killApp: FaultScenario = {
           run: async () => {
             proxy.cut();
             await sleep(HOLD_MS);
-            pendingOnVictim = await pendingOf(world.store, victim.consumer);
+            pendingOnVictim = await pendingOf(world, victim.consumer);
             killedAt = performance.now();
             victim.child.kill('SIGKILL');
-            while ((await pendingOf(world.store, victim.consumer)) > 0) await sleep(50);
+            while ((await pendingOf(world, victim.consumer)) > 0) await sleep(50);
             takenOverMs = Math.round(performance.now() - killedAt);
           },
         },
@@ -81,10 +82,10 @@ export const killApp: FaultScenario = {
 };
 
 /** Entries pending on one consumer, over every shard. */
-async function pendingOf(store: SeckillStore, consumer: string): Promise<number> {
+async function pendingOf(world: Pick<World, 'redis' | 'stream'>, consumer: string): Promise<number> {
   let pending = 0;
-  for (let shard = 0; shard < store.shards; shard++) {
-    const consumers = (await store.redis.xpending(store.shardKeys(shard).stream, ORDER_GROUP).catch(() => [0, null, null, []])) as [number, unknown, unknown, Array<[string, string]> | null];
+  for (const shard of world.stream.keys.allShards()) {
+    const consumers = (await world.redis.xpending(world.stream.keys.shard(shard).stream, ORDER_GROUP).catch(() => [0, null, null, []])) as [number, unknown, unknown, Array<[string, string]> | null];
     pending += Number(consumers[3]?.find(([name]) => name === consumer)?.[1] ?? 0);
   }
   return pending;

@@ -46,14 +46,14 @@ export const mysqlOutage: FaultScenario = {
             proxy.cut();
             cutAt = performance.now();
             await sleep(OUTAGE_MS);
-            const backlog = await streamBacklog(world.store);
+            const backlog = await streamBacklog(world);
             backlogAtRestore = backlog.queued;
             refusedDuringOutage = proxy.connectionsRefused;
             proxy.restore();
             restoredAt = performance.now();
             // Caught up: the backlog of the outage is written (new orders keep coming meanwhile, so "nothing queued" is a moment between batches).
             for (;;) {
-              const { queued, pending } = await streamBacklog(world.store);
+              const { queued, pending } = await streamBacklog(world);
               if (queued === 0 && pending === 0) break;
               if (performance.now() - restoredAt > 60_000) return;
               await sleep(20);

@@ -54,7 +54,7 @@ export const redisFailover: FaultScenario = {
       // buys voucher ⌊i / users⌋), so that its whole sale falls inside the stale window.
       const faultAtSeconds = durationSeconds * 0.35;
       const nextVoucher = setup.vouchers[Math.floor((faultAtSeconds * setup.rate) / world.users.length) + 1]!;
-      const slot = await keySlot(cluster.nodes[0]!, world.store.keys(nextVoucher).stream);
+      const slot = await keySlot(cluster.nodes[0]!, world.store.keys.voucher(nextVoucher).stream);
       const { master, replicas } = await cluster.shardOf(slot);
       const replica = replicas[0]!;
 

@@ -1,13 +1,15 @@
 import { hostname } from 'node:os';
 import pino from 'pino';
-import { buildSeckill } from '../app.js';
 import { ConfigError, loadConfig } from '../infra/config.js';
 import { createDb } from '../infra/db.js';
+import { createMetrics } from '../infra/metrics.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
+import { buildSeckill } from '../modules/seckill/index.js';
 
 /**
  * The order worker (and unpaid-order canceller) as a process of its own, for deployments that
- * scale writers apart from the HTTP instances (then run those with SECKILL_WORKER=false).
+ * scale writers apart from the HTTP instances (then run those with SECKILL_WORKER=false). It
+ * builds the sale exactly as an app instance does, without the HTTP server.
  * SECKILL_CONSUMER names it in the consumer group; keep it stable across restarts so a restarted
  * worker re-reads its own pending entries at once instead of waiting for XAUTOCLAIM.
  */
@@ -23,19 +25,16 @@ const redis = createRedis(config);
 redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
 const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const consumerName = config.seckill.consumer || `${hostname()}:worker`;
-const { worker, canceller, store } = buildSeckill({ config, redis, db, consumerName }, log);
+const seckill = buildSeckill({ config, redis, db, log, metrics: createMetrics(), consumerName });
 
-worker.start();
-canceller.start();
+seckill.startJobs();
 log.info({ consumer: consumerName, shards: config.seckill.streamShards }, 'order worker started');
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     log.info(`${signal} received, stopping the order worker`);
     void (async () => {
-      await worker.stop();
-      await canceller.stop();
-      await store.close();
+      await seckill.close();
       await db.destroy();
       await closeRedis(redis);
     })();

@@ -4,7 +4,8 @@ import { createDb } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
 import { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from '../modules/seckill/reconcile.js';
-import { SeckillStore } from '../modules/seckill/sale-store.js';
+import { SaleKeys } from '../modules/seckill/keys.js';
+import { SaleStore } from '../modules/seckill/sale-store.js';
 
 /**
  * Compares the seckill state in Redis (stock, buyers) with MySQL's orders and optionally repairs
@@ -72,7 +73,7 @@ if (typeof options === 'string') {
     const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 2 });
     const redis = createRedis(config);
     try {
-      const store = new SeckillStore(redis, config.seckill.streamShards);
+      const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards));
       const report = await reconcileSeckill({ db, store }, {
         repair: options.repair,
         voucherIds: options.voucherIds,

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
+import { ADMIN_ONLY } from './schemas.js';
 
 /** Where the API documentation is served: the UI at /docs, the OpenAPI document at /docs/json. */
 export const DOCS_PREFIX = '/docs';
@@ -9,12 +10,6 @@ export const DOCS_PREFIX = '/docs';
 /** The security scheme of routes that need a login: the session token in `authorization`. */
 export const SESSION_SCHEME = 'session';
 
-/**
- * Marks a route for administrators only in its schema (`schema: { ...ADMIN_ONLY, body: … }`).
- * Only documentation: the handler still enforces it (requireAdmin). The abuse test checks that
- * a normal user is refused on every route so marked.
- */
-export const ADMIN_ONLY = { 'x-admin-only': true } as const;
 
 const ErrorResult = {
   type: 'object',

@@ -28,7 +28,7 @@ export function securityHeaders(options: Readonly<HelmetOptions>): Readonly<Reco
   return Object.freeze(headers);
 }
 
-/** The policy of this app: see docs/ARCHITECTURE.md, "Hardening". */
+/** The policy of this app: see docs/http.md, "Hardening". */
 export const APP_HELMET_OPTIONS: Readonly<HelmetOptions> = {
   contentSecurityPolicy: {
     directives: {

@@ -1,4 +1,8 @@
 import type { FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { BaseLogger } from 'pino';
+
+/** What background jobs and features log through: the app's logger or a bare pino one. */
+export type Log = Pick<BaseLogger, 'info' | 'warn' | 'error'>;
 
 /**
  * What the logs may not contain, applied to every logger the app builds: session tokens (the

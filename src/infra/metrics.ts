@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { LockObserver } from '../lib/lock/index.js';
 
 /**
  * Prometheus metrics of one app instance (prom-client), served at `GET /metrics`.
@@ -8,8 +9,18 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  const beforeScrape: Array<() => Promise<void>> = [];
   return {
     registry,
+    /** Runs `refresh` before each scrape: a feature sets the gauges it reads from Redis. */
+    onScrape(refresh: () => Promise<void>): void {
+      beforeScrape.push(refresh);
+    },
+    /** The text exposition of every metric, gauges refreshed first. */
+    async render(): Promise<string> {
+      await Promise.all(beforeScrape.map((refresh) => refresh()));
+      return registry.metrics();
+    },
     httpDuration: new Histogram({
       name: 'http_request_duration_seconds',
       help: 'HTTP requests by route, method and status code',
@@ -86,3 +97,13 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Lock waits into lock_wait_seconds, labelled by the lock's family (its name up to the first colon). */
+export function lockWaitObserver(metrics: Metrics): LockObserver {
+  return {
+    onAcquire: ({ name, kind, outcome, waitedMs }) => {
+      const family = name.split(':', 1)[0] ?? name;
+      metrics.lockWait.observe({ lock: family, kind, outcome }, waitedMs / 1000);
+    },
+  };
+}

@@ -12,7 +12,8 @@ import { renderMarkdown, renderSvg } from '../../bench/report.js';
 import { runBench } from '../../bench/run.js';
 import { checkSale } from '../../bench/seckill.js';
 import { createOwnWorld, type World } from '../../bench/world.js';
-import { ORDER_GROUP, type SeckillStore } from '../../src/modules/seckill/sale-store.js';
+import { type SaleStore } from '../../src/modules/seckill/sale-store.js';
+import { ORDER_GROUP } from '../../src/modules/seckill/keys.js';
 import { testMysqlUrl, testRedisUrl } from '../support/env.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
 import { eventually } from '../modules/seckill/support.js';
@@ -65,7 +66,7 @@ describe('npm run bench --smoke', () => {
 
 describe('sale checks', () => {
   let world: World;
-  let store: SeckillStore;
+  let store: SaleStore;
   let vouchers: string[];
   const stock = 5;
 
@@ -92,9 +93,9 @@ describe('sale checks', () => {
     accepted.add('1002');
     await store.reserve({ orderId: '1002', userId: bob.id, voucherId: second });
     // A dead letter and an entry read but never acknowledged.
-    const { deadLetters, stream } = store.shardKeys(0);
+    const { deadLetters, stream } = store.keys.shard(0);
     await world.redis.xadd(deadLetters, '*', 'orderId', '9', 'error', 'poison');
-    await store.ensureGroup(0);
+    await world.stream.ensureGroup(0);
     await world.redis.xadd(stream, '*', 'orderId', '10');
     await world.redis.xreadgroup('GROUP', ORDER_GROUP, 'test', 'COUNT', 100, 'STREAMS', stream, '>');
 
@@ -113,7 +114,7 @@ describe('sale checks', () => {
     await world.db.insertInto('tb_voucher_order').values({ id: orderId, user_id: userId, voucher_id: voucherId }).execute();
     await world.db.updateTable('tb_seckill_voucher').set((eb) => ({ stock: eb('stock', '-', 1) })).where('voucher_id', '=', voucherId).execute();
     // The worker's acknowledgement: the order is no longer queued.
-    for (let shard = 0; shard < store.shards; shard++) await world.redis.hdel(store.shardKeys(shard).queued, orderId);
+    for (let shard = 0; shard < store.keys.shards; shard++) await world.redis.hdel(store.keys.shard(shard).queued, orderId);
   }
 });
 

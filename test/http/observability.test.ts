@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/infra/config.js';
-import { ORDER_GROUP, SeckillStore } from '../../src/modules/seckill/sale-store.js';
+import { OrderStream } from '../../src/modules/seckill/order-stream.js';
+import { ORDER_GROUP, SaleKeys } from '../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../support/env.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../modules/seckill/support.js';
@@ -39,10 +40,10 @@ const scrape = async (app: FastifyInstance) => (await app.inject({ url: '/metric
 describe('GET /metrics', () => {
   it('shows consumer lag, pending entries, dead letters and accepted orders per shard of the order streams', async () => {
     const app = await appWith({ strategy: 'async' });
-    const store = new SeckillStore(env.redis, env.config.seckill.streamShards);
+    const store = new OrderStream(env.redis, new SaleKeys(env.config.seckill.streamShards));
     const voucherId = await insertSeckillVoucher(env, { stock: 10 });
-    const shard = store.shardOf(voucherId);
-    const { stream, deadLetters } = store.shardKeys(shard);
+    const shard = store.keys.shardOf(voucherId);
+    const { stream, deadLetters } = store.keys.shard(shard);
     for (const user of users.slice(0, 3)) expect((await buy(app, user.token, voucherId)).json()).toMatchObject({ success: true });
 
     // No worker runs here: without the group every entry still waits for delivery.

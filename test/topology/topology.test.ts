@@ -10,7 +10,8 @@ import { loadConfig } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
 import { REFUSALS } from '../../src/modules/seckill/order-service.js';
-import { SeckillStore } from '../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../src/modules/seckill/keys.js';
 import { eventually } from '../modules/seckill/support.js';
 import { testMysqlUrl } from '../support/env.js';
 import { createUsersWithSessions, type TestEnv } from '../support/test-env.js';
@@ -116,7 +117,7 @@ describe('scripts/topology.sh', () => {
     expect(new Set(orders.map((order) => order.user_id)).size).toBe(stock);
     const row = await db!.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
     expect(row.stock).toBe(0);
-    expect((await new SeckillStore(redis!, SHARDS).read(voucherId))?.stock).toBe(0);
+    expect((await new SaleStore(redis!, new SaleKeys(SHARDS)).read(voucherId))?.stock).toBe(0);
   });
 });
 

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
+import { defineScripts, readLua } from '../redis-scripts/index.js';
 
 /** A standalone Redis or a Redis Cluster (ioredis). */
 export type RedisClient = Redis | Cluster;
@@ -13,12 +13,11 @@ export const MAX_SEQUENCE = 2 ** 32 - 1;
 /** Largest time part (seconds since the epoch): the sign bit of the 64-bit ID stays 0. */
 export const MAX_TIME_PART = 2 ** 31 - 1;
 
-const NEXT_SEQUENCE_LUA = readFileSync(new URL('./next-sequence.lua', import.meta.url), 'utf8');
-const NEXT_SEQUENCE_COMMAND = 'idNextSequence';
+const NEXT_SEQUENCE_LUA = readLua(import.meta.url, 'next-sequence.lua');
 
-/** The script command that defineCommand adds to the client (kept out of ioredis' global types). */
-interface IdCommands {
-  [NEXT_SEQUENCE_COMMAND](counterKey: string, maxSequence: number, count: number): Promise<[first: number, last: number]>;
+/** What the generator's script takes and returns. */
+interface IdScripts {
+  nextSequence(counterKey: string, maxSequence: number, count: number): Promise<[first: number, last: number]>;
 }
 
 export interface IdGeneratorOptions {
@@ -68,7 +67,7 @@ export class IdClockError extends Error {
  * reads as the number of IDs issued with that prefix that day. See README.md.
  */
 export class IdGenerator {
-  private readonly commands: IdCommands;
+  private readonly scripts: IdScripts;
   private readonly epochSeconds: number;
   private readonly clock: () => number;
   /** Largest time part issued by this generator: the time part never goes backwards. */
@@ -94,8 +93,7 @@ export class IdGenerator {
     if (!Number.isInteger(this.blockSize) || this.blockSize < 1 || this.blockSize > 1_000_000) {
       throw new RangeError('The ID block size must be a whole number from 1 to 1,000,000');
     }
-    redis.defineCommand(NEXT_SEQUENCE_COMMAND, { numberOfKeys: 1, lua: NEXT_SEQUENCE_LUA });
-    this.commands = redis as unknown as IdCommands;
+    this.scripts = defineScripts<IdScripts>(redis, 'id', { nextSequence: { keys: 1, lua: NEXT_SEQUENCE_LUA } });
   }
 
   /**
@@ -138,7 +136,7 @@ export class IdGenerator {
   }
 
   private async reserve(prefix: string, day: string, count: number): Promise<[first: number, last: number]> {
-    const [first, last] = await this.commands[NEXT_SEQUENCE_COMMAND](counterKey(prefix, day), MAX_SEQUENCE, count);
+    const [first, last] = await this.scripts.nextSequence(counterKey(prefix, day), MAX_SEQUENCE, count);
     if (first < 0) throw new IdSequenceExhaustedError(prefix, day);
     return [first, last];
   }

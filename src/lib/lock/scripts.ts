@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { defineScripts, readLua } from '../redis-scripts/index.js';
 import type { RedisClient } from './types.js';
 
-const readLua = (file: string): string => readFileSync(new URL(`./${file}`, import.meta.url), 'utf8');
-
 // Lua has no include: the acquire scripts get the shared fence function prepended.
-const FENCE_LUA = readLua('fence.lua');
+const FENCE_LUA = readLua(import.meta.url, 'fence.lua');
 
 /** The kinds of lock; each has its own acquire, release and renew scripts. */
 export type LockKind = 'reentrant' | 'simple';
@@ -12,7 +10,7 @@ export type LockKind = 'reentrant' | 'simple';
 /** {1 new hold | 2 re-entry, fencing token} or {0, pttl of the current holder}. */
 export type AcquireReply = [status: 0 | 1 | 2, value: string | number];
 
-/** The script commands defineCommand adds to the client (kept out of ioredis' global types). */
+/** What each script takes and returns. */
 export interface LockScripts {
   acquire(lockKey: string, fenceKey: string, owner: string, leaseMs: number, fenceTtlMs: number): Promise<AcquireReply>;
   /** 1 free now, 0 still held by the owner (re-entered), -1 not held by the owner. */
@@ -21,36 +19,20 @@ export interface LockScripts {
   renew(lockKey: string, fenceKey: string, owner: string, leaseMs: number, fenceTtlMs: number): Promise<1 | 0>;
 }
 
-const SOURCES: Record<LockKind, Record<keyof LockScripts, { keys: number; lua: string }>> = {
+const SOURCES = {
   reentrant: {
-    acquire: { keys: 2, lua: FENCE_LUA + readLua('reentrant-acquire.lua') },
-    release: { keys: 1, lua: readLua('reentrant-release.lua') },
-    renew: { keys: 2, lua: readLua('reentrant-renew.lua') },
+    acquire: { keys: 2, lua: FENCE_LUA + readLua(import.meta.url, 'reentrant-acquire.lua') },
+    release: { keys: 1, lua: readLua(import.meta.url, 'reentrant-release.lua') },
+    renew: { keys: 2, lua: readLua(import.meta.url, 'reentrant-renew.lua') },
   },
   simple: {
-    acquire: { keys: 2, lua: FENCE_LUA + readLua('simple-acquire.lua') },
-    release: { keys: 1, lua: readLua('simple-release.lua') },
-    renew: { keys: 2, lua: readLua('simple-renew.lua') },
+    acquire: { keys: 2, lua: FENCE_LUA + readLua(import.meta.url, 'simple-acquire.lua') },
+    release: { keys: 1, lua: readLua(import.meta.url, 'simple-release.lua') },
+    renew: { keys: 2, lua: readLua(import.meta.url, 'simple-renew.lua') },
   },
-};
+} as const;
 
-/**
- * Defines the scripts of one kind of lock on the client (EVALSHA with automatic fallback to
- * EVAL, and the client's key prefix applied to KEYS) and returns them as typed functions.
- */
+/** The scripts of one kind of lock on the client, as typed functions. */
 export function defineLockScripts(redis: RedisClient, kind: LockKind): LockScripts {
-  const commands = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  const define = (operation: keyof LockScripts) => {
-    const name = `dlock${capitalize(kind)}${capitalize(operation)}`;
-    const { keys, lua } = SOURCES[kind][operation];
-    redis.defineCommand(name, { numberOfKeys: keys, lua });
-    return (...args: unknown[]) => commands[name]!(...args);
-  };
-  return {
-    acquire: define('acquire') as LockScripts['acquire'],
-    release: define('release') as LockScripts['release'],
-    renew: define('renew') as LockScripts['renew'],
-  };
+  return defineScripts<LockScripts>(redis, `dlock${kind.charAt(0).toUpperCase()}${kind.slice(1)}`, SOURCES[kind]);
 }
-
-const capitalize = (word: string): string => word.charAt(0).toUpperCase() + word.slice(1);

@@ -1,15 +1,14 @@
-import { readFileSync } from 'node:fs';
-import type { Cluster, Redis, Result } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { defineScripts, readLua } from '../redis-scripts/index.js';
 
 type RedisClient = Redis | Cluster;
 
-const ADMISSION_LEASE_LUA = readFileSync(new URL('./admission-lease.lua', import.meta.url), 'utf8');
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    rateLimitAdmissionLease(key: string, ratePerSecond: number, wanted: number): Result<[number, number], Context>;
-  }
+/** What the gate's script takes and returns: {tokens granted, ms left in the second}. */
+interface AdmissionScripts {
+  admissionLease(key: string, ratePerSecond: number, wanted: number): Promise<[number, number]>;
 }
+
+const ADMISSION_LEASE_LUA = readLua(import.meta.url, 'admission-lease.lua');
 
 export interface AdmissionGateOptions {
   /** Part of the Redis key `rl:{name}:{subject}`, e.g. "sale". */
@@ -58,6 +57,7 @@ export class AdmissionGate {
   private readonly leases = new Map<string, Promise<void>>();
   private readonly blockSize: number;
   private readonly now: () => number;
+  private readonly scripts: AdmissionScripts;
 
   constructor(
     private readonly redis: RedisClient,
@@ -68,7 +68,7 @@ export class AdmissionGate {
     this.blockSize = options.blockSize ?? Math.max(1, Math.ceil(ratePerSecond / 100));
     if (!Number.isInteger(this.blockSize) || this.blockSize < 1) throw new RangeError('blockSize must be a whole number ≥ 1');
     this.now = options.now ?? (() => performance.now());
-    redis.defineCommand('rateLimitAdmissionLease', { numberOfKeys: 1, lua: ADMISSION_LEASE_LUA });
+    this.scripts = defineScripts<AdmissionScripts>(redis, 'rateLimit', { admissionLease: { keys: 1, lua: ADMISSION_LEASE_LUA } });
   }
 
   get enabled(): boolean {
@@ -107,7 +107,7 @@ export class AdmissionGate {
 
   private async leaseNow(subject: string): Promise<void> {
     const sent = this.now();
-    const [granted, msLeft] = await this.redis.rateLimitAdmissionLease(
+    const [granted, msLeft] = await this.scripts.admissionLease(
       `rl:${this.options.name}:${subject}`, this.options.ratePerSecond, this.blockSize,
     );
     if (this.windows.size >= MAX_SUBJECTS && !this.windows.has(subject)) this.dropEnded();

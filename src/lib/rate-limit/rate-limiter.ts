@@ -1,16 +1,15 @@
-import { readFileSync } from 'node:fs';
-import type { Cluster, Redis, Result } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { defineScripts, readLua } from '../redis-scripts/index.js';
 
 type RedisClient = Redis | Cluster;
 
-const FIXED_WINDOW_LUA = readFileSync(new URL('./fixed-window.lua', import.meta.url), 'utf8');
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    /** fixed-window.lua; the number of keys comes first (it varies per call). */
-    rateLimitFixedWindow(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Result<[number, number], Context>;
-  }
+/** What the limiter's script takes and returns. */
+interface LimiterScripts {
+  /** fixed-window.lua; the number of keys comes first (it varies per call). */
+  fixedWindow(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<[number, number]>;
 }
+
+const FIXED_WINDOW_LUA = readLua(import.meta.url, 'fixed-window.lua');
 
 /** One fixed-window limit: at most `limit` events per `windowSeconds` for each subject. 0 = off. */
 export interface RateLimitRule {
@@ -78,13 +77,14 @@ export class RateLimiter {
   private readonly refusedUntil = new Map<string, { rule: string; until: number }>();
   private readonly localWindows = new Map<string, LocalWindow>();
   private readonly now: () => number;
+  private readonly scripts: LimiterScripts;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly options: RateLimiterOptions = {},
   ) {
     this.now = options.now ?? Date.now;
-    redis.defineCommand('rateLimitFixedWindow', { lua: FIXED_WINDOW_LUA });
+    this.scripts = defineScripts<LimiterScripts>(redis, 'rateLimit', { fixedWindow: { keys: 'dynamic', lua: FIXED_WINDOW_LUA } });
   }
 
   /** Counts one event against every check (rules with limit 0 are skipped). */
@@ -150,7 +150,7 @@ export class RateLimiter {
   private run(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
     const keys = checks.map(keyOf);
     const args = checks.flatMap(({ rule }, i) => [rule.limit, rule.windowSeconds * 1000, charges[i] ?? 0]);
-    return this.redis.rateLimitFixedWindow(keys.length, ...keys, ...args);
+    return this.scripts.fixedWindow(keys.length, ...keys, ...args);
   }
 
   /** One call per key (Cluster: different slots); the first refusing check in order wins. */

@@ -1,12 +1,12 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { SeckillStore } from './sale-store.js';
+import type { Log } from '../../infra/logging.js';
+import type { SaleStore } from './sale-store.js';
 import type { OrderRepository } from './order-repository.js';
 
 export interface CancellerOptions {
   paymentWindowSeconds: number;
   intervalMs: number;
   batchSize?: number;
-  log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  log: Log;
 }
 
 /**
@@ -23,7 +23,7 @@ export class UnpaidOrderCanceller {
 
   constructor(
     private readonly orders: OrderRepository,
-    private readonly store: SeckillStore,
+    private readonly store: SaleStore,
     private readonly options: CancellerOptions,
   ) {}
 

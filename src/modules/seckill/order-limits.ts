@@ -1,5 +1,6 @@
 import { tooManyRequests } from '../../http/errors.js';
 import type { AdmissionGate, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../lib/rate-limit/index.js';
+import { LIMIT_NAMES } from './keys.js';
 
 export interface OrderLimitsOptions {
   /** Order requests per user per second (0: off). */
@@ -9,8 +10,8 @@ export interface OrderLimitsOptions {
 }
 
 const MESSAGES: Record<string, string> = {
-  'order:user': 'Too many order requests from your account',
-  'order:ip': 'Too many order requests from this address',
+  [LIMIT_NAMES.perUser]: 'Too many order requests from your account',
+  [LIMIT_NAMES.perIp]: 'Too many order requests from this address',
 };
 
 /**
@@ -33,8 +34,8 @@ export class OrderLimits {
     // Local bursts (see RateLimitRule.localBurst): a buyer's first request of a second and an
     // address' first 5 % need no Redis command; with P instances the limits may be exceeded by
     // P requests per user and P × 5 % per address and second.
-    this.userRule = { name: 'order:user', limit: options.perUser, windowSeconds: 1, localBurst: 1 };
-    this.ipRule = { name: 'order:ip', limit: options.perIp, windowSeconds: 1, localBurst: Math.max(1, Math.floor(options.perIp / 20)) };
+    this.userRule = { name: LIMIT_NAMES.perUser, limit: options.perUser, windowSeconds: 1, localBurst: 1 };
+    this.ipRule = { name: LIMIT_NAMES.perIp, limit: options.perIp, windowSeconds: 1, localBurst: Math.max(1, Math.floor(options.perIp / 20)) };
   }
 
   async check(userId: string, clientIp: string, voucherId: string): Promise<void> {

@@ -1,4 +1,5 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { ok } from '../../http/result.js';
 import { Current, IdParams } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';

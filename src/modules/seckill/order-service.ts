@@ -1,6 +1,9 @@
 import { HttpError, notFound } from '../../http/errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
-import type { QueuedOrder, ReserveOutcome, SeckillStore } from './sale-store.js';
+import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
+import type { OrderStream } from './order-stream.js';
+import type { SaleStore } from './sale-store.js';
+import type { QueuedOrder, ReserveOutcome } from './types.js';
 import type { VoucherRepository } from './voucher-repository.js';
 import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow, type UserOrderRow } from './order-repository.js';
 
@@ -82,7 +85,8 @@ const STATE_BY_STATUS: Record<number, OrderState> = {
 export interface OrderServiceDeps {
   strategy: 'async' | 'sync';
   ids: OrderIds;
-  store: SeckillStore;
+  store: SaleStore;
+  stream: OrderStream;
   orders: OrderRepository;
   vouchers: VoucherRepository;
   locks?: Locks;
@@ -111,7 +115,7 @@ export class OrderService {
    * The answer is immediate; the client polls GET /voucher-order/{id} for `created`.
    */
   private async placeAsync(userId: string, voucherId: string): Promise<string> {
-    const orderId = String(await this.deps.ids.nextId('order'));
+    const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     const order = { orderId, userId, voucherId };
     let outcome = await this.deps.store.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
@@ -153,7 +157,7 @@ export class OrderService {
     if (now >= seckill.end_time.getTime()) throw new SaleRefused('ended', REFUSALS.ended);
     if (seckill.stock <= 0) throw new SaleRefused('sold-out', REFUSALS.soldOut);
 
-    const orderId = String(await this.deps.ids.nextId('order'));
+    const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
     const place = async () => {
@@ -166,7 +170,7 @@ export class OrderService {
     };
     let outcome: Awaited<ReturnType<typeof place>>;
     try {
-      outcome = await locks.withLock(`order:${userId}`, place, { waitMs: USER_LOCK_WAIT_MS });
+      outcome = await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS });
     } catch (error) {
       if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
       throw error;
@@ -179,7 +183,7 @@ export class OrderService {
   async getOrder(userId: string, orderId: string): Promise<OrderView> {
     const row = await this.deps.orders.findForUser(orderId, userId);
     if (row) return toView(row);
-    const queued = await this.deps.store.findQueued(orderId);
+    const queued = await this.deps.stream.findQueued(orderId);
     if (queued && queued.userId === userId) return { id: orderId, voucherId: queued.voucherId, state: 'queued' };
     throw notFound(`Order ${orderId} not found`);
   }

@@ -1,8 +1,10 @@
-import type { FastifyBaseLogger } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Log } from '../../infra/logging.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { isTransient } from '../../infra/transient-errors.js';
-import { ORDER_GROUP, type QueuedOrder, type SeckillStore } from './sale-store.js';
 import type { OrderRepository, PersistOutcome } from './order-repository.js';
+import { parseOrder, type OrderEntry, type OrderStream } from './order-stream.js';
+import type { SaleStore } from './sale-store.js';
 
 export interface OrderWorkerOptions {
   /** Consumer name in the group. Keep it stable across restarts: a restarted worker finds its own pending entries by it. */
@@ -16,14 +18,12 @@ export interface OrderWorkerOptions {
   retryDelayMs?: number;
   /** Longest XREADGROUP block; bounds how late stop() and maintenance run. */
   blockMs?: number;
-  log: Pick<FastifyBaseLogger, 'info' | 'warn' | 'error'>;
+  log: Log;
   /** Told of every finished entry (created, duplicate, user-has-order, dead-letter) and failure. */
   onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
 }
 
-type StreamEntry = [id: string, fields: string[]];
-/** A stream entry whose fields make a valid order. */
-type ParsedEntry = { id: string; order: QueuedOrder };
+type Entry = [id: string, fields: string[]];
 
 /** How often acknowledged entries are trimmed from a shard's stream. */
 const TRIM_INTERVAL_MS = 60_000;
@@ -45,8 +45,8 @@ export class OrderWorker {
   private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
 
   constructor(
-    private readonly redis: RedisClient,
-    private readonly store: SeckillStore,
+    private readonly stream: OrderStream,
+    private readonly store: SaleStore,
     private readonly orders: OrderRepository,
     private readonly options: OrderWorkerOptions,
   ) {}
@@ -54,7 +54,7 @@ export class OrderWorker {
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.loops = Array.from({ length: this.store.shards }, (_, shard) => this.runShard(shard));
+    this.loops = this.stream.keys.allShards().map((shard) => this.runShard(shard));
   }
 
   /** Stops reading, finishes the batch in hand, closes the blocking connections. */
@@ -68,20 +68,20 @@ export class OrderWorker {
 
   /** Processes everything now pending or new in every shard once; for tests and tools. */
   async drainOnce(): Promise<void> {
-    for (let shard = 0; shard < this.store.shards; shard += 1) {
-      await this.store.ensureGroup(shard);
+    for (const shard of this.stream.keys.allShards()) {
+      await this.stream.ensureGroup(shard);
       await this.readOwnPending(shard);
-      await this.readNew(shard, this.redis, 0);
+      await this.readNew(shard);
       await this.retryOwn(shard);
       await this.claimAbandoned(shard);
-      await this.store.trimAcknowledged(shard);
+      await this.stream.trimAcknowledged(shard);
     }
   }
 
   private async runShard(shard: number): Promise<void> {
-    // XREADGROUP BLOCK holds its connection: one of its own per shard, so the shared client
-    // (and its auto-pipelined commands) never waits behind it.
-    const reader = this.redis.duplicate();
+    // One blocking connection per shard, so the shared client (and its auto-pipelined
+    // commands) never waits behind an XREADGROUP BLOCK.
+    const reader = this.stream.connectionForBlockingReads();
     this.readers.push(reader);
     let maintenanceDue = 0;
     let trimDue = Date.now() + TRIM_INTERVAL_MS;
@@ -89,7 +89,7 @@ export class OrderWorker {
     while (this.running) {
       try {
         if (!recovered) {
-          await this.store.ensureGroup(shard);
+          await this.stream.ensureGroup(shard);
           await this.readOwnPending(shard);
           recovered = true;
         }
@@ -100,7 +100,7 @@ export class OrderWorker {
           maintenanceDue = Date.now() + this.retryDelayMs;
         }
         if (Date.now() >= trimDue) {
-          await this.store.trimAcknowledged(shard);
+          await this.stream.trimAcknowledged(shard);
           trimDue = Date.now() + TRIM_INTERVAL_MS;
         }
       } catch (error) {
@@ -120,72 +120,54 @@ export class OrderWorker {
   private async readOwnPending(shard: number): Promise<void> {
     let after = '0';
     for (;;) {
-      const entries = await this.readGroup(this.redis, shard, after, 0);
+      const entries = await this.stream.read(shard, this.options.consumer, after, this.options.batchSize);
       if (entries.length === 0) return;
       await this.handleBatch(shard, entries);
       after = entries[entries.length - 1]![0];
     }
   }
 
-  private async readNew(shard: number, client: RedisClient, blockMs: number): Promise<void> {
-    const entries = await this.readGroup(client, shard, '>', blockMs);
+  private async readNew(shard: number, client?: RedisClient, blockMs = 0): Promise<void> {
+    const entries = await this.stream.read(shard, this.options.consumer, '>', this.options.batchSize, blockMs, client);
     if (entries.length > 0) await this.handleBatch(shard, entries);
-  }
-
-  private async readGroup(client: RedisClient, shard: number, id: string, blockMs: number): Promise<StreamEntry[]> {
-    const { stream } = this.store.shardKeys(shard);
-    const args: Array<string | number> = ['GROUP', ORDER_GROUP, this.options.consumer, 'COUNT', this.options.batchSize];
-    if (blockMs > 0) args.push('BLOCK', blockMs);
-    const reply = (await (client.xreadgroup as (...a: Array<string | number>) => Promise<unknown>)(
-      ...args, 'STREAMS', stream, id,
-    )) as Array<[string, StreamEntry[]]> | null;
-    // A pending entry deleted from the stream comes back with null fields: nothing to write.
-    return (reply?.[0]?.[1] ?? []).filter((entry) => entry[1] !== null);
   }
 
   /** Our own failed entries: retried after a pause, dead-lettered after too many deliveries. */
   private async retryOwn(shard: number): Promise<void> {
-    const { stream } = this.store.shardKeys(shard);
-    const pending = (await this.redis.xpending(
-      stream, ORDER_GROUP, 'IDLE', this.retryDelayMs, '-', '+', this.options.batchSize, this.options.consumer,
-    )) as Array<[string, string, number, number]>;
-    for (const [id, , , deliveries] of pending) {
-      const claimed = (await this.redis.xclaim(stream, ORDER_GROUP, this.options.consumer, this.retryDelayMs, id)) as StreamEntry[];
-      const entry = claimed[0];
+    const { consumer, batchSize, maxDeliveries } = this.options;
+    for (const { id, deliveries } of await this.stream.pendingOf(shard, consumer, this.retryDelayMs, batchSize)) {
+      const entry = await this.stream.claim(shard, consumer, this.retryDelayMs, id);
       // Nothing claimed: another consumer took the entry over (XAUTOCLAIM) since XPENDING, so it
       // is not idle enough, or it was deleted from the stream (Redis 7 then drops it from the
       // pending list itself). Either way it is no longer ours: never XACK it here, which would
-      // drop an order the other consumer has not written yet (found by the MySQL-outage fault test).
+      // drop an order the other consumer has not written yet.
       if (entry === undefined) continue;
-      if (entry[1] === null) {
-        await this.redis.xack(stream, ORDER_GROUP, id); // gone from the stream: nothing left to do
+      const [, fields] = entry;
+      if (fields === null) {
+        await this.stream.acknowledgeGone(shard, [id]); // gone from the stream: nothing left to do
         continue;
       }
-      if (deliveries >= this.options.maxDeliveries && this.isPoison(id)) await this.deadLetter(shard, entry, deliveries + 1);
-      else await this.handleBatch(shard, [entry]);
+      if (deliveries >= maxDeliveries && this.isPoison(id)) await this.deadLetter(shard, [id, fields], deliveries + 1);
+      else await this.handleBatch(shard, [[id, fields]]);
     }
   }
 
   /** Entries left pending by consumers that stopped answering (crashed instances). */
   private async claimAbandoned(shard: number): Promise<void> {
-    const { stream } = this.store.shardKeys(shard);
     let cursor = '0-0';
     do {
-      const [next, entries, deleted = []] = (await this.redis.xautoclaim(
-        stream, ORDER_GROUP, this.options.consumer, this.options.claimIdleMs, cursor, 'COUNT', this.options.batchSize,
-      )) as [string, StreamEntry[], string[]?];
-      if (deleted.length > 0) await this.redis.xack(stream, ORDER_GROUP, ...deleted);
-      const live = entries.filter((entry) => entry[1] !== null);
-      if (live.length > 0) {
-        this.options.log.warn({ shard, count: live.length }, 'order worker: took over entries of an unresponsive consumer');
-        await this.handleBatch(shard, live);
+      const { next, entries, deleted } = await this.stream.autoClaim(shard, this.options.consumer, this.options.claimIdleMs, cursor, this.options.batchSize);
+      await this.stream.acknowledgeGone(shard, deleted);
+      if (entries.length > 0) {
+        this.options.log.warn({ shard, count: entries.length }, 'order worker: took over entries of an unresponsive consumer');
+        await this.handleBatch(shard, entries);
       }
       cursor = next;
     } while (cursor !== '0-0' && this.running);
   }
 
-  private async handleBatch(shard: number, entries: StreamEntry[]): Promise<void> {
-    const orders: ParsedEntry[] = [];
+  private async handleBatch(shard: number, entries: Entry[]): Promise<void> {
+    const orders: OrderEntry[] = [];
     for (const [id, fields] of entries) {
       const order = parseOrder(fields);
       if (order !== null) {
@@ -204,7 +186,7 @@ export class OrderWorker {
    * and one MULTI acknowledges them. False when that does not hold (a redelivered or conflicting
    * order, stock, an outage): nothing was written, and each entry then goes its own way.
    */
-  private async writeTogether(shard: number, entries: ParsedEntry[]): Promise<boolean> {
+  private async writeTogether(shard: number, entries: OrderEntry[]): Promise<boolean> {
     try {
       await this.orders.persistAllNew(entries.map((entry) => entry.order));
     } catch {
@@ -215,7 +197,7 @@ export class OrderWorker {
       this.options.onResult?.('created');
     }
     try {
-      await this.acknowledge(shard, entries);
+      await this.stream.acknowledge(shard, entries);
     } catch (error) {
       // Written but not acknowledged: redelivered later, found written (duplicate), acknowledged then.
       this.options.log.warn({ err: error, shard, count: entries.length }, 'order worker: acknowledging written orders failed; they stay pending');
@@ -223,7 +205,8 @@ export class OrderWorker {
     return true;
   }
 
-  private async handleEntry(shard: number, { id, order }: ParsedEntry): Promise<void> {
+  private async handleEntry(shard: number, entry: OrderEntry): Promise<void> {
+    const { id, order } = entry;
     try {
       const outcome = await this.orders.persist(order);
       if (outcome === 'user-has-order') {
@@ -231,7 +214,7 @@ export class OrderWorker {
         this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
         await this.store.release(order);
       }
-      await this.acknowledge(shard, [{ id, order }]);
+      await this.stream.acknowledge(shard, [entry]);
       this.lastErrors.delete(id);
       this.options.onResult?.(outcome);
     } catch (error) {
@@ -251,44 +234,17 @@ export class OrderWorker {
     return error !== undefined && !error.transient;
   }
 
-  /** The entries are done: XACK them and drop their orders from the queued hash, in one MULTI. */
-  private async acknowledge(shard: number, entries: ParsedEntry[]): Promise<void> {
-    const { stream, queued } = this.store.shardKeys(shard);
-    await this.redis
-      .multi()
-      .xack(stream, ORDER_GROUP, ...entries.map((entry) => entry.id))
-      .hdel(queued, ...entries.map((entry) => entry.order.orderId))
-      .exec();
-  }
-
   /**
    * Gives the unit back (idempotent), then records the entry in the dead-letter stream and
    * acknowledges it in one MULTI. A crash in between only means doing it again.
    */
-  private async deadLetter(shard: number, [id, fields]: StreamEntry, deliveries: number): Promise<void> {
-    const { stream, deadLetters } = this.store.shardKeys(shard);
+  private async deadLetter(shard: number, [id, fields]: Entry, deliveries: number): Promise<void> {
     const error = this.lastErrors.get(id)?.message ?? 'unknown';
     const order = parseOrder(fields);
     if (order !== null) await this.store.release(order);
-    await this.redis
-      .multi()
-      .xadd(deadLetters, '*', ...fields, 'sourceId', id, 'deliveries', String(deliveries), 'error', error.slice(0, 1000))
-      .xack(stream, ORDER_GROUP, id)
-      .exec();
+    await this.stream.deadLetter(shard, id, fields, deliveries, error);
     this.lastErrors.delete(id);
     this.options.onResult?.('dead-letter');
     this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
   }
 }
-
-function parseOrder(fields: string[]): QueuedOrder | null {
-  const map = new Map<string, string>();
-  for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
-  const orderId = map.get('orderId');
-  const userId = map.get('userId');
-  const voucherId = map.get('voucherId');
-  const isId = (value: string | undefined): value is string => value !== undefined && /^[1-9]\d{0,19}$/.test(value);
-  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId } : null;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../infra/db.js';
-import { SALE_KEYS_KEPT_AFTER_END_MS, type SeckillStore } from './sale-store.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SALE_KEYS_KEPT_AFTER_END_MS } from './keys.js';
+import type { SaleSnapshot, SaleStore } from './sale-store.js';
 
 /**
  * Reconciliation of a flash sale's Redis state with MySQL, the record of orders.
@@ -18,7 +20,7 @@ import { SALE_KEYS_KEPT_AFTER_END_MS, type SeckillStore } from './sale-store.js'
  * voucher is checked again before being reported. A repair is exact under a live sale: it pauses
  * the voucher (reserve.lua answers "paused"), waits until the worker has written every queued
  * order of it, recomputes from MySQL alone and writes stock + buyers + unpause in one script on
- * the voucher's shard. See docs/ARCHITECTURE.md, "Reconciliation".
+ * the voucher's shard. See docs/flows/reconciliation.md.
  */
 
 export interface VoucherDrift {
@@ -62,13 +64,6 @@ interface SeckillRow {
   end: Date;
 }
 
-interface RedisSnapshot {
-  stock: number | null;
-  buyers: Set<string>;
-  /** orderId → userId of this voucher's entries in the shard's queued hash. */
-  queued: Map<string, string>;
-}
-
 interface MysqlSnapshot {
   stock: number;
   liveBuyers: Set<string>;
@@ -88,7 +83,7 @@ const DRAIN_POLL_MS = 50;
 const PAUSE_MARGIN_MS = 30_000;
 
 export async function reconcileSeckill(
-  deps: { db: Db; store: SeckillStore },
+  deps: { db: Db; store: SaleStore },
   options: ReconcileOptions,
 ): Promise<ReconcileReport> {
   const reconciler = new Reconciler(deps.db, deps.store, options.drainTimeoutMs ?? 10_000);
@@ -123,7 +118,7 @@ async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair:
 class Reconciler {
   constructor(
     private readonly db: Db,
-    private readonly store: SeckillStore,
+    private readonly store: SaleStore,
     private readonly drainTimeoutMs: number,
   ) {}
 
@@ -144,7 +139,7 @@ class Reconciler {
     let drift: VoucherDrift | null = null;
     for (let attempt = 0; attempt < CHECK_ATTEMPTS; attempt += 1) {
       if (attempt > 0) await sleep(CHECK_RETRY_MS);
-      const redis = await this.readRedis(voucher.voucherId);
+      const redis = await this.store.snapshot(voucher.voucherId);
       const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
       drift = await this.compare(voucher.voucherId, redis, mysql);
       if (drift === null) return null;
@@ -160,23 +155,20 @@ class Reconciler {
     let lastDrift: VoucherDrift | null = null;
     for (let attempt = 0; attempt < REPAIR_ATTEMPTS; attempt += 1) {
       const token = randomBytes(8).toString('hex');
-      const key = this.store.keys(voucher.voucherId).voucher;
-      await this.store.redis.seckillPause(
-        key, token, this.drainTimeoutMs + PAUSE_MARGIN_MS, voucher.begin.getTime(), voucher.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
-      );
+      await this.store.pause(voucher, token, this.drainTimeoutMs + PAUSE_MARGIN_MS);
       const drained = await this.drain(voucher.voucherId);
       if (!drained) {
-        await this.store.redis.seckillUnpause(key, token);
+        await this.store.unpause(voucher.voucherId, token);
         return { drift: lastDrift, repaired: false, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
       }
-      const redis = await this.readRedis(voucher.voucherId);
+      const redis = await this.store.snapshot(voucher.voucherId);
       const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]).catch(async (error: unknown) => {
-        await this.store.redis.seckillUnpause(key, token);
+        await this.store.unpause(voucher.voucherId, token);
         throw error;
       });
       const drift = await this.compare(voucher.voucherId, redis, mysql);
       // Always write (exact, and it lifts the pause): the markers are decided inside the script.
-      const written = await this.write(voucher, token, mysql);
+      const written = await this.store.repair(voucher, token, mysql);
       if (written < 0) return { drift: drift ?? lastDrift, repaired: false, skipped: 'the pause lapsed before the write (repair too slow); nothing written' };
       lastDrift = drift ?? lastDrift;
       if ((await this.readMysql(voucher.voucherId, [])).notLive === mysql.notLive) return { drift: lastDrift, repaired: true };
@@ -188,39 +180,12 @@ class Reconciler {
   private async drain(voucherId: string): Promise<boolean> {
     const deadline = Date.now() + this.drainTimeoutMs;
     for (;;) {
-      const queued = (await this.readRedis(voucherId)).queued;
+      const queued = (await this.store.snapshot(voucherId)).queued;
       const written = await this.writtenOrders([...queued.keys()]);
       if ([...queued.keys()].every((orderId) => written.has(orderId))) return true;
       if (Date.now() >= deadline) return false;
       await sleep(DRAIN_POLL_MS);
     }
-  }
-
-  private async write(voucher: SeckillRow, token: string, mysql: MysqlSnapshot): Promise<number> {
-    const keys = this.store.keys(voucher.voucherId);
-    const markers = mysql.unreleased.map((order) => this.store.releaseMarker({ orderId: order.orderId, voucherId: voucher.voucherId }));
-    return this.store.redis.seckillRepair(
-      2 + markers.length,
-      keys.voucher, keys.buyers, ...markers,
-      token, mysql.stock, voucher.begin.getTime(), voucher.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
-      mysql.liveBuyers.size, ...mysql.liveBuyers, ...mysql.unreleased.map((order) => order.userId),
-    );
-  }
-
-  /** The voucher hash, its buyers and the shard's queued orders of it, read atomically (one slot). */
-  private async readRedis(voucherId: string): Promise<RedisSnapshot> {
-    const keys = this.store.keys(voucherId);
-    const replies = await this.store.redis.multi().hget(keys.voucher, 'stock').smembers(keys.buyers).hgetall(keys.queued).exec();
-    if (!replies) throw new Error('reconcile: the Redis read was aborted');
-    const failure = replies.find(([error]) => error);
-    if (failure) throw failure[0]!;
-    const [[, stock], [, buyers], [, queuedAll]] = replies as [[null, string | null], [null, string[]], [null, Record<string, string>]];
-    const queued = new Map<string, string>();
-    for (const [orderId, value] of Object.entries(queuedAll)) {
-      const [userId = '', ofVoucher = ''] = value.split(':');
-      if (ofVoucher === voucherId) queued.set(orderId, userId);
-    }
-    return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
   }
 
   private async readMysql(voucherId: string, queuedIds: string[]): Promise<MysqlSnapshot> {
@@ -252,7 +217,7 @@ class Reconciler {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async compare(voucherId: string, redis: RedisSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
+  private async compare(voucherId: string, redis: SaleSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
     const expectedBuyers = new Set(mysql.liveBuyers);
     let expectedStock = mysql.stock;
     for (const [orderId, userId] of redis.queued) {
@@ -260,7 +225,7 @@ class Reconciler {
       expectedStock -= 1;
       expectedBuyers.add(userId);
     }
-    const released = await this.releasedMarkers(voucherId, mysql.unreleased.map((order) => order.orderId));
+    const released = await this.store.releasedOrders(voucherId, mysql.unreleased.map((order) => order.orderId));
     for (const order of mysql.unreleased) {
       if (released.has(order.orderId)) continue;
       expectedStock -= 1;
@@ -272,12 +237,5 @@ class Reconciler {
     if (redis.stock === expectedStock && missingBuyers.length === 0 && extraBuyers.length === 0) return null;
     return { voucherId, mysqlStock: mysql.stock, redisStock: redis.stock, missingBuyers, extraBuyers, expectedStock };
   }
-
-  private async releasedMarkers(voucherId: string, orderIds: string[]): Promise<Set<string>> {
-    if (orderIds.length === 0) return new Set();
-    const results = await Promise.all(orderIds.map((orderId) => this.store.redis.exists(this.store.releaseMarker({ orderId, voucherId }))));
-    return new Set(orderIds.filter((_, index) => results[index] === 1));
-  }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

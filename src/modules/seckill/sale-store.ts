@@ -1,141 +1,45 @@
-import { readFileSync } from 'node:fs';
-import type { Result } from 'ioredis';
-import { closeRedis, type RedisClient } from '../../infra/redis.js';
+import type { RedisClient } from '../../infra/redis.js';
+import type { Scripts } from '../../lib/redis-scripts/index.js';
+import { RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, type SaleKeys } from './keys.js';
+import { AcknowledgedReserve, type ReplicaAckOptions } from './replica-acks.js';
+import { defineSaleScripts, reserveArgs, toReserveOutcome, type SaleScripts } from './scripts.js';
+import type { QueuedOrder, ReserveOutcome, SaleState } from './types.js';
 
-/**
- * The Redis side of flash sales: stock, sale window, buyers and the order streams.
- *
- * Keys are grouped in shards by the hash tag `{seckill:N}`, N = voucherId mod shards: all keys one
- * script touches (a voucher's stock, its buyers, its shard's stream) live in one Redis Cluster slot,
- * and different vouchers still spread over the cluster.
- */
-const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    seckillPublish(voucher: string, stock: number, beginMs: number, endMs: number, keepMs: number): Result<number, Context>;
-    seckillReserve(
-      voucher: string, buyers: string, stream: string, queued: string,
-      userId: string, orderId: string, voucherId: string, keepMs: number,
-    ): Result<number, Context>;
-    seckillEnsureGroup(stream: string, group: string): Result<number, Context>;
-    seckillPause(voucher: string, token: string, pauseMs: number, beginMs: number, endMs: number, keepMs: number): Result<number, Context>;
-    seckillUnpause(voucher: string, token: string): Result<number, Context>;
-    seckillRepair(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Result<number, Context>;
-    seckillTrimAcknowledged(stream: string, group: string): Result<number, Context>;
-    seckillStreamStats(stream: string, deadLetters: string, group: string): Result<[number, number, number, number], Context>;
-    seckillRelease(
-      voucher: string, buyers: string, marker: string, queued: string,
-      userId: string, orderId: string, markerTtlSeconds: number,
-    ): Result<number, Context>;
-  }
-}
-
-export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'paused';
-
-const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher', 'paused'];
-
-/** How long the "already released" marker of an order is kept (a retry comes within minutes). */
-const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
-
-/** A sale's stock hash and buyer set expire this long after the sale ends. */
-export const SALE_KEYS_KEPT_AFTER_END_MS = 7 * 24 * 3600_000;
-
-export const ORDER_GROUP = 'order-writers';
-
-export interface SeckillVoucherState {
-  voucherId: string;
-  stock: number;
-  begin: Date;
-  end: Date;
-}
-
-export interface QueuedOrder {
-  orderId: string;
-  userId: string;
-  voucherId: string;
+/** A voucher's sale as the reconciliation reads it, atomically (one slot). */
+export interface SaleSnapshot {
+  stock: number | null;
+  buyers: Set<string>;
+  /** orderId → userId of this voucher's entries in the shard's queued hash. */
+  queued: Map<string, string>;
 }
 
 /**
- * Replica acknowledgement of accepted orders (SECKILL_REPLICA_ACKS): before an accepted order is
- * answered, `WAIT acks timeoutMs` must have seen that many replicas of the voucher's master
- * receive it, so a failover to one of them does not lose it.
+ * The Redis side of each sale: stock and window, buyers, and the atomic decisions on them
+ * (lua/: publish, reserve, release, pause, unpause, repair). Redis decides; MySQL records.
  */
-export interface ReplicaAckOptions {
-  /** Replicas that must confirm; 0 = answer without waiting (Redis's asynchronous replication). */
-  acks: number;
-  timeoutMs: number;
-  /**
-   * `accepted` orders were answered although only `acknowledged` replicas confirmed them in time
-   * (or the wait could not be made, acknowledged = -1). They are in the stream and will be
-   * written; they are only less durable. For a metric and a log line.
-   */
-  onTimeout?: (accepted: number, acknowledged: number) => void;
-}
-
-interface PendingReserve {
-  order: QueuedOrder;
-  resolve: (outcome: ReserveOutcome) => void;
-  reject: (error: unknown) => void;
-}
-
-/** Most orders per group commit (one pipeline of scripts + one WAIT). */
-const MAX_ACK_BATCH = 256;
-
-/** Redis Cluster redirections and transient slot states: the pipeline reached a node that does not (or not yet) serve the slot. */
-const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
-
-export class SeckillStore {
-  private readonly waiting = new Map<number, PendingReserve[]>();
-  private readonly flushing = new Set<number>();
-  /** Connections of their own for reserve + WAIT (created on first use), see reserveAcknowledged. */
-  private ackClient: RedisClient | undefined;
+export class SaleStore {
+  private readonly scripts: Scripts<SaleScripts>;
+  /** Set when replica acknowledgement is on: reserves then go through its group commit. */
+  private readonly acknowledged: AcknowledgedReserve | undefined;
 
   constructor(
-    readonly redis: RedisClient,
-    readonly shards: number,
-    private readonly replicaAck: ReplicaAckOptions = { acks: 0, timeoutMs: 0 },
+    private readonly redis: RedisClient,
+    readonly keys: SaleKeys,
+    replicaAck: ReplicaAckOptions = { acks: 0, timeoutMs: 0 },
   ) {
-    redis.defineCommand('seckillPublish', { numberOfKeys: 1, lua: script('publish-voucher') });
-    redis.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
-    redis.defineCommand('seckillRelease', { numberOfKeys: 4, lua: script('release') });
-    redis.defineCommand('seckillEnsureGroup', { numberOfKeys: 1, lua: script('ensure-group') });
-    redis.defineCommand('seckillTrimAcknowledged', { numberOfKeys: 1, lua: script('trim-acknowledged') });
-    redis.defineCommand('seckillPause', { numberOfKeys: 1, lua: script('pause') });
-    redis.defineCommand('seckillUnpause', { numberOfKeys: 1, lua: script('unpause') });
-    // Variable key count (one release marker per cancelled, unreleased order): numberOfKeys per call.
-    redis.defineCommand('seckillRepair', { lua: script('repair') });
-    redis.defineCommand('seckillStreamStats', { numberOfKeys: 2, lua: script('stream-stats') });
-  }
-
-  shardOf(voucherId: string): number {
-    return Number(BigInt(voucherId) % BigInt(this.shards));
-  }
-
-  keys(voucherId: string) {
-    const tag = shardTag(this.shardOf(voucherId));
-    return {
-      voucher: `${tag}:voucher:${voucherId}`,
-      buyers: `${tag}:buyers:${voucherId}`,
-      ...this.shardKeys(this.shardOf(voucherId)),
-    };
-  }
-
-  shardKeys(shard: number) {
-    const tag = shardTag(shard);
-    return { stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, tag };
+    this.scripts = defineSaleScripts(redis);
+    this.acknowledged = replicaAck.acks > 0 ? new AcknowledgedReserve(redis, keys, replicaAck) : undefined;
   }
 
   /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
-  async publish(state: SeckillVoucherState): Promise<boolean> {
-    const published = await this.redis.seckillPublish(
-      this.keys(state.voucherId).voucher, state.stock, state.begin.getTime(), state.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
-    );
+  async publish(state: SaleState): Promise<boolean> {
+    const key = this.keys.voucher(state.voucherId).voucher;
+    const published = await this.scripts.publish(key, state.stock, state.begin.getTime(), state.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS);
     return published === 1;
   }
 
-  async read(voucherId: string): Promise<SeckillVoucherState | null> {
-    const fields = await this.redis.hgetall(this.keys(voucherId).voucher);
+  async read(voucherId: string): Promise<SaleState | null> {
+    const fields = await this.redis.hgetall(this.keys.voucher(voucherId).voucher);
     if (fields.stock === undefined) return null;
     return { voucherId, stock: Number(fields.stock), begin: new Date(Number(fields.begin)), end: new Date(Number(fields.end)) };
   }
@@ -145,171 +49,72 @@ export class SeckillStore {
    * with replica acknowledgement on, on as many replicas as asked, or counted as a timeout).
    */
   async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
-    if (this.replicaAck.acks > 0) return this.reserveAcknowledged(order);
-    return toOutcome(await this.redis.seckillReserve(...this.reserveArgs(order)));
-  }
-
-  private reserveArgs(order: QueuedOrder) {
-    const keys = this.keys(order.voucherId);
-    return [
-      keys.voucher, keys.buyers, keys.stream, keys.queued, order.userId, order.orderId, order.voucherId, SALE_KEYS_KEPT_AFTER_END_MS,
-    ] as const;
-  }
-
-  /**
-   * Group commit per shard: the orders that arrive while the shard's previous batch waits go
-   * together as one pipeline `reserve.lua × n, WAIT acks timeout`. WAIT covers every earlier
-   * write of its connection, so one WAIT confirms the whole batch. It must run on the connection
-   * that ran the scripts: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a
-   * pipeline goes whole to the node of its keys' slot (all keys here share `{seckill:N}`), WAIT
-   * included. One batch in flight per shard: a WAIT blocks its connection until the replicas
-   * answer, and batching keeps that to one wait per batch instead of one per order. The batches
-   * go over a duplicate of the client (its own connections to every node), so a WAIT never
-   * holds up the instance's other commands (sessions, ids, ...) on the shared connection.
-   */
-  private reserveAcknowledged(order: QueuedOrder): Promise<ReserveOutcome> {
-    const shard = this.shardOf(order.voucherId);
-    return new Promise((resolve, reject) => {
-      const queue = this.waiting.get(shard) ?? [];
-      queue.push({ order, resolve, reject });
-      this.waiting.set(shard, queue);
-      if (!this.flushing.has(shard)) {
-        this.flushing.add(shard);
-        setImmediate(() => void this.flushShard(shard));
-      }
-    });
-  }
-
-  private async flushShard(shard: number): Promise<void> {
-    for (;;) {
-      const queue = this.waiting.get(shard) ?? [];
-      const batch = queue.splice(0, MAX_ACK_BATCH);
-      if (batch.length === 0) {
-        this.flushing.delete(shard);
-        return;
-      }
-      await this.reserveBatch(batch);
-    }
-  }
-
-  private waitingClient(): RedisClient {
-    if (!this.ackClient) {
-      this.ackClient = this.redis.duplicate();
-      this.ackClient.on('error', () => {}); // reported through the commands that fail
-      this.ackClient.defineCommand('seckillReserve', { numberOfKeys: 4, lua: script('reserve') });
-    }
-    return this.ackClient;
-  }
-
-  /** Closes the connections of the replica acknowledgement (the shared client is closed by its owner). */
-  async close(): Promise<void> {
-    const client = this.ackClient;
-    this.ackClient = undefined;
-    if (client) await closeRedis(client);
-  }
-
-  private async reserveBatch(batch: PendingReserve[]): Promise<void> {
-    const { acks, timeoutMs, onTimeout } = this.replicaAck;
-    const client = this.waitingClient();
-    const pipeline = client.pipeline();
-    for (const { order } of batch) pipeline.seckillReserve(...this.reserveArgs(order));
-    pipeline.wait(acks, timeoutMs);
-    let replies: Array<[Error | null, unknown]>;
-    try {
-      replies = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
-    } catch (error) {
-      batch.forEach((pending) => pending.reject(error));
-      return;
-    }
-    const [waitError, acknowledged] = replies[batch.length] ?? [new Error('no WAIT reply'), 0];
-    let accepted = 0;
-    let unconfirmed = 0;
-    const results = await Promise.all(
-      batch.map(async (pending, index): Promise<{ outcome: ReserveOutcome } | { error: unknown }> => {
-        const [error, code] = replies[index] ?? [new Error('no reply'), null];
-        try {
-          if (error && REDIRECTED.test(error.message)) {
-            // The slot moved (failover, resharding): run the script alone, which ioredis redirects;
-            // its replication cannot be waited for on that path, so it counts as unconfirmed.
-            if ('refreshSlotsCache' in client) client.refreshSlotsCache();
-            const outcome = toOutcome(await client.seckillReserve(...this.reserveArgs(pending.order)));
-            if (outcome === 'accepted') unconfirmed += 1;
-            return { outcome };
-          }
-          if (error) throw error;
-          const outcome = toOutcome(code as number);
-          if (outcome === 'accepted') accepted += 1;
-          return { outcome };
-        } catch (failure) {
-          return { error: failure };
-        }
-      }),
-    );
-    // Counted before anyone is answered, so a scrape right after an answer includes it.
-    const confirmed = waitError ? -1 : Number(acknowledged);
-    if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
-    if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
-    results.forEach((result, index) => ('outcome' in result ? batch[index]!.resolve(result.outcome) : batch[index]!.reject(result.error)));
-  }
-
-  /** The release marker of an order (release.lua sets it when the order's unit is given back). */
-  releaseMarker(order: Pick<QueuedOrder, 'orderId' | 'voucherId'>): string {
-    return `${this.keys(order.voucherId).tag}:released:${order.orderId}`;
+    if (this.acknowledged) return this.acknowledged.reserve(order);
+    return toReserveOutcome(await this.scripts.reserve(...reserveArgs(this.keys, order)));
   }
 
   /** Gives an order's unit and buyer mark back, exactly once per order (release.lua). */
   async release(order: QueuedOrder): Promise<boolean> {
-    const keys = this.keys(order.voucherId);
-    const marker = this.releaseMarker(order);
-    const released = await this.redis.seckillRelease(
-      keys.voucher, keys.buyers, marker, keys.queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS,
-    );
-    return released === 1;
+    const { voucher, buyers, queued } = this.keys.voucher(order.voucherId);
+    const marker = this.keys.releaseMarker(order);
+    return (await this.scripts.release(voucher, buyers, marker, queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS)) === 1;
   }
 
-  /** Creates the shard's stream and its consumer group if missing; from id 0, not $: entries appended before the group existed are orders too. */
-  async ensureGroup(shard: number): Promise<void> {
-    await this.redis.seckillEnsureGroup(this.shardKeys(shard).stream, ORDER_GROUP);
+  /** Holds the sale for a repair (reserve.lua answers "paused") until `pauseMs` pass or the token's owner lifts it. */
+  async pause(sale: Omit<SaleState, 'stock'>, token: string, pauseMs: number): Promise<void> {
+    const key = this.keys.voucher(sale.voucherId).voucher;
+    await this.scripts.pause(key, token, pauseMs, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS);
   }
 
-  /** Drops the shard's stream entries the group has acknowledged; returns how many. */
-  async trimAcknowledged(shard: number): Promise<number> {
-    return this.redis.seckillTrimAcknowledged(this.shardKeys(shard).stream, ORDER_GROUP);
+  /** Lifts the pause if it is still the token's; true if lifted. */
+  async unpause(voucherId: string, token: string): Promise<boolean> {
+    return (await this.scripts.unpause(this.keys.voucher(voucherId).voucher, token)) === 1;
   }
 
   /**
-   * Per shard, for monitoring (one script call each, stream-stats.lua): stream length; the group's
-   * pending entries (delivered, not acknowledged) and lag (not yet delivered; Redis 7 XINFO
-   * GROUPS, null when Redis cannot tell); dead letters.
+   * Rewrites a paused sale's stock and buyers from MySQL's record and lifts the pause, in one
+   * step (repair.lua); `unreleased` are cancelled orders whose unit may not be back in Redis yet.
+   * Returns the stock written, or -1 when the pause had lapsed (nothing written).
    */
-  async streamStats(): Promise<Array<{ shard: number; length: number; pending: number; lag: number | null; deadLetters: number }>> {
-    return Promise.all(
-      Array.from({ length: this.shards }, async (_, shard) => {
-        const { stream, deadLetters } = this.shardKeys(shard);
-        const [length, pending, lag, dead] = await this.redis.seckillStreamStats(stream, deadLetters, ORDER_GROUP);
-        return { shard, length, pending, lag: lag < 0 ? null : lag, deadLetters: dead };
-      }),
+  async repair(
+    sale: Omit<SaleState, 'stock'>,
+    token: string,
+    record: { stock: number; liveBuyers: Set<string>; unreleased: Array<{ orderId: string; userId: string }> },
+  ): Promise<number> {
+    const { voucher, buyers } = this.keys.voucher(sale.voucherId);
+    const markers = record.unreleased.map((order) => this.keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }));
+    return this.scripts.repair(
+      2 + markers.length,
+      voucher, buyers, ...markers,
+      token, record.stock, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
+      record.liveBuyers.size, ...record.liveBuyers, ...record.unreleased.map((order) => order.userId),
     );
   }
 
-  /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
-  async findQueued(orderId: string): Promise<QueuedOrder | null> {
-    // One HGET per shard; not a pipeline, which Redis Cluster refuses across slots.
-    const shards = Array.from({ length: this.shards }, (_, shard) => shard);
-    const values = await Promise.all(shards.map((shard) => this.redis.hget(this.shardKeys(shard).queued, orderId)));
-    const value = values.find((found) => found !== null);
-    if (value) {
-      const [userId = '', voucherId = ''] = value.split(':');
-      return { orderId, userId, voucherId };
+  /** The voucher's stock, its buyers and the shard's queued orders of it, read atomically (one slot). */
+  async snapshot(voucherId: string): Promise<SaleSnapshot> {
+    const keys = this.keys.voucher(voucherId);
+    const replies = await this.redis.multi().hget(keys.voucher, 'stock').smembers(keys.buyers).hgetall(keys.queued).exec();
+    if (!replies) throw new Error('the Redis read of the sale was aborted');
+    const failure = replies.find(([error]) => error);
+    if (failure) throw failure[0]!;
+    const [[, stock], [, buyers], [, queuedAll]] = replies as [[null, string | null], [null, string[]], [null, Record<string, string>]];
+    const queued = new Map<string, string>();
+    for (const [orderId, value] of Object.entries(queuedAll)) {
+      const [userId = '', ofVoucher = ''] = value.split(':');
+      if (ofVoucher === voucherId) queued.set(orderId, userId);
     }
-    return null;
+    return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
   }
-}
 
-export const shardTag = (shard: number): string => `{seckill:${shard}}`;
+  /** Which of the voucher's orders have had their unit given back (their release marker exists). */
+  async releasedOrders(voucherId: string, orderIds: string[]): Promise<Set<string>> {
+    const results = await Promise.all(orderIds.map((orderId) => this.redis.exists(this.keys.releaseMarker({ orderId, voucherId }))));
+    return new Set(orderIds.filter((_, index) => results[index] === 1));
+  }
 
-function toOutcome(code: number): ReserveOutcome {
-  const outcome = RESERVE_OUTCOMES[code];
-  if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
-  return outcome;
+  /** Closes the replica acknowledgement's connections (the shared client is closed by its owner). */
+  async close(): Promise<void> {
+    await this.acknowledged?.close();
+  }
 }

@@ -1,7 +1,7 @@
-import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { ok } from '../../http/result.js';
-import { IdString } from '../../http/schemas.js';
-import { ADMIN_ONLY } from '../../http/openapi.js';
+import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
 import type { VoucherService } from './voucher-service.js';
 

@@ -1,5 +1,5 @@
 import { badRequest } from '../../http/errors.js';
-import type { SeckillStore } from './sale-store.js';
+import type { SaleStore } from './sale-store.js';
 import type { NewVoucher, VoucherRepository, VoucherWithSeckill } from './voucher-repository.js';
 
 export interface VoucherInput {
@@ -35,7 +35,7 @@ export interface VoucherView {
 export class VoucherService {
   constructor(
     private readonly vouchers: VoucherRepository,
-    private readonly seckill: SeckillStore,
+    private readonly seckill: SaleStore,
   ) {}
 
   async addVoucher(input: VoucherInput): Promise<string> {

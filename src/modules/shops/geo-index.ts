@@ -1,9 +1,8 @@
 import type { RedisClient } from '../../infra/redis.js';
 import { SingleFlight } from '../../lib/cache/index.js';
 import type { ShopPoint, ShopRepository } from './shop-repository.js';
+import { geoKey } from './keys.js';
 
-/** One GEO set (sorted set) per shop type, members = shop ids (hmdp's `shop:geo:{typeId}`). */
-export const geoKey = (typeId: string): string => `shop:geo:${typeId}`;
 
 /** hmdp searches within 5 km of the user. */
 export const SEARCH_RADIUS_METERS = 5000;

@@ -1,8 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { Current, IdParams, IdString } from '../../http/schemas.js';
-import { ADMIN_ONLY } from '../../http/openapi.js';
+import { ADMIN_ONLY, Current, IdParams, IdString } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import type { ShopService } from './shop-service.js';

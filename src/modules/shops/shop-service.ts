@@ -3,12 +3,12 @@ import type { BloomFilter, Cache, CacheClient, CacheStrategy } from '../../lib/c
 import type { ShopTypeRepository } from './shop-type-repository.js';
 import type { ShopGeoIndex } from './geo-index.js';
 import type { NewShop, ShopChanges, ShopPoint, ShopRepository, ShopRow } from './shop-repository.js';
+import { CACHE_NAMES, shopCacheKey } from './keys.js';
 
 /** hmdp's page sizes: 5 for shops by type (DEFAULT_PAGE_SIZE), 10 for search by name (MAX_PAGE_SIZE). */
 export const SHOPS_BY_TYPE_PAGE_SIZE = 5;
 export const SHOPS_BY_NAME_PAGE_SIZE = 10;
 
-export const shopCacheKey = (id: string): string => `cache:shop:${id}`;
 
 /** A shop as the front end reads it (hmdp's Shop entity); `distance` in metres on a GEO search. */
 export interface ShopView {
@@ -84,7 +84,7 @@ export class ShopService {
     ({ shops: this.shops, types: this.types, geo: this.geo, bloom: this.bloom } = deps);
     this.useBloom = deps.cache.useBloom;
     this.cache = deps.caches.define<ShopView>({
-      name: 'shop',
+      name: CACHE_NAMES.shop,
       key: shopCacheKey,
       load: async (id) => {
         const row = await this.shops.findById(id);

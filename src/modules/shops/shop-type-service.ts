@@ -1,8 +1,7 @@
 import type { Cache, CacheClient } from '../../lib/cache/index.js';
 import type { ShopTypeRepository, ShopTypeView } from './shop-type-repository.js';
+import { CACHE_NAMES, SHOP_TYPE_CACHE_KEY } from './keys.js';
 
-/** The one key of the type list (hmdp's `cache:type`). */
-export const SHOP_TYPE_CACHE_KEY = 'cache:type';
 
 /**
  * Shop types: a small list that almost never changes, read on every home page. Cached whole
@@ -18,7 +17,7 @@ export class ShopTypeService {
     options: { ttlMs: number; jitterPercent: number; waitMs: number },
   ) {
     this.cache = caches.define<ShopTypeView[]>({
-      name: 'shop-type',
+      name: CACHE_NAMES.shopType,
       key: () => SHOP_TYPE_CACHE_KEY,
       load: () => this.types.listAll(),
       ttlMs: options.ttlMs,

@@ -1,21 +1,11 @@
-import { readFileSync } from 'node:fs';
-import type { Result } from 'ioredis';
 import { badRequest, notFound } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { FollowService } from './follow-service.js';
 import type { UserRepository } from '../users/user-repository.js';
 import type { SessionUser, UserSummary } from '../users/session-store.js';
 import type { BlogRepository, BlogRow } from './blog-repository.js';
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    blogLikeToggle(key: string, userId: string, nowMs: number): Result<number, Context>;
-    feedPush(key: string, score: number, blogId: string, maxLength: number): Result<number, Context>;
-  }
-}
-
-const LIKE_TOGGLE_LUA = readFileSync(new URL('../blog/lua/like-toggle.lua', import.meta.url), 'utf8');
-const FEED_PUSH_LUA = readFileSync(new URL('../blog/lua/feed-push.lua', import.meta.url), 'utf8');
+import { defineSocialScripts, type SocialScripts } from './scripts.js';
+import { feedKey, likedKey } from './keys.js';
 
 /** hmdp's page size for blogs (SystemConstants.MAX_PAGE_SIZE) and the feed. */
 export const BLOG_PAGE_SIZE = 10;
@@ -23,8 +13,6 @@ export const BLOG_PAGE_SIZE = 10;
 export const LIKERS_SHOWN = 5;
 export const MAX_IMAGES = 9;
 
-export const likedKey = (blogId: string): string => `blog:liked:${blogId}`;
-export const feedKey = (userId: string): string => `feed:${userId}`;
 
 /** A blog as hmdp's front end reads it: the row plus its author's name and icon and `isLike`. */
 export interface BlogView {
@@ -77,12 +65,12 @@ export class BlogService {
   private readonly follows: FollowService;
   private readonly feedMaxLength: number;
   private readonly now: () => number;
+  private readonly scripts: SocialScripts;
 
   constructor(deps: BlogServiceDeps) {
     ({ redis: this.redis, blogs: this.blogs, users: this.users, follows: this.follows, feedMaxLength: this.feedMaxLength } = deps);
     this.now = deps.now ?? Date.now;
-    this.redis.defineCommand('blogLikeToggle', { numberOfKeys: 1, lua: LIKE_TOGGLE_LUA });
-    this.redis.defineCommand('feedPush', { numberOfKeys: 1, lua: FEED_PUSH_LUA });
+    this.scripts = defineSocialScripts(this.redis);
   }
 
   /**
@@ -103,7 +91,7 @@ export class BlogService {
     });
     const score = this.now();
     for await (const followers of this.follows.followerBatches(author.id)) {
-      await Promise.all(followers.map((follower) => this.redis.feedPush(feedKey(follower), score, id, this.feedMaxLength)));
+      await Promise.all(followers.map((follower) => this.scripts.feedPush(feedKey(follower), score, id, this.feedMaxLength)));
     }
     return id;
   }
@@ -135,12 +123,12 @@ export class BlogService {
   async toggleLike(blogId: string, userId: string): Promise<{ isLike: boolean; liked: number }> {
     if (!(await this.blogs.findById(blogId))) throw notFound(`Blog ${blogId} not found`);
     const key = likedKey(blogId);
-    const isLike = (await this.redis.blogLikeToggle(key, userId, this.now())) === 1;
+    const isLike = (await this.scripts.likeToggle(key, userId, this.now())) === 1;
     let liked: number | undefined;
     try {
       liked = await this.blogs.syncLiked(blogId, () => this.redis.zcard(key));
     } catch (err) {
-      await this.redis.blogLikeToggle(key, userId, this.now()).catch(() => undefined);
+      await this.scripts.likeToggle(key, userId, this.now()).catch(() => undefined);
       throw err;
     }
     if (liked === undefined) throw notFound(`Blog ${blogId} not found`);

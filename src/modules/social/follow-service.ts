@@ -1,26 +1,11 @@
-import { readFileSync } from 'node:fs';
-import type { Result } from 'ioredis';
 import { badRequest, notFound } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { UserRepository } from '../users/user-repository.js';
 import type { UserSummary } from '../users/session-store.js';
 import type { FollowRepository } from './follow-repository.js';
+import { defineSocialScripts, type SocialScripts } from './scripts.js';
+import { FOLLOWS_MARKER, followsKey } from './keys.js';
 
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    followSetIfExists(key: string, op: 'add' | 'remove', member: string): Result<number, Context>;
-  }
-}
-
-const SET_IF_EXISTS_LUA = readFileSync(new URL('../follow/lua/set-if-exists.lua', import.meta.url), 'utf8');
-
-/** hmdp's `follows:{userId}`: the ids a user follows. */
-export const followsKey = (userId: string): string => `follows:${userId}`;
-/**
- * Every built set holds this member besides the followees (no user has id 0), so "follows
- * nobody" is an existing set and a missing set always means "rebuild from tb_follow".
- */
-export const FOLLOWS_MARKER = '0';
 
 /**
  * Follows (hmdp "好友关注"). tb_follow is the source of truth; `follows:{userId}` sets are a
@@ -36,12 +21,14 @@ export const FOLLOWS_MARKER = '0';
  * no TTL, so only after it is deleted) corrects it. Writes never create a partial set.
  */
 export class FollowService {
+  private readonly scripts: SocialScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly follows: FollowRepository,
     private readonly users: UserRepository,
   ) {
-    redis.defineCommand('followSetIfExists', { numberOfKeys: 1, lua: SET_IF_EXISTS_LUA });
+    this.scripts = defineSocialScripts(redis);
   }
 
   async follow(userId: string, followeeId: string, isFollow: boolean): Promise<void> {
@@ -49,10 +36,10 @@ export class FollowService {
     if (isFollow) {
       if (!(await this.users.findById(followeeId))) throw notFound(`User ${followeeId} not found`);
       await this.follows.follow(userId, followeeId);
-      await this.redis.followSetIfExists(followsKey(userId), 'add', followeeId);
+      await this.scripts.setIfExists(followsKey(userId), 'add', followeeId);
     } else {
       await this.follows.unfollow(userId, followeeId);
-      await this.redis.followSetIfExists(followsKey(userId), 'remove', followeeId);
+      await this.scripts.setIfExists(followsKey(userId), 'remove', followeeId);
     }
   }
 

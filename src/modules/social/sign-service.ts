@@ -1,12 +1,8 @@
 import { badRequest } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, daysInMonth, monthStamp, previousMonth } from '../../lib/calendar/index.js';
+import { signKey } from './keys.js';
 
-/**
- * hmdp's `sign:{yyyyMM}:{userId}`: one bit per day of the month, bit 0 = day 1.
- * Days are Asia/Shanghai calendar days (hmdp's users are in China; the day turns at 00:00 UTC+8).
- */
-export const signKey = (year: number, month: number, userId: string): string => `sign:${monthStamp(year, month)}:${userId}`;
 
 /** A streak is followed back at most this many months (10 years): a bound on round trips. */
 const MAX_STREAK_MONTHS = 120;

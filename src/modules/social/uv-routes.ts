@@ -2,9 +2,8 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { FastifyRequest } from 'fastify';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
 import { parseDay } from '../../lib/calendar/index.js';
-import { ADMIN_ONLY } from '../../http/openapi.js';
 import { requireAdmin } from '../users/auth.js';
 import type { UvService } from './uv-service.js';
 

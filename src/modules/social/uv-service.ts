@@ -1,10 +1,7 @@
 import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, dayStamp, type CalendarDay } from '../../lib/calendar/index.js';
+import { shopUvKey, siteUvKey } from './keys.js';
 
-/** HyperLogLog of the site's visitors on one Asia/Shanghai day (yyyyMMdd). */
-export const siteUvKey = (day: string): string => `uv:site:${day}`;
-/** HyperLogLog of one shop page's visitors on one day. */
-export const shopUvKey = (shopId: string, day: string): string => `uv:shop:${shopId}:${day}`;
 
 /** Daily counts are kept this long, then expire (renewed by each visit of the day). */
 export const UV_TTL_SECONDS = 400 * 24 * 3600;

@@ -1,28 +1,22 @@
 import { randomInt } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import type { Result } from 'ioredis';
 import type { RedisClient } from '../../infra/redis.js';
+import { codeKey } from './keys.js';
+import { defineUserScripts, type UserScripts } from './scripts.js';
 
 export type CodeCheck = 'valid' | 'wrong' | 'missing';
-
-const VERIFY_SCRIPT = readFileSync(new URL('../user/lua/verify-login-code.lua', import.meta.url), 'utf8');
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    verifyLoginCode(key: string, code: string, maxAttempts: number): Result<number, Context>;
-  }
-}
 
 /**
  * One-time login codes: `login:code:{phone}` hash {code, attempts} with a TTL.
  * A code works once; a few wrong tries burn it so six digits cannot be brute-forced.
  */
 export class LoginCodeStore {
+  private readonly scripts: UserScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly options: { ttlSeconds: number; maxAttempts: number },
   ) {
-    redis.defineCommand('verifyLoginCode', { numberOfKeys: 1, lua: VERIFY_SCRIPT });
+    this.scripts = defineUserScripts(redis);
   }
 
   /** Issues a fresh 6-digit code for the phone, replacing any earlier one. */
@@ -34,10 +28,8 @@ export class LoginCodeStore {
   }
 
   async check(phone: string, code: string): Promise<CodeCheck> {
-    const outcome = await this.redis.verifyLoginCode(codeKey(phone), code, this.options.maxAttempts);
+    const outcome = await this.scripts.verifyLoginCode(codeKey(phone), code, this.options.maxAttempts);
     if (outcome === 1) return 'valid';
     return outcome === 0 ? 'wrong' : 'missing';
   }
 }
-
-export const codeKey = (phone: string): string => `login:code:${phone}`;

@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import type { Result } from 'ioredis';
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../infra/redis.js';
 import type { UserRole } from '../../infra/schema.js';
+import { sessionKey, sessionKeyOfDigest, tokenDigest, userSessionsKey } from './keys.js';
+import { defineUserScripts, type UserScripts } from './scripts.js';
 
 /** A user as others see it: hmdp's UserDTO. */
 export interface UserSummary {
@@ -15,15 +15,6 @@ export interface UserSummary {
 export interface SessionUser extends UserSummary {
   role: UserRole;
 }
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    sessionTouch(key: string, ttlSeconds: number): Result<string[], Context>;
-    sessionSetRole(key: string, role: UserRole): Result<number, Context>;
-  }
-}
-
-const script = (name: string) => readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 
 const TOKEN_BYTES = 32; // 256 bits of entropy, well above the 128 required for unguessable tokens
 
@@ -47,12 +38,13 @@ const TOKEN_BYTES = 32; // 256 bits of entropy, well above the 128 required for 
  * row lock around both (UserRepository.withUserLocked).
  */
 export class SessionStore {
+  private readonly scripts: UserScripts;
+
   constructor(
     private readonly redis: RedisClient,
     private readonly ttlSeconds: number,
   ) {
-    redis.defineCommand('sessionTouch', { numberOfKeys: 1, lua: script('touch-session') });
-    redis.defineCommand('sessionSetRole', { numberOfKeys: 1, lua: script('session-set-role') });
+    this.scripts = defineUserScripts(redis);
   }
 
   async create(user: SessionUser): Promise<string> {
@@ -68,7 +60,7 @@ export class SessionStore {
 
   /** The session's user, renewing its TTL; null if the token is unknown or expired. */
   async touch(token: string): Promise<SessionUser | null> {
-    const flat = await this.redis.sessionTouch(sessionKey(token), this.ttlSeconds);
+    const flat = await this.scripts.touchSession(sessionKey(token), this.ttlSeconds);
     const fields: Record<string, string> = {};
     for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
     return toSessionUser(fields);
@@ -88,7 +80,7 @@ export class SessionStore {
    */
   async setRole(userId: string, role: UserRole): Promise<number> {
     const digests = await this.redis.smembers(userSessionsKey(userId));
-    const updated = await Promise.all(digests.map((digest) => this.redis.sessionSetRole(sessionKeyOfDigest(digest), role)));
+    const updated = await Promise.all(digests.map((digest) => this.scripts.setSessionRole(sessionKeyOfDigest(digest), role)));
     await this.forget(userId, digests.filter((_, i) => updated[i] === 0));
     return updated.filter((done) => done === 1).length;
   }
@@ -105,16 +97,6 @@ export class SessionStore {
     if (digests.length > 0) await this.redis.srem(userSessionsKey(userId), ...digests);
   }
 }
-
-const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
-const sessionKeyOfDigest = (digest: string): string => `login:token:${digest}`;
-
-export function sessionKey(token: string): string {
-  return sessionKeyOfDigest(tokenDigest(token));
-}
-
-/** The set of a user's session digests (see SessionStore). */
-export const userSessionsKey = (userId: string): string => `login:sessions:${userId}`;
 
 function toSessionUser(fields: Record<string, string> | undefined): SessionUser | null {
   if (fields?.id === undefined) return null;

@@ -1,5 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
-import { maskPhone } from '../../infra/logging.js';
+import { maskPhone, type Log } from '../../infra/logging.js';
 
 /** Delivers login codes. Swap in a real SMS gateway by implementing this interface. */
 export interface SmsSender {
@@ -12,7 +11,7 @@ export interface SmsSender {
  * tell whose code a line is.
  */
 export class LogSmsSender implements SmsSender {
-  constructor(private readonly log: Pick<FastifyBaseLogger, 'info'>) {}
+  constructor(private readonly log: Pick<Log, 'info'>) {}
 
   async sendLoginCode(phone: string, code: string): Promise<void> {
     const masked = maskPhone(phone);

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
 import type { RouteEntry } from '../../../src/http/route-table.js';
 import { SessionStore } from '../../../src/modules/users/session-store.js';
 import { eventually } from '../../modules/seckill/support.js';
@@ -76,7 +76,7 @@ beforeAll(async () => {
     payload: { shopId, title: '50 off', payValue: 100, actualValue: 200, stock: 10, beginTime: new Date(Date.now() - hour).toISOString(), endTime: new Date(Date.now() + hour).toISOString() },
   })).data as string;
   const orderId = (await call({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: as(alice) })).data as string;
-  const { worker } = buildSeckill({ config: env.config, redis: env.redis, db: env.db }, app.log);
+  const { worker } = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log: app.log });
   worker.start();
   try {
     await eventually(async () => expect((await call({ url: `/api/voucher-order/${orderId}`, headers: as(alice) })).data).toMatchObject({ state: 'created' }));

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
-import { likedKey } from '../../../src/modules/social/blog-service.js';
+import { likedKey } from '../../../src/modules/social/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth, client } from './support.js';
 

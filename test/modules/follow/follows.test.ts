@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FOLLOWS_MARKER, followsKey } from '../../../src/modules/social/follow-service.js';
+import { FOLLOWS_MARKER, followsKey } from '../../../src/modules/social/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth, client } from '../blog/support.js';
 

@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
-import { SALE_KEYS_KEPT_AFTER_END_MS, SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
+import { OrderStream } from '../../../src/modules/seckill/order-stream.js';
+import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, scanKeys, type TestEnv } from '../../support/test-env.js';
 import { HOUR, buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
@@ -9,7 +11,7 @@ import { HOUR, buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysq
 let env: TestEnv;
 let instances: FastifyInstance[];
 let users: Array<{ id: string; token: string }>;
-let store: SeckillStore;
+let store: SaleStore;
 /** Unprefixed seckill keys before this file ran: a local app (no prefix) may share this Redis. */
 let strayBefore: string[];
 
@@ -22,7 +24,7 @@ beforeAll(async () => {
   for (const consumerName of ['instance-a', 'instance-b']) {
     instances.push((await buildTestApp(env, undefined, { consumerName })).app);
   }
-  store = new SeckillStore(env.redis, env.config.seckill.streamShards);
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -51,17 +53,17 @@ describe('async seckill (Lua + stream + worker)', () => {
     await eventually(async () => expect(await mysqlOrders(env, voucherId)).toHaveLength(100));
     await expectSoldOutExactly(env, voucherId, 100, accepted, redisStock(voucherId));
     // And every order leaves the queued list once it is in MySQL.
-    for (const shard of [0, 1, 2]) await eventually(async () => expect(await env.redis.hlen(store.shardKeys(shard).queued)).toBe(0));
+    for (const shard of [0, 1, 2]) await eventually(async () => expect(await env.redis.hlen(store.keys.shard(shard).queued)).toBe(0));
 
     // The sale's keys expire a week after its end; acknowledged stream entries can be trimmed.
-    const { voucher, buyers, stream } = store.keys(voucherId);
+    const { voucher, buyers, stream } = store.keys.voucher(voucherId);
     const end = (await store.read(voucherId))!.end.getTime();
     for (const key of [voucher, buyers]) {
       const expiresAt = Date.now() + (await env.redis.pttl(key));
       expect(Math.abs(expiresAt - (end + SALE_KEYS_KEPT_AFTER_END_MS))).toBeLessThan(5_000);
     }
     expect(await env.redis.xlen(stream)).toBeGreaterThanOrEqual(100);
-    await store.trimAcknowledged(store.shardOf(voucherId));
+    await new OrderStream(env.redis, store.keys).trimAcknowledged(store.keys.shardOf(voucherId));
     expect(await env.redis.xlen(stream)).toBeLessThanOrEqual(1); // the last delivered entry marks the group's place
   });
 
@@ -110,7 +112,7 @@ describe('async seckill (Lua + stream + worker)', () => {
     const get = (token: string, orderId: string) => app.inject({ url: `/api/voucher-order/${orderId}`, headers: { authorization: token } });
 
     // Without a worker the order stays queued: take it from a Redis script call directly.
-    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db }, app.log);
+    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log: app.log });
     const queuedId = await seckill.orderService.placeSeckillOrder(other.id, voucherId);
     expect(['queued', 'created']).toContain((await get(other.token, queuedId)).json().data.state);
 

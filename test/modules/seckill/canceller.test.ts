@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 
@@ -12,8 +12,8 @@ let instanceB: ReturnType<typeof buildSeckill>;
 beforeAll(async () => {
   env = await createTestEnv({ SECKILL_PAYMENT_WINDOW_SECONDS: '60' });
   const log = pino({ level: 'silent' });
-  instanceA = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'a' }, log);
-  instanceB = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'b' }, log);
+  instanceA = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'a', log });
+  instanceB = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'b', log });
 });
 
 afterAll(async () => {

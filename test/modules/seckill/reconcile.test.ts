@@ -3,11 +3,12 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
 import { OrderStatus } from '../../../src/modules/seckill/order-repository.js';
 import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
 import { reconcileSeckill } from '../../../src/modules/seckill/reconcile.js';
-import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../../support/env.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { buy, eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
@@ -15,7 +16,7 @@ import { buy, eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from '
 let env: TestEnv;
 let app: FastifyInstance;
 let users: Array<{ id: string; token: string }>;
-let store: SeckillStore;
+let store: SaleStore;
 let seckill: ReturnType<typeof buildSeckill>;
 
 beforeAll(async () => {
@@ -23,8 +24,8 @@ beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STRATEGY: 'async', SECKILL_STREAM_SHARDS: '2' });
   users = await createUsersWithSessions(env, 600);
   app = (await buildTestApp(env)).app;
-  store = new SeckillStore(env.redis, env.config.seckill.streamShards);
-  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'reconcile-test' }, pino({ level: 'silent' }));
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'reconcile-test', log: pino({ level: 'silent' }) });
 });
 
 afterAll(async () => {
@@ -51,13 +52,13 @@ describe('reconcileSeckill', () => {
     for (let i = 3; i < 6; i += 1) expect((await buy(app, users[i]!.token, voucherId)).json().success).toBe(true);
     // An order between the worker's commit and its HDEL is in MySQL and queued: counted once.
     const written = (await mysqlOrders(env, voucherId))[0]!;
-    await env.redis.hset(store.keys(voucherId).queued, written.id, `${written.user_id}:${voucherId}`);
+    await env.redis.hset(store.keys.voucher(voucherId).queued, written.id, `${written.user_id}:${voucherId}`);
 
     const report = await check([voucherId]);
     expect(report).toEqual({ vouchers: 1, drifted: [], repaired: 0, skipped: [] });
     expect(await mysqlStock(env, voucherId)).toBe(7);
     expect((await store.read(voucherId))!.stock).toBe(4);
-    await env.redis.hdel(store.keys(voucherId).queued, written.id);
+    await env.redis.hdel(store.keys.voucher(voucherId).queued, written.id);
     await seckill.worker.drainOnce();
   });
 
@@ -66,10 +67,10 @@ describe('reconcileSeckill', () => {
     const low = await saleWithOrders(10, 2, 20);
     const missing = await saleWithOrders(10, 2, 30);
     const extra = await saleWithOrders(10, 2, 40);
-    await env.redis.hincrby(store.keys(high).voucher, 'stock', 3);
-    await env.redis.hincrby(store.keys(low).voucher, 'stock', -2);
-    await env.redis.srem(store.keys(missing).buyers, users[30]!.id);
-    await env.redis.sadd(store.keys(extra).buyers, '987654321');
+    await env.redis.hincrby(store.keys.voucher(high).voucher, 'stock', 3);
+    await env.redis.hincrby(store.keys.voucher(low).voucher, 'stock', -2);
+    await env.redis.srem(store.keys.voucher(missing).buyers, users[30]!.id);
+    await env.redis.sadd(store.keys.voucher(extra).buyers, '987654321');
 
     const found = await check([high, low, missing, extra]);
     expect(found.vouchers).toBe(4);
@@ -89,13 +90,13 @@ describe('reconcileSeckill', () => {
     expect((await buy(app, users[30]!.token, missing)).json().errorMsg).toBe(REFUSALS.alreadyBought);
     const stock = (await store.read(high))!.stock;
     expect(stock).toBe(8);
-    const voucher = await env.redis.hgetall(store.keys(high).voucher);
+    const voucher = await env.redis.hgetall(store.keys.voucher(high).voucher);
     expect(voucher.paused_until).toBeUndefined();
   });
 
   it('re-publishes a voucher missing from Redis, with its buyers', async () => {
     const voucherId = await saleWithOrders(5, 3, 50);
-    const { voucher, buyers } = store.keys(voucherId);
+    const { voucher, buyers } = store.keys.voucher(voucherId);
     await env.redis.del(voucher, buyers);
 
     const found = await check([voucherId]);
@@ -119,16 +120,16 @@ describe('reconcileSeckill', () => {
       await trx.updateTable('tb_seckill_voucher').set((eb) => ({ stock: eb('stock', '+', 1) })).where('voucher_id', '=', voucherId).execute();
     });
     expect((await check([voucherId])).drifted).toEqual([]);
-    await env.redis.sadd(store.keys(voucherId).buyers, '123'); // some drift so that the repair writes
+    await env.redis.sadd(store.keys.voucher(voucherId).buyers, '123'); // some drift so that the repair writes
     expect((await repair([voucherId])).repaired).toBe(1);
     expect((await store.read(voucherId))!.stock).toBe(3); // still held by the cancelled order
     // The canceller's sweep now releases it: + 1 once, and everything agrees.
     await seckill.canceller.runOnce();
     expect((await store.read(voucherId))!.stock).toBe(4);
-    expect(await env.redis.sismember(store.keys(voucherId).buyers, order.user_id)).toBe(0);
+    expect(await env.redis.sismember(store.keys.voucher(voucherId).buyers, order.user_id)).toBe(0);
     expect((await check([voucherId])).drifted).toEqual([]);
     // A repair after the release keeps it released (its marker decides inside the script).
-    await env.redis.hincrby(store.keys(voucherId).voucher, 'stock', 1);
+    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 1);
     expect((await repair([voucherId])).repaired).toBe(1);
     expect((await store.read(voucherId))!.stock).toBe(4);
   });
@@ -136,28 +137,28 @@ describe('reconcileSeckill', () => {
   it('gives up on a voucher whose queued orders are not written in time, and lifts its pause', async () => {
     const voucherId = await saleWithOrders(5, 0, 0);
     expect((await buy(app, users[70]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.hincrby(store.keys(voucherId).voucher, 'stock', 1);
+    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 1);
     const report = await reconcileSeckill(deps(), { repair: true, voucherIds: [voucherId], drainTimeoutMs: 300 });
     expect(report.repaired).toBe(0);
     expect(report.drifted).toHaveLength(1);
     expect(report.skipped).toEqual([{ voucherId, reason: expect.stringContaining('queued orders not written') }]);
     expect((await buy(app, users[71]!.token, voucherId)).json().success).toBe(true); // not left paused
     await seckill.worker.drainOnce();
-    await env.redis.hincrby(store.keys(voucherId).voucher, 'stock', -1);
+    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', -1);
     expect((await check([voucherId])).drifted).toEqual([]);
   });
 
   it('leaves a missing voucher missing (not a placeholder of stock 0) when its repair gives up', async () => {
     const voucherId = await saleWithOrders(5, 0, 0);
     expect((await buy(app, users[72]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.del(store.keys(voucherId).voucher);
+    await env.redis.del(store.keys.voucher(voucherId).voucher);
     const report = await reconcileSeckill(deps(), { repair: true, voucherIds: [voucherId], drainTimeoutMs: 200 });
     expect(report.skipped).toHaveLength(1);
-    expect(await env.redis.exists(store.keys(voucherId).voucher)).toBe(0);
+    expect(await env.redis.exists(store.keys.voucher(voucherId).voucher)).toBe(0);
     await seckill.worker.drainOnce();
     expect((await repair([voucherId])).repaired).toBe(1);
     expect((await store.read(voucherId))!.stock).toBe(4);
-    expect(await env.redis.hget(store.keys(voucherId).voucher, 'paused_created')).toBeNull();
+    expect(await env.redis.hget(store.keys.voucher(voucherId).voucher, 'paused_created')).toBeNull();
   });
 
   it('repairs during a running sale: orders keep coming, none oversold or lost, zero drift after', async () => {
@@ -167,8 +168,8 @@ describe('reconcileSeckill', () => {
     const buyers = users.slice(100, 600);
     // Drift that would matter: a stranger's buyer mark and 2 units too few in Redis.
     expect((await buy(app, buyers[0]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.sadd(store.keys(voucherId).buyers, '555555');
-    await env.redis.hincrby(store.keys(voucherId).voucher, 'stock', -2);
+    await env.redis.sadd(store.keys.voucher(voucherId).buyers, '555555');
+    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', -2);
 
     const accepted: string[] = [];
     const refusals = new Map<string, number>();
@@ -240,7 +241,7 @@ describe('npm run reconcile (CLI)', () => {
     expect((await run('--voucher', '999999999')).code).toBe(2);
 
     const voucherId = await saleWithOrders(10, 1, 80);
-    await env.redis.hincrby(store.keys(voucherId).voucher, 'stock', 5);
+    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 5);
     const drifted = await run('--voucher', voucherId, '--json');
     expect(drifted.code).toBe(1);
     expect(JSON.parse(drifted.stdout)).toMatchObject({ vouchers: 1, repaired: 0, drifted: [{ voucherId, redisStock: 14, expectedStock: 9 }] });

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
-import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { startRedisCluster, type TestCluster } from '../../support/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 import { buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders } from './support.js';
@@ -49,7 +50,7 @@ describe('on Redis Cluster', () => {
   it('sells stock 50 to 300 concurrent buyers across two instances: 50 orders, none lost', async () => {
     const users = await createUsersWithSessions(clusterEnv, 300);
     const vouchers = [await insertSeckillVoucher(env, { stock: 50 }), await insertSeckillVoucher(env, { stock: 50 })];
-    const store = new SeckillStore(redis, 8);
+    const store = new SaleStore(redis, new SaleKeys(8));
     for (const voucherId of vouchers) {
       const responses = await Promise.all(users.map((user, i) => buy(apps[i % 2]!, user.token, voucherId)));
       const bodies = responses.map((response) => response.json());
@@ -59,6 +60,6 @@ describe('on Redis Cluster', () => {
       await expectSoldOutExactly(env, voucherId, 50, accepted, async () => (await store.read(voucherId))?.stock);
     }
     // The two vouchers' keys live in different slots: the shards really spread.
-    expect(store.shardOf(vouchers[0]!)).not.toBe(store.shardOf(vouchers[1]!));
+    expect(store.keys.shardOf(vouchers[0]!)).not.toBe(store.keys.shardOf(vouchers[1]!));
   });
 });

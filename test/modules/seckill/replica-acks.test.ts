@@ -5,7 +5,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../src/modules/seckill/keys.js';
+import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../support/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { buy, insertSeckillVoucher } from './support.js';
@@ -25,7 +26,7 @@ let clusterEnv: TestEnv;
 let redis: RedisClient;
 let app: FastifyInstance;
 const timeouts: Array<{ accepted: number; acknowledged: number }> = [];
-let store: SeckillStore;
+let store: SaleStore;
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3, replicas: 1 });
@@ -38,7 +39,7 @@ beforeAll(async () => {
   redis = createRedis(config);
   clusterEnv = { ...env, config, redis };
   app = (await buildTestApp(clusterEnv)).app;
-  store = new SeckillStore(redis, SHARDS, { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) });
+  store = new SaleStore(redis, new SaleKeys(SHARDS), { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) });
 }, 90_000);
 
 afterAll(async () => {
@@ -68,7 +69,7 @@ async function slotOf(key: string): Promise<number> {
 
 /** The master serving the shard's keys and its one replica. */
 const shardNode = async (shard: number) => {
-  const { master, replicas } = await cluster.shardOf(await slotOf(`${env.keyPrefix}${store.shardKeys(shard).queued}`));
+  const { master, replicas } = await cluster.shardOf(await slotOf(`${env.keyPrefix}${store.keys.shard(shard).queued}`));
   return { masterPort: master, replicaPort: replicas[0]! };
 };
 
@@ -86,7 +87,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
       const replica = new Redis({ port: replicaPort, host: '127.0.0.1', keyPrefix: env.keyPrefix });
       try {
         await replica.call('READONLY');
-        const queued = await replica.hkeys(store.shardKeys(shard).queued);
+        const queued = await replica.hkeys(store.keys.shard(shard).queued);
         const expected = orders.filter((order) => Number(order.voucherId) % SHARDS === shard).map((order) => order.orderId);
         expect(new Set(queued)).toEqual(new Set(expected));
       } finally {

@@ -1,13 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeckillStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;
 let app: FastifyInstance;
 let admin: { authorization: string };
 let user: { authorization: string };
-let store: SeckillStore;
+let store: SaleStore;
 
 const HOUR = 3600_000;
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
@@ -20,7 +21,7 @@ beforeAll(async () => {
   admin = { authorization: first!.token };
   user = { authorization: second!.token };
   ({ app } = await buildTestApp(env));
-  store = new SeckillStore(env.redis, env.config.seckill.streamShards);
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -67,7 +68,7 @@ describe('vouchers', () => {
 
   it('publishes at start the unfinished sales Redis does not know (a failed publish, a lost Redis)', async () => {
     const id = (await post('/api/voucher/seckill', seckill({ stock: 5 }))).json().data as string;
-    await env.redis.del(store.keys(id).voucher);
+    await env.redis.del(store.keys.voucher(id).voucher);
     const { app: restarted } = await buildTestApp(env);
     try {
       expect((await store.read(id))?.stock).toBe(5);

@@ -5,10 +5,10 @@
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
 import type { PersistOutcome } from '../../../src/modules/seckill/order-repository.js';
 import { OrderWorker } from '../../../src/modules/seckill/order-worker.js';
-import { ORDER_GROUP } from '../../../src/modules/seckill/sale-store.js';
+import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 
@@ -19,9 +19,9 @@ let worker: OrderWorker;
 
 beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STREAM_SHARDS: '1', SECKILL_WORKER_BATCH: '100' });
-  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'batch-test' }, pino({ level: 'silent' }));
+  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'batch-test', log: pino({ level: 'silent' }) });
   results = [];
-  worker = new OrderWorker(env.redis, seckill.store, seckill.orders, {
+  worker = new OrderWorker(seckill.stream, seckill.store, seckill.orders, {
     consumer: 'batch-test',
     batchSize: 100,
     maxDeliveries: 5,
@@ -37,7 +37,7 @@ afterAll(async () => {
 });
 
 async function backlog(): Promise<{ pending: number; queued: number }> {
-  const { stream, queued } = seckill.store.shardKeys(0);
+  const { stream, queued } = seckill.keys.shard(0);
   const [pending] = (await env.redis.xpending(stream, ORDER_GROUP)) as [number];
   return { pending: Number(pending), queued: await env.redis.hlen(queued) };
 }

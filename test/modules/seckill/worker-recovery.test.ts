@@ -2,11 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSeckill } from '../../../src/app.js';
+import { buildSeckill } from '../../../src/modules/seckill/index.js';
 import { createDb } from '../../../src/infra/db.js';
 import { OrderRepository } from '../../../src/modules/seckill/order-repository.js';
 import { OrderWorker } from '../../../src/modules/seckill/order-worker.js';
-import { ORDER_GROUP } from '../../../src/modules/seckill/sale-store.js';
+import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from './support.js';
 
@@ -21,7 +21,7 @@ beforeAll(async () => {
     SECKILL_CLAIM_IDLE_MS: '500',
     SECKILL_WORKER_BATCH: '20',
   });
-  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'in-test' }, pino({ level: 'silent' }));
+  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'in-test', log: pino({ level: 'silent' }) });
 });
 
 afterAll(async () => {
@@ -64,9 +64,9 @@ function startWorkerProcess(consumer: string): ChildProcess {
 async function deliverWithoutAck(consumer: string, count: number): Promise<number> {
   let delivered = 0;
   for (const shard of [0, 1]) {
-    await seckill.store.ensureGroup(shard);
+    await seckill.stream.ensureGroup(shard);
     const reply = (await env.redis.xreadgroup(
-      'GROUP', ORDER_GROUP, consumer, 'COUNT', count, 'STREAMS', seckill.store.shardKeys(shard).stream, '>',
+      'GROUP', ORDER_GROUP, consumer, 'COUNT', count, 'STREAMS', seckill.keys.shard(shard).stream, '>',
     )) as Array<[string, unknown[]]> | null;
     delivered += reply?.[0]?.[1].length ?? 0;
   }
@@ -76,7 +76,7 @@ async function deliverWithoutAck(consumer: string, count: number): Promise<numbe
 async function pendingCount(): Promise<number> {
   let total = 0;
   for (const shard of [0, 1]) {
-    const [count] = (await env.redis.xpending(seckill.store.shardKeys(shard).stream, ORDER_GROUP)) as [number];
+    const [count] = (await env.redis.xpending(seckill.keys.shard(shard).stream, ORDER_GROUP)) as [number];
     total += count;
   }
   return total;
@@ -125,9 +125,9 @@ describe('order worker recovery', () => {
     const accepted = await placeOrders(voucherId, 20_001, 60);
     expect(await deliverWithoutAck('ghost', 100)).toBe(60);
     // Trimming never drops an entry that is still pending.
-    const shard = seckill.store.shardOf(voucherId);
-    await seckill.store.trimAcknowledged(shard);
-    expect(await env.redis.xlen(seckill.store.shardKeys(shard).stream)).toBeGreaterThanOrEqual(60);
+    const shard = seckill.keys.shardOf(voucherId);
+    await seckill.stream.trimAcknowledged(shard);
+    expect(await env.redis.xlen(seckill.keys.shard(shard).stream)).toBeGreaterThanOrEqual(60);
     seckill.worker.start();
     try {
       await expectExactlyOnce(voucherId, accepted, 100);
@@ -142,10 +142,10 @@ describe('order worker recovery', () => {
     const log = pino({ level: 'silent' });
     const options = { consumer: 'outage', batchSize: 20, maxDeliveries: 2, claimIdleMs: 60_000, retryDelayMs: 1, log };
     const deadDb = createDb({ mysqlUrl: 'mysql://root@127.0.0.1:1/nothing', poolSize: 1 });
-    const shard = seckill.store.shardOf(voucherId);
-    const { deadLetters, stream } = seckill.store.shardKeys(shard);
+    const shard = seckill.keys.shardOf(voucherId);
+    const { deadLetters, stream } = seckill.keys.shard(shard);
     try {
-      const broken = new OrderWorker(env.redis, seckill.store, new OrderRepository(deadDb), options);
+      const broken = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(deadDb), options);
       for (let round = 0; round < 6; round += 1) {
         await broken.drainOnce();
         await new Promise((resolve) => setTimeout(resolve, 5));
@@ -158,7 +158,7 @@ describe('order worker recovery', () => {
       await deadDb.destroy();
     }
     // MySQL is back: the same consumer writes every order.
-    const healthy = new OrderWorker(env.redis, seckill.store, new OrderRepository(env.db), options);
+    const healthy = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(env.db), options);
     await healthy.drainOnce();
     await expectExactlyOnce(voucherId, accepted, 10);
   });
@@ -169,10 +169,10 @@ describe('order worker recovery', () => {
     await seckill.store.publish({ voucherId, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
     const [orderId] = await placeOrders(voucherId, 30_001, 1);
     expect((await seckill.store.read(voucherId))?.stock).toBe(0);
-    const shard = seckill.store.shardOf(voucherId);
-    const { deadLetters, stream } = seckill.store.shardKeys(shard);
+    const shard = seckill.keys.shardOf(voucherId);
+    const { deadLetters, stream } = seckill.keys.shard(shard);
     // And one entry that cannot even be parsed.
-    await seckill.store.ensureGroup(shard);
+    await seckill.stream.ensureGroup(shard);
     await env.redis.xadd(stream, '*', 'orderId', 'not-a-number');
 
     seckill.worker.start();
@@ -192,7 +192,7 @@ describe('order worker recovery', () => {
     expect(dead.find((entry) => entry.orderId === 'not-a-number')?.error).toContain('malformed');
 
     expect((await seckill.store.read(voucherId))?.stock).toBe(1); // stock given back
-    expect(await env.redis.sismember(seckill.store.keys(voucherId).buyers, '30001')).toBe(0); // may buy again
+    expect(await env.redis.sismember(seckill.keys.voucher(voucherId).buyers, '30001')).toBe(0); // may buy again
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     expect(await pendingCount()).toBe(0);
   });

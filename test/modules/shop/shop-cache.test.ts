@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
-import { shopCacheKey } from '../../../src/modules/shops/shop-service.js';
+import { shopCacheKey } from '../../../src/modules/shops/keys.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { CountingShopRepository, getMany, metricSum, sessionOf, sleep, startApps } from './support.js';
 

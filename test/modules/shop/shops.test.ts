@@ -3,9 +3,9 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
-import { geoKey } from '../../../src/modules/shops/geo-index.js';
-import { shopCacheKey } from '../../../src/modules/shops/shop-service.js';
-import { SHOP_TYPE_CACHE_KEY } from '../../../src/modules/shops/shop-type-service.js';
+import { geoKey } from '../../../src/modules/shops/keys.js';
+import { shopCacheKey } from '../../../src/modules/shops/keys.js';
+import { SHOP_TYPE_CACHE_KEY } from '../../../src/modules/shops/keys.js';
 import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { metric, sessionOf } from './support.js';
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codeKey } from '../../../src/modules/users/login-code-store.js';
-import { sessionKey, userSessionsKey } from '../../../src/modules/users/session-store.js';
+import { codeKey } from '../../../src/modules/users/keys.js';
+import { sessionKey, userSessionsKey } from '../../../src/modules/users/keys.js';
 import { buildTestApp, createTestEnv, type InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;

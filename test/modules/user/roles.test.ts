@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCommand } from '../../../src/cli/admin-command.js';
-import { sessionKey, userSessionsKey } from '../../../src/modules/users/session-store.js';
+import { sessionKey, userSessionsKey } from '../../../src/modules/users/keys.js';
 import { buildTestApp, createTestEnv, roleService, type InboxSmsSender, type TestEnv } from '../../support/test-env.js';
 
 const run = promisify(execFile);

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
-import { shopUvKey, siteUvKey, UvService } from '../../../src/modules/social/uv-service.js';
+import { UvService } from '../../../src/modules/social/uv-service.js';
+import { shopUvKey, siteUvKey } from '../../../src/modules/social/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { auth, client } from '../blog/support.js';
 import { sessionOf } from '../shop/support.js';

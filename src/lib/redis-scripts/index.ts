@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
+
+/** A standalone Redis or a Redis Cluster (ioredis). */
+export type ScriptClient = Redis | Cluster;
+
+/** One Lua script: its source and how many of its arguments are keys. */
+export interface LuaScript {
+  lua: string;
+  /** Leading arguments that are keys; `'dynamic'` when the caller passes the count first (EVALSHA style). */
+  keys: number | 'dynamic';
+}
+
+/** The typed functions of a script set (an interface): each returns the script's reply. */
+export type ScriptFunctions<T> = Record<keyof T, (...args: never[]) => Promise<unknown>>;
+
+/** The same scripts queued on a pipeline or MULTI instead of sent at once. */
+export type Queued<T extends ScriptFunctions<T>> = {
+  [K in keyof T]: (...args: Parameters<T[K]>) => ChainableCommander;
+};
+
+export type Scripts<T extends ScriptFunctions<T>> = T & {
+  /** Queues the scripts on `pipeline` (pipeline or multi of the same client). */
+  queue(pipeline: ChainableCommander): Queued<T>;
+};
+
+/** Reads a Lua file relative to a module: `readLua(import.meta.url, 'lua/reserve.lua')`. */
+export function readLua(moduleUrl: string | URL, file: string): string {
+  return readFileSync(new URL(file, moduleUrl), 'utf8');
+}
+
+/**
+ * Defines a set of scripts on the client and returns them as typed functions. Each becomes an
+ * ioredis command named `<namespace><Name>`: EVALSHA with a fallback to EVAL, the client's key
+ * prefix applied to KEYS, and the same command on the client's pipelines. The types are the
+ * caller's (an interface of what each script takes and returns), so ioredis' global types stay
+ * untouched. Defining the same set twice on one client is harmless.
+ */
+export function defineScripts<T extends ScriptFunctions<T>>(
+  redis: ScriptClient,
+  namespace: string,
+  sources: { [K in keyof T & string]: LuaScript },
+): Scripts<T> {
+  const names = new Map<string, string>();
+  const client = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const scripts: Record<string, unknown> = {};
+  for (const [operation, { lua, keys }] of Object.entries(sources) as Array<[string, LuaScript]>) {
+    const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
+    names.set(operation, name);
+    if (typeof client[name] !== 'function') redis.defineCommand(name, keys === 'dynamic' ? { lua } : { numberOfKeys: keys, lua });
+    scripts[operation] = (...args: unknown[]) => client[name]!(...args);
+  }
+  scripts.queue = (pipeline: ChainableCommander) => {
+    const queued = pipeline as unknown as Record<string, (...args: unknown[]) => ChainableCommander>;
+    return Object.fromEntries([...names].map(([operation, name]) => [operation, (...args: unknown[]) => queued[name]!(...args)]));
+  };
+  return scripts as Scripts<T>;
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { Config } from '../../infra/config.js';
+import type { Db } from '../../infra/db.js';
+import type { Log } from '../../infra/logging.js';
+import type { Metrics } from '../../infra/metrics.js';
+import type { RedisClient } from '../../infra/redis.js';
+import { RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
+import { installAuthHooks } from './auth.js';
+import { SMS_LIMIT_NAMES } from './keys.js';
+import { LoginCodeStore } from './login-code-store.js';
+import { SessionStore } from './session-store.js';
+import { LogSmsSender, type SmsSender } from './sms-sender.js';
+import { UserRepository } from './user-repository.js';
+import { userRoutes } from './user-routes.js';
+import { UserService } from './user-service.js';
+
+export interface UsersDeps {
+  config: Pick<Config, 'auth'>;
+  redis: RedisClient;
+  db: Db;
+  log: Log;
+  metrics: Metrics;
+  /** Defaults to a sender that logs the code (phone masked). */
+  sms?: SmsSender;
+}
+
+export type Users = ReturnType<typeof buildUsers>;
+
+/** SMS-code login, Redis sessions and the hooks that authenticate every /api request. */
+export function buildUsers(deps: UsersDeps) {
+  const { auth } = deps.config;
+  const limiter = new RateLimiter(deps.redis, { onReject: (rule) => deps.metrics.rateLimitRejections.inc({ limit: rule }) });
+  const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds);
+  const service = new UserService({
+    users: new UserRepository(deps.db),
+    sessions,
+    codes: new LoginCodeStore(deps.redis, { ttlSeconds: auth.loginCodeTtlSeconds, maxAttempts: auth.loginCodeMaxAttempts }),
+    sms: deps.sms ?? new LogSmsSender(deps.log),
+    phoneLimit: new RateLimit(limiter, [
+      // SMS_INTERVAL_SECONDS=0 turns the interval off (limit 0), like every other limit.
+      { name: SMS_LIMIT_NAMES.phoneInterval, limit: auth.smsIntervalSeconds > 0 ? 1 : 0, windowSeconds: Math.max(1, auth.smsIntervalSeconds) },
+      { name: SMS_LIMIT_NAMES.phoneDaily, limit: auth.smsDailyLimitPerPhone, windowSeconds: 24 * 3600 },
+    ]),
+    ipLimit: new RateLimit(limiter, [{ name: SMS_LIMIT_NAMES.ipHourly, limit: auth.smsHourlyLimitPerIp, windowSeconds: 3600 }]),
+  });
+  const routes: FastifyPluginAsync = async (api) => {
+    await api.register(userRoutes, { service });
+  };
+  return {
+    sessions,
+    service,
+    routes,
+    /** Loads the session of every request in `api`'s scope and refuses protected routes without one. */
+    authenticate: (api: FastifyInstance): void => installAuthHooks(api, sessions),
+  };
+}

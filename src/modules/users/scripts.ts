@@ -1,0 +1,21 @@
+import type { RedisClient } from '../../infra/redis.js';
+import type { UserRole } from '../../infra/schema.js';
+import { defineScripts, readLua } from '../../lib/redis-scripts/index.js';
+
+/** The users' Lua scripts (lua/*.lua, each with its KEYS/ARGV/returns header): what they take and return. */
+export interface UserScripts {
+  /** The session hash as a flat field/value list (empty: no session), its TTL renewed. */
+  touchSession(key: string, ttlSeconds: number): Promise<string[]>;
+  /** 1 updated, 0 no such session. */
+  setSessionRole(key: string, role: UserRole): Promise<number>;
+  /** 1 valid (code used up), 0 wrong (attempt counted), -1 no code. */
+  verifyLoginCode(key: string, code: string, maxAttempts: number): Promise<number>;
+}
+
+const SOURCES = {
+  touchSession: { keys: 1, lua: readLua(import.meta.url, 'lua/touch-session.lua') },
+  setSessionRole: { keys: 1, lua: readLua(import.meta.url, 'lua/session-set-role.lua') },
+  verifyLoginCode: { keys: 1, lua: readLua(import.meta.url, 'lua/verify-login-code.lua') },
+} as const;
+
+export const defineUserScripts = (redis: RedisClient): UserScripts => defineScripts<UserScripts>(redis, 'users', SOURCES);
