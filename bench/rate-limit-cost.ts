@@ -7,7 +7,7 @@
  * the commands it runs). Compared: reserve.lua; the per-user + per-IP check for a user's first
  * request of a second (local burst, no command), with the sale admission gate, and for the
  * second request (fixed-window.lua, one call); and the same two counters as plain commands
- * (INCR + PEXPIRE NX each), the alternative docs/ARCHITECTURE.md weighs.
+ * (INCR + PEXPIRE NX each), the alternative docs/operations.md weighs.
  */
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../test/lib/helpers/redis-servers.js';

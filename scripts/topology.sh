@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# A local scale-out topology on loopback, as hmdp runs in production (docs/ARCHITECTURE.md,
-# "Scale-out topology"):
+# A local scale-out topology on loopback, as hmdp runs in production (docs/flows/scale-out.md):
 #
 #   nginx :8080 ──▶ app :8091  app :8092  app :8093     (SECKILL_WORKER=false)
 #     /api/* proxied (X-Forwarded-For, keepalive)   ╲      │      ╱
