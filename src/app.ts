@@ -20,13 +20,10 @@ import type { RedisClient } from './infra/redis.js';
 import type { CacheStats } from './lib/cache/index.js';
 import { LockClient } from './lib/lock/index.js';
 import { healthRoutes } from './modules/health/routes.js';
-import { buildSeckill } from './modules/seckill/index.js';
-import type { Locks } from './modules/seckill/order-service.js';
-import { buildShops } from './modules/shops/index.js';
-import type { ShopRepository } from './modules/shops/shop-repository.js';
+import { buildSeckill, type Locks } from './modules/seckill/index.js';
+import { buildShops, type ShopRepository } from './modules/shops/index.js';
 import { buildSocial } from './modules/social/index.js';
-import { buildUsers } from './modules/users/index.js';
-import type { SmsSender } from './modules/users/sms-sender.js';
+import { buildUsers, type SmsSender } from './modules/users/index.js';
 
 export interface AppDeps {
   config: Config;

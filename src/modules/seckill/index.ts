@@ -21,6 +21,8 @@ import { VoucherRepository } from './voucher-repository.js';
 import { voucherRoutes } from './voucher-routes.js';
 import { VoucherService } from './voucher-service.js';
 
+export type { Locks } from './order-service.js';
+
 export interface SeckillDeps {
   config: Pick<Config, 'seckill' | 'rateLimit' | 'idBlockSize' | 'port'>;
   redis: RedisClient;

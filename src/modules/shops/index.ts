@@ -15,6 +15,8 @@ import { ShopTypeRepository } from './shop-type-repository.js';
 import { shopTypeRoutes } from './shop-type-routes.js';
 import { ShopTypeService } from './shop-type-service.js';
 
+export type { ShopRepository } from './shop-repository.js';
+
 export interface ShopsDeps {
   config: Pick<Config, 'shop' | 'cache'>;
   redis: RedisClient;

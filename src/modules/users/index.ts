@@ -14,6 +14,8 @@ import { UserRepository } from './user-repository.js';
 import { userRoutes } from './user-routes.js';
 import { UserService } from './user-service.js';
 
+export type { SmsSender } from './sms-sender.js';
+
 export interface UsersDeps {
   config: Pick<Config, 'auth'>;
   redis: RedisClient;
