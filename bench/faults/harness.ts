@@ -185,9 +185,14 @@ export async function driveSale(instances: readonly Instance[], setup: SaleSetup
   const eventRuns = events.map(
     (event) =>
       new Promise<void>((resolve, reject) => {
-        timers.push(setTimeout(() => event.run().then(resolve, reject), event.atSeconds * 1000));
+        timers.push(setTimeout(() => { event.run().then(resolve, reject); }, event.atSeconds * 1000));
       }),
   );
+  // Observed from the start: an event whose run() rejects during the load is otherwise an
+  // unhandled rejection that ends the process before `finally` clears the timers. The await
+  // after the load rethrows the first failure, so the scenario fails with the event's error.
+  const eventsDone = Promise.all(eventRuns);
+  eventsDone.catch(() => {});
   try {
     const phases = await Promise.all(
       instances.map((instance) =>
@@ -195,7 +200,7 @@ export async function driveSale(instances: readonly Instance[], setup: SaleSetup
       ),
     );
     const endedAt = performance.now();
-    await Promise.all(eventRuns);
+    await eventsDone;
     return {
       phases,
       unanswered: phases.reduce((sum, phase) => sum + phase.errors, 0),
