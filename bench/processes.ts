@@ -29,7 +29,7 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! });
+  const lines = createInterface({ input: child.stdout });
   for await (const line of lines) {
     if (line.startsWith('{"listening"')) {
       const { port } = JSON.parse(line) as { port: number };

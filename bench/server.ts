@@ -33,7 +33,7 @@ app.get<{ Params: { id: string } }>('/bench/shop/:id', async (request, reply) =>
   if (shop === undefined) {
     const response = await app.inject({ method: 'GET', url: `/api/shop/${encodeURIComponent(request.params.id)}` });
     if (response.statusCode !== 200) return reply.code(response.statusCode).send(response.json());
-    shop = (response.json() as { data: unknown }).data;
+    shop = response.json<{ data: unknown }>().data;
     shopsInMemory.set(request.params.id, shop);
   }
   return ok(shop);

@@ -11,7 +11,7 @@ import { fail } from './result.js';
  */
 export function formatValidationErrors(errors: FastifySchemaValidationError[], dataVar: string): Error {
   const messages = errors.map((error) => {
-    const params = error.params as Record<string, unknown>;
+    const params = error.params;
     if (error.keyword === 'required') return `${dataVar}.${String(params.missingProperty)} is required`;
     const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
     const custom = (error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage;

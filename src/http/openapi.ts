@@ -58,7 +58,7 @@ export async function installOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
-    transform: ({ schema, url, route }) => documentRoute(schema as RouteSchema | undefined, url, route as RouteOptions),
+    transform: ({ schema, url, route }) => documentRoute(schema as RouteSchema | undefined, url, route),
   });
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
@@ -79,7 +79,7 @@ function documentRoute(schema: RouteSchema | undefined, url: string, route: Rout
   const documented: RouteSchema = {
     ...schema,
     ...(isMultipart(schema) && !schema?.body ? { body: MultipartFile } : {}),
-    tags: (schema?.tags as string[] | undefined) ?? [tagOf(url)],
+    tags: schema?.tags ?? [tagOf(url)],
     description: [schema?.description, ...notes].filter(Boolean).join(' '),
     response: {
       200: { description: 'The result in the wrapper', content: { 'application/json': { schema: SuccessResult } } },

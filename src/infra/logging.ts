@@ -66,6 +66,6 @@ export function secureLoggerOptions(options: FastifyServerOptions['logger'], lev
   return {
     ...base,
     redact: { paths: REDACTED_PATHS, censor },
-    serializers: { ...(base.serializers ?? {}), req: serializeRequest as never },
+    serializers: { ...(base.serializers ?? {}), req: serializeRequest },
   };
 }

@@ -85,7 +85,7 @@ export class CacheClient {
 
   define<V>(definition: CacheDefinition<V>): Cache<V> {
     const cache = new Cache<V>(this.redis, this.scripts, this.options, definition);
-    this.caches.push(cache as Cache<unknown>);
+    this.caches.push(cache);
     return cache;
   }
 

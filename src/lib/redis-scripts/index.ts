@@ -44,7 +44,7 @@ export function defineScripts<T extends ScriptFunctions<T>>(
   const names = new Map<string, string>();
   const client = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   const scripts: Record<string, unknown> = {};
-  for (const [operation, { lua, keys }] of Object.entries(sources) as Array<[string, LuaScript]>) {
+  for (const [operation, { lua, keys }] of Object.entries<LuaScript>(sources)) {
     const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
     names.set(operation, name);
     if (typeof client[name] !== 'function') redis.defineCommand(name, keys === 'dynamic' ? { lua } : { numberOfKeys: keys, lua });

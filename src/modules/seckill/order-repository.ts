@@ -76,8 +76,8 @@ export class OrderRepository {
       // Stock rows in one order (by voucher id) in every transaction: two batches never deadlock on them.
       const perVoucher = new Map<string, number>();
       for (const order of orders) perVoucher.set(order.voucherId, (perVoucher.get(order.voucherId) ?? 0) + 1);
-      const vouchers = [...perVoucher.keys()].sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
-      for (const voucherId of vouchers) await takeStock(trx, voucherId, perVoucher.get(voucherId)!);
+      const vouchers = [...perVoucher].sort(([a], [b]) => (BigInt(a) < BigInt(b) ? -1 : 1));
+      for (const [voucherId, units] of vouchers) await takeStock(trx, voucherId, units);
     });
   }
 

@@ -106,7 +106,7 @@ export class AcknowledgedReserve {
     pipeline.wait(acks, timeoutMs);
     let replies: Array<[Error | null, unknown]>;
     try {
-      replies = ((await pipeline.exec()) ?? []) as Array<[Error | null, unknown]>;
+      replies = (await pipeline.exec()) ?? [];
     } catch (error) {
       batch.forEach((pending) => pending.reject(error));
       return;
