@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, then close the pools.
   closeWithGrace({ delay: 10_000, logger: app.log }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an uncaught error');
-    else app.log.info(`${signal} received, shutting down`);
+    else app.log.info(signal ? `${signal} received, shutting down` : 'shutting down');
     await app.close(); // stops the order worker and canceller too
     await db.destroy();
     await closeRedis(redis);

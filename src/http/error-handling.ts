@@ -61,7 +61,7 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   this.log.trace({ err: error }, 'client error');
   if (socket.writable) {
     const body = JSON.stringify(fail(message));
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]!}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
   }
   socket.destroy(error);
 }
@@ -86,6 +86,6 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    return reply.code(404).send(fail(`No route for ${request.method} ${request.url.split('?')[0]}`));
+    return reply.code(404).send(fail(`No route for ${request.method} ${request.url.split('?')[0]!}`));
   });
 }
