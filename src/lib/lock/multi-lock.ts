@@ -177,6 +177,7 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {
       clearTimeout(timer);
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the lock options promise a rejection with signal.reason itself, as signal.throwIfAborted() throws
       reject(signal?.reason);
     };
     const timer = setTimeout(() => {

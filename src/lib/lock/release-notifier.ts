@@ -140,6 +140,7 @@ export class Waiter {
         this.wakeUp = undefined;
         this.failWaiting = undefined;
         if (error === undefined) resolve();
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an abort rejects with signal.reason itself, whatever the caller aborted with
         else reject(error);
       };
       const onAbort = (): void => settle(signal?.reason);
