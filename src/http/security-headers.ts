@@ -11,21 +11,21 @@ import helmet, { type HelmetOptions } from 'helmet';
  * object to each reply (see `buildApp`). helmet stays the source of truth for what is sent.
  */
 export function securityHeaders(options: Readonly<HelmetOptions>): Readonly<Record<string, string>> {
-  const headers: Record<string, string> = {};
+  const headers = new Map<string, string>();
   const recorder = {
     setHeader: (name: string, value: string | number | readonly string[]) => {
-      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+      headers.set(name.toLowerCase(), Array.isArray(value) ? value.join(', ') : String(value));
     },
     removeHeader: (name: string) => {
-      delete headers[name.toLowerCase()];
+      headers.delete(name.toLowerCase());
     },
   };
   let failure: unknown;
-  helmet(options)({} as IncomingMessage, recorder as unknown as ServerResponse, (error?: unknown) => {
+  helmet(options)({} as unknown as IncomingMessage, recorder as unknown as ServerResponse, (error?: unknown) => {
     failure = error;
   });
-  if (failure) throw failure;
-  return Object.freeze(headers);
+  if (failure) throw failure instanceof Error ? failure : new Error('helmet failed', { cause: failure });
+  return Object.freeze(Object.fromEntries(headers));
 }
 
 /** The policy of this app: see docs/http.md, "Hardening". */

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType } from 'kysely';
 
 /**
  * Row types of the tables in migrations/. BIGINT columns are `string`: mysql2 returns them as

@@ -54,8 +54,8 @@ export class OrderStream {
   async read(shard: number, consumer: string, from: string, count: number, blockMs = 0, client = this.redis): Promise<Array<[string, string[]]>> {
     const args: Array<string | number> = ['GROUP', ORDER_GROUP, consumer, 'COUNT', count];
     if (blockMs > 0) args.push('BLOCK', blockMs);
-    const xreadgroup = client.xreadgroup as (...a: Array<string | number>) => Promise<unknown>;
-    const reply = (await xreadgroup.call(client, ...args, 'STREAMS', this.keys.shard(shard).stream, from)) as Array<[string, StreamEntry[]]> | null;
+    const xreadgroup = client.xreadgroup.bind(client) as (...a: Array<string | number>) => Promise<unknown>;
+    const reply = (await xreadgroup(...args, 'STREAMS', this.keys.shard(shard).stream, from)) as Array<[string, StreamEntry[]]> | null;
     // A pending entry deleted from the stream comes back with null fields: nothing to write.
     return (reply?.[0]?.[1] ?? []).filter((entry): entry is [string, string[]] => entry[1] !== null);
   }

@@ -55,8 +55,8 @@ export class UploadService {
     if (owner === undefined) throw notFound(`Image ${name} not found`);
     if (owner !== userId) throw forbidden('You may only delete your own images');
     await this.uploads.delete(name);
-    await unlink(path).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
+    await unlink(path).catch((err: unknown) => {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     });
   }
 
