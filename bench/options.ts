@@ -185,6 +185,6 @@ function number(flag: string, raw: string | undefined, fallback: number, min: nu
 
 function int(flag: string, raw: string | undefined, fallback: number, min: number, max: number): number {
   const value = number(flag, raw, fallback, min, max);
-  if (!Number.isInteger(value)) throw new OptionsError(`${flag}: expected a whole number, got "${raw}"`);
+  if (!Number.isInteger(value)) throw new OptionsError(`${flag}: expected a whole number, got "${raw ?? value}"`);
   return value;
 }

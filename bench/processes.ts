@@ -38,7 +38,7 @@ export async function startServer(options: ServerOptions): Promise<ServerProcess
     }
     process.stderr.write(`[server] ${line}\n`);
   }
-  throw new Error(`bench server exited (code ${child.exitCode}) before listening`);
+  throw new Error(`bench server exited (${child.signalCode ?? `code ${child.exitCode ?? '?'}`}) before listening`);
 }
 
 /** SIGTERM, then SIGKILL after 15 s; resolves when the process is gone. */

@@ -101,9 +101,9 @@ function areaOf(url: string, functionName: string): string {
   const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url);
   if (pkg) return pkg[1]!;
   const core = /^node:(?:internal\/)?([^/]+)/.exec(url);
-  if (core) return `node:${core[1]}`;
+  if (core) return `node:${core[1]!}`;
   const own = /\/(src|bench)\/(.+)$/.exec(url);
-  if (own) return `${own[1]}/${own[2]!.split('/').slice(0, -1).join('/') || own[2]}`;
+  if (own) return `${own[1]!}/${own[2]!.split('/').slice(0, -1).join('/') || own[2]!}`;
   return url;
 }
 

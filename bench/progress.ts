@@ -13,6 +13,7 @@ export class Progress {
     private readonly stream: NodeJS.WriteStream = process.stderr,
     private readonly quiet = false,
   ) {
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion -- @types/node says boolean, but isTTY is undefined on a stream that is not a terminal
     this.live = Boolean(stream.isTTY);
   }
 

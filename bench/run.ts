@@ -114,7 +114,7 @@ async function describeMachine(world: World): Promise<Machine> {
     os: `${platform()} ${release()}`,
     node: process.version,
     redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?',
-    mysql: /mariadb/i.test(version) ? `MariaDB ${version.split('-')[0]}` : `MySQL ${version}`,
+    mysql: /mariadb/i.test(version) ? `MariaDB ${version.split('-')[0]!}` : `MySQL ${version}`,
   };
 }
 

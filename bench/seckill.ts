@@ -130,7 +130,7 @@ export class Sale implements RequestSource {
       return;
     }
     const refusal = /"errorMsg":"([^"]*)"/.exec(body);
-    const key = refusal ? `${status} ${refusal[1]}` : `${status} ${body.slice(0, 60)}`;
+    const key = refusal ? `${status} ${refusal[1]!}` : `${status} ${body.slice(0, 60)}`;
     const bucket = status === 200 && refusal ? this.refused : this.unexpected;
     bucket[key] = (bucket[key] ?? 0) + 1;
   }
@@ -170,10 +170,10 @@ export async function readSaleFromMysql(db: World['db'], vouchers: readonly stri
     SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
     FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(db);
   const orderIds = new Set(
-    (await db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => String(row.id)),
+    (await db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => row.id),
   );
   const mysqlStock = new Map(
-    (await db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [String(row.voucher_id), row.stock]),
+    (await db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [row.voucher_id, row.stock]),
   );
   return { perVoucher, orderIds, mysqlStock };
 }
@@ -214,7 +214,7 @@ export async function checkSale(world: Pick<World, 'db' | 'store' | 'redis' | 's
     checks.push({
       name: 'MySQL stock = Redis stock',
       pass: drift.length === 0,
-      detail: drift.length === 0 ? `all ${vouchers.length} vouchers agree` : `${drift.length} vouchers differ, e.g. ${drift[0]}: MySQL ${mysqlStock.get(drift[0]!)}, Redis ${redisStock.get(drift[0]!)}`,
+      detail: drift.length === 0 ? `all ${vouchers.length} vouchers agree` : `${drift.length} vouchers differ, e.g. ${drift[0]!}: MySQL ${mysqlStock.get(drift[0]!) ?? 'none'}, Redis ${redisStock.get(drift[0]!) ?? 'none'}`,
     });
   }
   checks.push(

@@ -33,7 +33,8 @@ export const mysqlOutage: FaultScenario = {
 
       let cutAt = 0;
       let restoredAt = 0;
-      let caughtUpMs: number | null = null;
+      // Set by the event: a `: number | null = null` declaration would make TypeScript see only null.
+      let caughtUpMs = null as number | null;
       let failuresBefore = 0;
       let refusedDuringOutage = 0;
       let backlogAtRestore = 0;
