@@ -5,6 +5,7 @@ import { join, dirname } from 'node:path';
 
 const ASSET_EXTENSIONS = ['.lua'];
 
+/** @param {string} dir @returns {AsyncGenerator<string>} */
 async function* walk(dir) {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);

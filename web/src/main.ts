@@ -13,6 +13,6 @@ setUnauthorizedHandler(() => {
 const app = createApp(App);
 app.config.errorHandler = (error) => {
   // An ApiError already showed its toast; anything else is a bug worth seeing.
-  if ((error as { status?: unknown }).status === undefined) toastError(String((error as Error).message ?? error));
+  if ((error as { status?: unknown }).status === undefined) toastError(String((error as { message?: unknown }).message ?? error));
 };
 app.use(router).mount('#app');
