@@ -20,7 +20,7 @@
  */
 import { Redis } from 'ioredis';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
-import { startRedisCluster } from '../../test/support/redis-cluster.js';
+import { startRedisCluster } from '../../kit/redis-cluster.js';
 import {
   createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances, timeDrain, withCleanup,
   type FaultScenario, type Instance,

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
-import { startRedisServer, type RedisServer } from '../../test/lib/helpers/redis-servers.js';
+import { startRedisServer, type RedisServer } from '../../kit/redis-servers.js';
 import {
   createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances, timeDrain, withCleanup,
   type FaultScenario,

@@ -1,6 +1,6 @@
 import { createConnection } from 'mysql2/promise';
 import { Redis } from 'ioredis';
-import { testMysqlUrl, testRedisUrl } from './env.js';
+import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
 
 /**
  * Runs once before all test files: fail fast, with a useful message, when the real

@@ -14,7 +14,7 @@ import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../src/infra/redis.js';
 import type { SmsSender } from '../../src/modules/users/sms-sender.js';
-import { testMysqlUrl, testRedisUrl } from './env.js';
+import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
 
 /**
  * A private world for one test file: its own MariaDB database (migrated) and its own Redis

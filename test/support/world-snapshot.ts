@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { testRedisUrl } from './env.js';
+import { testRedisUrl } from '../../kit/services.js';
 import { scanKeys, type TestEnv } from './test-env.js';
 
 /**
