@@ -1,3 +1,6 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +11,12 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   env = await createTestEnv();
-  ({ app } = await buildTestApp(env));
+  // A front end of one page in the env's folder (removed by cleanup), so the single-page app's
+  // fallback is there without building web/ (only the system tier builds it).
+  const webRoot = join(tmpdir(), env.name, 'web');
+  await mkdir(webRoot, { recursive: true });
+  await writeFile(join(webRoot, 'index.html'), '<!doctype html><title>spa</title>');
+  ({ app } = await buildTestApp(env, undefined, { webRoot }));
 });
 
 afterAll(async () => {
@@ -124,8 +132,9 @@ describe('OpenAPI at /docs', () => {
     const unknown = await app.inject({ url: '/docs/no-such-page' });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ success: false });
-    // Other unknown GETs still get the single-page app (when web/dist is built: global setup builds it).
+    // Other unknown GETs still get the single-page app.
     const spa = await app.inject({ url: '/shops/1' });
     expect(spa.headers['content-type']).toMatch(/^text\/html/);
+    expect(spa.body).toContain('<title>spa</title>');
   });
 });
