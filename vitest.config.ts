@@ -10,6 +10,9 @@ export default defineConfig({
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll retries for up to 10 s: pages, workers and flushes update asynchronously, and
+    // more slowly while the whole suite runs.
+    expect: { poll: { timeout: 10_000 } },
     env: { NODE_ENV: 'test' },
     projects: [
       {

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 
 const run = promisify(execFile);
@@ -167,6 +168,6 @@ async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise
   const deadline = Date.now() + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error('Redis Cluster did not come up in time');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }

@@ -303,8 +303,6 @@ export async function withCleanup<T>(body: (defer: (cleanup: () => Promise<unkno
   }
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Host and port of a mysql:// URL. */
 export function mysqlAddress(url: string): { host: string; port: number } {
   const parsed = new URL(url);

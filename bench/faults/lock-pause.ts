@@ -7,12 +7,13 @@
  * only `WHERE fence < :token`, rejects it.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { deleteKeysWithPrefix } from '../../src/infra/redis.js';
 import { runFixture } from '../../kit/children.js';
 import { testRedisUrl } from '../../kit/services.js';
-import { mysqlServerUrl, sleep, withCleanup, type FaultScenario } from './harness.js';
+import { mysqlServerUrl, withCleanup, type FaultScenario } from './harness.js';
 
 const LEASE_MS = 1_000;
 

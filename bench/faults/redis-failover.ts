@@ -18,11 +18,12 @@
  * times out and the order is still answered (seckill_replica_ack_timeouts_total counts them):
  * those, and only those, can be lost.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
 import { startRedisCluster } from '../../kit/redis-cluster.js';
 import {
-  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances, timeDrain, withCleanup,
+  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances, timeDrain, withCleanup,
   type FaultScenario, type Instance,
 } from './harness.js';
 

@@ -10,19 +10,25 @@ export const uniquePrefix = (area: string): string => `test:${area}:${randomUUID
 export const connectRedis = (keyPrefix: string, options: RedisOptions = {}): Redis =>
   new Redis(testRedisUrl(), { keyPrefix, maxRetriesPerRequest: 3, ...options });
 
-/** Deletes this file's keys only (SCAN + UNLINK): other test files share the Redis. */
-export async function deleteKeys(prefix: string, url = testRedisUrl()): Promise<void> {
-  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
-  await deleteKeysWithPrefix(redis, prefix).finally(() => redis.disconnect());
+/** Every key of the shared test Redis matching a pattern, unprefixed (SCAN to the end, never KEYS). */
+export async function scanKeys(pattern: string): Promise<string[]> {
+  const raw = new Redis(testRedisUrl());
+  const found: string[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    return found;
+  } finally {
+    raw.disconnect();
+  }
 }
 
-/** Polls `probe` until it returns `expected` or `timeoutMs` passes; returns the last value. */
-export async function eventually<T>(probe: () => Promise<T>, expected: T, timeoutMs = 3_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await probe();
-  while (value !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-    value = await probe();
-  }
-  return value;
+/** Deletes every key under a prefix (SCAN + UNLINK; never FLUSHDB: other test files share the Redis). */
+export async function deleteKeys(prefix: string): Promise<void> {
+  const raw = new Redis(testRedisUrl(), { maxRetriesPerRequest: 1 });
+  await deleteKeysWithPrefix(raw, prefix).finally(() => raw.disconnect());
 }

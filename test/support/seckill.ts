@@ -37,20 +37,6 @@ export async function mysqlStock(env: TestEnv, voucherId: string): Promise<numbe
   return row.stock;
 }
 
-/** Polls until `check` passes or the time is up (then fails with the last assertion). */
-export async function eventually(check: () => Promise<void>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
 /**
  * The invariants of a finished sale: exactly `stock` orders from distinct users, stock 0 in
  * MySQL and Redis, and every order a client was told about present in MySQL.

@@ -3,7 +3,8 @@ import { join, relative } from 'node:path';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
 import { testRedisUrl } from '../../kit/services.js';
-import { scanKeys, type TestEnv } from './test-env.js';
+import { scanKeys } from './redis.js';
+import type { TestEnv } from './test-env.js';
 
 /**
  * Everything a test env's requests can change, in comparable form: a CHECKSUM TABLE of every

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/infra/config.js';
@@ -23,7 +24,6 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function appWith(changes: { rateLimit?: Partial<Config['rateLimit']>; auth?: Partial<Config['auth']> }): Promise<FastifyInstance> {
   const config: Config = {

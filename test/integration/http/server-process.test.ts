@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { freePort } from '../../../kit/redis-servers.js';
@@ -31,7 +32,7 @@ async function waitForHealth(port: number, child: ChildProcess): Promise<Respons
     try {
       return await fetch(`http://127.0.0.1:${port}/api/health`);
     } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
     }
   }
   throw new Error('server did not come up');

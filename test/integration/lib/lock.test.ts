@@ -11,7 +11,7 @@ import {
   lockKey,
   type LockHandle,
 } from '../../../src/lib/lock/index.js';
-import { connectRedis, deleteKeys, eventually, uniquePrefix } from '../../support/redis.js';
+import { connectRedis, deleteKeys, uniquePrefix } from '../../support/redis.js';
 import { expectWaiterWokenByRelease } from './wake.js';
 
 const keyPrefix = uniquePrefix('lock');
@@ -291,7 +291,7 @@ describe('waiting', () => {
       }),
     );
     const subscribers = async (): Promise<number> => ((await admin.pubsub('NUMSUB', channel)) as [string, number])[1];
-    expect(await eventually(subscribers, 1)).toBe(1);
+    await expect.poll(subscribers, { timeout: 3_000 }).toBe(1);
     await sleep(100); // all three are waiting now; still one subscription
     expect(await subscribers()).toBe(1);
 
@@ -300,7 +300,7 @@ describe('waiting', () => {
     await Promise.all(waiters);
     expect(order.sort()).toEqual([1, 2, 3]);
     expect(Date.now() - start).toBeLessThan(3_000); // three hand-overs, no poll interval
-    expect(await eventually(subscribers, 0)).toBe(0); // dropped with the last waiter
+    await expect.poll(subscribers, { timeout: 3_000 }).toBe(0); // dropped with the last waiter
   });
 
   it('falls back to the holder lease when no release is published (holder died)', async () => {

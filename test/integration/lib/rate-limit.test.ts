@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionGate, RateLimit, RateLimiter, type RateLimitRule } from '../../../src/lib/rate-limit/index.js';
@@ -18,7 +19,6 @@ afterAll(async () => {
   other.disconnect();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Waits until a Redis second has just begun, so a burst fits in one window of the admission gate. */
 async function startOfRedisSecond(): Promise<void> {

@@ -16,7 +16,7 @@ import { type SaleStore } from '../../../src/modules/seckill/sale-store.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
-import { eventually } from '../../support/seckill.js';
+import { eventually } from '../../support/eventually.js';
 import { freePort } from '../../../kit/redis-servers.js';
 
 const run = promisify(execFile);

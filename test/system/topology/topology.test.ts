@@ -12,7 +12,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/re
 import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
 import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
 import { SaleKeys } from '../../../src/modules/seckill/keys.js';
-import { eventually } from '../../support/seckill.js';
+import { eventually } from '../../support/eventually.js';
 import { testMysqlUrl } from '../../../kit/services.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 

@@ -23,9 +23,6 @@ const ADMIN_PHONE = '13686869696';
 /** The page's sessionStorage, typed without the DOM library (inline it in page functions: they are serialised). */
 type BrowserGlobals = { sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void } };
 
-/** Retries an assertion's subject until it matches: the page updates asynchronously (and slower when the whole suite runs). */
-const eventually = <T>(read: () => T | Promise<T>, timeout = 10_000) => expect.poll(read, { timeout, interval: 50 });
-
 let env: TestEnv;
 let app: FastifyInstance;
 let sms: InboxSmsSender;
@@ -119,7 +116,7 @@ async function logIn(page: Page, phone: string, { open = true, then = '/' } = {}
   if (open) await page.goto('/login');
   await page.getByTestId('phone').fill(phone);
   await page.getByTestId('send-code').click();
-  await eventually(() => sms.sent.some((m) => m.phone === phone)).toBe(true);
+  await expect.poll(() => sms.sent.some((m) => m.phone === phone)).toBe(true);
   await page.getByTestId('code').fill(sms.lastCodeFor(phone));
   await page.getByTestId('login').click();
   await page.waitForURL(`${baseURL}${then}`);
@@ -153,10 +150,10 @@ describe('web front end', () => {
       await page.goto('/');
       await page.getByTestId('type').filter({ hasText: '美食' }).click();
       await page.waitForURL(/\/shops\/type\/1$/);
-      await eventually(() => page.getByTestId('shop').count()).toBeGreaterThanOrEqual(5);
+      await expect.poll(() => page.getByTestId('shop').count()).toBeGreaterThanOrEqual(5);
       // Scrolling to the end of the list loads the next page (and the one after, which is empty).
       await page.getByTestId('list-state').scrollIntoViewIfNeeded();
-      await eventually(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
+      await expect.poll(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
       const distances = await page.getByTestId('distance').allTextContents();
       expect(distances.length).toBe(10); // 8 test shops + the 2 demo restaurants within 5 km of the default point
       const metres = distances.map((d) => (d.endsWith('km') ? Number.parseFloat(d) * 1000 : Number.parseFloat(d)));
@@ -180,11 +177,11 @@ describe('web front end', () => {
     expect(nearest({ latitude: 30.334229, longitude: 120.149993 }).slice(0, 5).map((shop) => shop.name)).not.toEqual(expected.slice(0, 5).map((shop) => shop.name));
     await withPage('shops-near-me', async (page) => {
       await page.goto('/shops/type/1');
-      await eventually(() => page.getByTestId('locate').textContent()).toBe('已用我的位置');
+      await expect.poll(() => page.getByTestId('locate').textContent()).toBe('已用我的位置');
       const firstNames = async () => (await page.getByTestId('shop-name').allTextContents()).slice(0, 5);
-      await eventually(firstNames).toEqual(expected.slice(0, 5).map((shop) => shop.name));
+      await expect.poll(firstNames).toEqual(expected.slice(0, 5).map((shop) => shop.name));
       await page.getByTestId('list-state').scrollIntoViewIfNeeded(); // and the next pages, until the end
-      await eventually(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
+      await expect.poll(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
       const names = await page.getByTestId('shop-name').allTextContents();
       const distances = await page.getByTestId('distance').allTextContents();
       expect(names).toEqual(expected.map((shop) => shop.name));
@@ -203,10 +200,10 @@ describe('web front end', () => {
       await logIn(page, '13912340000');
       await page.goto('/shops/1');
       const voucher = page.getByTestId('seckill-voucher');
-      await eventually(() => voucher.getByTestId('stock').textContent()).toBe('剩余 100 张');
-      await eventually(() => voucher.getByTestId('countdown').textContent()).toMatch(/距结束 \d+天 \d\d:\d\d:\d\d/);
+      await expect.poll(() => voucher.getByTestId('stock').textContent()).toBe('剩余 100 张');
+      await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/距结束 \d+天 \d\d:\d\d:\d\d/);
       await voucher.getByTestId('buy').click();
-      await eventually(() => voucher.getByTestId('order-state').textContent(), 15_000).toBe('已创建 · 待支付');
+      await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
       const orderId = (await voucher.getByTestId('order-id').textContent())!;
       expect(orderId).toMatch(/^\d{15,20}$/); // a 64-bit id, kept as a decimal string
       await expect(voucher.getByTestId('stock').textContent()).resolves.toBe('剩余 99 张');
@@ -217,14 +214,14 @@ describe('web front end', () => {
 
       await voucher.getByTestId('to-orders').click();
       const orderRow = page.getByTestId('order-row').filter({ hasText: orderId });
-      await eventually(() => orderRow.getByTestId('order-state').textContent()).toBe('已创建 · 待支付');
+      await expect.poll(() => orderRow.getByTestId('order-state').textContent()).toBe('已创建 · 待支付');
       await orderRow.getByTestId('pay').click();
-      await eventually(() => orderRow.getByTestId('order-state').textContent()).toBe('已支付');
+      await expect.poll(() => orderRow.getByTestId('order-state').textContent()).toBe('已支付');
 
       // Again from the shop page: the sale answers "already bought" and the page says so.
       await page.goto('/shops/1');
       await page.getByTestId('seckill-voucher').getByTestId('buy').click();
-      await eventually(() => page.getByTestId('buy-error').textContent()).toBe('You already have an order for this voucher');
+      await expect.poll(() => page.getByTestId('buy-error').textContent()).toBe('You already have an order for this voucher');
       expect(errors).toEqual([]);
 
       // My orders comes from the server: a fresh browser (none of this one's storage) with the same session lists it.
@@ -232,10 +229,10 @@ describe('web front end', () => {
       await withPage('my-orders', async (fresh) => {
         await fresh.goto('/orders');
         const listed = fresh.getByTestId('order-row');
-        await eventually(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
+        await expect.poll(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
         await expect(listed.getByTestId('order-title').textContent()).resolves.toBe('100元代金券');
         await expect(listed.getByTestId('order-state').textContent()).resolves.toBe('已支付');
-        await eventually(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
+        await expect.poll(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
         await expect(fresh.getByTestId('orders-total').textContent()).resolves.toBe('共 1 单');
       }, { token });
     } finally {
@@ -250,14 +247,14 @@ describe('web front end', () => {
     await withPage('countdown-open', async (page) => {
       await page.goto('/shops/5');
       const voucher = page.getByTestId('seckill-voucher').filter({ hasText: '开抢倒计时券' });
-      await eventually(() => voucher.getByTestId('countdown').textContent()).toMatch(/^距开抢 00:00:0[1-3]$/);
+      await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/^距开抢 00:00:0[1-3]$/);
       await expect(voucher.getByTestId('buy').isDisabled()).resolves.toBe(true);
       await page.screenshot({ path: `${SCREENSHOTS}countdown.png` });
 
-      await eventually(() => voucher.getByTestId('buy').isEnabled(), 8_000).toBe(true);
+      await expect.poll(() => voucher.getByTestId('buy').isEnabled(), { timeout: 8_000 }).toBe(true);
       await expect(voucher.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:59:\d\d$/);
       await voucher.getByTestId('buy').click();
-      await eventually(() => voucher.getByTestId('order-state').textContent(), 15_000).toBe('已创建 · 待支付');
+      await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
     }, { token: buyer!.token });
   });
 
@@ -271,18 +268,18 @@ describe('web front end', () => {
       await page.goto('/shops/6');
       const last = page.getByTestId('seckill-voucher').filter({ hasText: '最后一张券' });
       const ended = page.getByTestId('seckill-voucher').filter({ hasText: '刚结束的券' });
-      await eventually(() => last.getByTestId('stock').textContent()).toBe('剩余 1 张');
+      await expect.poll(() => last.getByTestId('stock').textContent()).toBe('剩余 1 张');
       await expect(ended.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:0[34]:\d\d$/); // frozen 4 minutes before the end
 
       const taken = await fetch(`${baseURL}/api/voucher-order/seckill/${soldOut}`, { method: 'POST', headers: { authorization: rival!.token } });
       expect(await taken.json()).toMatchObject({ success: true });
       await last.getByTestId('buy').click();
-      await eventually(() => last.getByTestId('buy-error').textContent()).toBe('Sold out');
+      await expect.poll(() => last.getByTestId('buy-error').textContent()).toBe('Sold out');
       await expect(last.getByTestId('buy').textContent()).resolves.toContain('已抢光');
       await expect(last.getByTestId('buy').isDisabled()).resolves.toBe(true);
 
       await ended.getByTestId('buy').click();
-      await eventually(() => ended.getByTestId('buy-error').textContent()).toBe('The sale has ended');
+      await expect.poll(() => ended.getByTestId('buy-error').textContent()).toBe('The sale has ended');
     }, { token: buyer!.token });
   });
 
@@ -305,10 +302,10 @@ describe('web front end', () => {
       await page.getByTestId('blog-image').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: pngImage() });
       const image = page.getByTestId('uploaded-image');
       await image.waitFor();
-      await eventually(() => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(240);
+      await expect.poll(() => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(240);
       await page.getByTestId('publish').click();
       await page.waitForURL(/\/blogs\/\d+$/);
-      await eventually(() => page.getByTestId('blog-title').textContent()).toBe('运河边的早茶');
+      await expect.poll(() => page.getByTestId('blog-title').textContent()).toBe('运河边的早茶');
       blogPath = new URL(page.url()).pathname;
     });
     const stored = await env.db.selectFrom('tb_blog').select(['title', 'images']).where('id', '=', blogPath.split('/').pop()!).executeTakeFirstOrThrow();
@@ -319,10 +316,10 @@ describe('web front end', () => {
       await logIn(page, '13912340003');
       await page.getByTestId('blog').filter({ hasText: '运河边的早茶' }).click();
       await page.waitForURL(`${baseURL}${blogPath}`);
-      await eventually(() => page.getByTestId('likers').textContent()).toBe('还没有人点赞');
+      await expect.poll(() => page.getByTestId('likers').textContent()).toBe('还没有人点赞');
       await page.getByTestId('like').click();
-      await eventually(() => page.getByTestId('like').textContent()).toBe('♥ 1');
-      await eventually(() => page.getByTestId('likers').textContent()).toMatch(/^user_/);
+      await expect.poll(() => page.getByTestId('like').textContent()).toBe('♥ 1');
+      await expect.poll(() => page.getByTestId('likers').textContent()).toMatch(/^user_/);
     });
   });
 
@@ -330,13 +327,13 @@ describe('web front end', () => {
     await withPage('sign-in', async (page) => {
       await logIn(page, '13912340004');
       await page.getByTestId('nav-me').click();
-      await eventually(() => page.getByTestId('streak').textContent()).toBe('0');
+      await expect.poll(() => page.getByTestId('streak').textContent()).toBe('0');
       await expect(page.getByTestId('nickname').textContent()).resolves.toMatch(/^user_/); // the profile (and role) loaded
       await expect(page.getByTestId('to-admin').count()).resolves.toBe(0); // no admin link for a plain user
       await page.getByTestId('sign').click();
-      await eventually(() => page.getByTestId('streak').textContent()).toBe('1');
-      await eventually(() => page.getByTestId('signed-day').count()).toBe(1);
-      await eventually(() => page.getByTestId('sign').textContent()).toBe('今日已签到');
+      await expect.poll(() => page.getByTestId('streak').textContent()).toBe('1');
+      await expect.poll(() => page.getByTestId('signed-day').count()).toBe(1);
+      await expect.poll(() => page.getByTestId('sign').textContent()).toBe('今日已签到');
     });
   });
 
@@ -358,7 +355,7 @@ describe('web front end', () => {
       await page.getByTestId('voucher-stock').fill('5');
       await page.getByTestId('create-voucher').click();
       const sale = page.getByTestId('sale').filter({ hasText: '开业秒杀券' });
-      await eventually(() => sale.getByTestId('sale-stock').textContent()).toBe('5');
+      await expect.poll(() => sale.getByTestId('sale-stock').textContent()).toBe('5');
       const voucherId = (await sale.textContent())!.match(/#(\d+)/)![1]!;
 
       // Three buyers through the API; the page reads the stock the order worker leaves in MySQL.
@@ -366,8 +363,8 @@ describe('web front end', () => {
         const answer = await fetch(`${baseURL}/api/voucher-order/seckill/${voucherId}`, { method: 'POST', headers: { authorization: buyer.token } });
         expect((await answer.json()) as { success: boolean }).toMatchObject({ success: true });
       }
-      await eventually(() => sale.getByTestId('sale-stock').textContent(), 15_000).toBe('2');
-      await eventually(() => sale.getByTestId('sale-rate').textContent()).toMatch(/^\d+\.\d$/);
+      await expect.poll(() => sale.getByTestId('sale-stock').textContent(), { timeout: 15_000 }).toBe('2');
+      await expect.poll(() => sale.getByTestId('sale-rate').textContent()).toMatch(/^\d+\.\d$/);
       await page.getByTestId('monitor').scrollIntoViewIfNeeded(); // the live sale in the screenshot
     });
   });
@@ -386,13 +383,13 @@ describe('web front end', () => {
     await withPage('feed', async (page) => {
       await logIn(page, '13912340005');
       await page.goto(`/blogs/${first}`);
-      await eventually(() => page.getByTestId('follow').textContent()).toBe('关注');
+      await expect.poll(() => page.getByTestId('follow').textContent()).toBe('关注');
       await page.getByTestId('follow').click();
-      await eventually(() => page.getByTestId('follow').textContent()).toBe('已关注');
+      await expect.poll(() => page.getByTestId('follow').textContent()).toBe('已关注');
       await post('关注后的笔记'); // pushed to followers' inboxes
       await page.getByTestId('nav-feed').click();
-      await eventually(() => page.getByTestId('feed-blog').allTextContents()).toEqual([expect.stringContaining('关注后的笔记')]);
-      await eventually(() => page.getByTestId('feed-state').textContent()).toBe('没有更多了');
+      await expect.poll(() => page.getByTestId('feed-blog').allTextContents()).toEqual([expect.stringContaining('关注后的笔记')]);
+      await expect.poll(() => page.getByTestId('feed-state').textContent()).toBe('没有更多了');
     });
   });
 });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import type { RouteEntry } from '../../../../src/http/route-table.js';
 import { SessionStore } from '../../../../src/modules/users/session-store.js';
-import { eventually } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../../support/test-env.js';
 import { multipartFile } from '../../../support/multipart.js';
 import { snapshotWorld, type WorldSnapshot } from '../../../support/world-snapshot.js';

@@ -1,8 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BloomFilter, bloomParameters } from '../../../../src/lib/cache/index.js';
 import { LockClient } from '../../../../src/lib/lock/index.js';
 import { connectRedis, deleteKeys, uniquePrefix } from '../../../support/redis.js';
-import { sleep } from './support.js';
 
 const prefix = uniquePrefix('bloom');
 const redis = connectRedis(prefix);

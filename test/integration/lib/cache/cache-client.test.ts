@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BloomFilter, type Cache, type CacheDefinition } from '../../../../src/lib/cache/index.js';
 import { deleteKeys, uniquePrefix } from '../../../support/redis.js';
-import { concurrently, sleep, Source, startInstances, stopInstances, total, type Instance } from './support.js';
+import { concurrently, Source, startInstances, stopInstances, total, type Instance } from './support.js';
 
 interface Shop {
   id: string;

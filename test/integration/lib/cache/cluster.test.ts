@@ -1,9 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BloomFilter, CacheClient, CacheCounters } from '../../../../src/lib/cache/index.js';
 import { LockClient } from '../../../../src/lib/lock/index.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
-import { sleep, Source } from './support.js';
+import { Source } from './support.js';
 
 // A throw-away 3-master Redis Cluster: the cache's compare-and-set and the Bloom filter scripts,
 // including the build-aside RENAME, must each touch one slot (CROSSSLOT otherwise).

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { CacheClient, CacheCounters } from '../../../../src/lib/cache/index.js';
 import { LockClient } from '../../../../src/lib/lock/index.js';
@@ -62,8 +63,6 @@ export class Source<V> {
     this.gate.open();
   }
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** `count` calls spread round-robin over the instances, all started at once. */
 export function concurrently<T>(instances: readonly unknown[], count: number, call: (index: number) => Promise<T>): Promise<T[]> {

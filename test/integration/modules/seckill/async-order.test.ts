@@ -5,8 +5,10 @@ import { OrderStream } from '../../../../src/modules/seckill/order-stream.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, scanKeys, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
+import { scanKeys } from '../../../support/redis.js';
+import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
 let instances: FastifyInstance[];

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,8 @@ import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../../../../kit/services.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
-import { buy, eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -184,10 +186,10 @@ describe('reconcileSeckill', () => {
           if (body.success) accepted.push(body.data);
           else refusals.set(body.errorMsg, (refusals.get(body.errorMsg) ?? 0) + 1);
         }
-        await new Promise((resolve) => setTimeout(resolve, 10));
+        await sleep(10);
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
     const acceptedBefore = accepted.length;
     const report = await repair([voucherId]);
     const acceptedDuring = accepted.length;

@@ -6,7 +6,8 @@ import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, InboxSmsSender, type TestEnv } from '../../../support/test-env.js';
-import { buy, eventually, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders } from '../../../support/seckill.js';
+import { buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
 
 /**
  * The same code on a real 3-master Redis Cluster: sessions, login codes, rate limits, ids,

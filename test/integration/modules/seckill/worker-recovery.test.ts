@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
@@ -8,7 +9,8 @@ import { OrderRepository } from '../../../../src/modules/seckill/order-repositor
 import { OrderWorker } from '../../../../src/modules/seckill/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { eventually, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -148,7 +150,7 @@ describe('order worker recovery', () => {
       const broken = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(deadDb), options);
       for (let round = 0; round < 6; round += 1) {
         await broken.drainOnce();
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await sleep(5);
       }
       const pending = (await env.redis.xpending(stream, ORDER_GROUP, '-', '+', 100, 'outage')) as Array<[string, string, number, number]>;
       expect(pending).toHaveLength(5);

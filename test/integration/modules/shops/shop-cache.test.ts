@@ -1,8 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { shopCacheKey } from '../../../../src/modules/shops/keys.js';
-import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { CountingShopRepository, getMany, metricSum, sessionOf, sleep, startApps } from './support.js';
+import { createTestEnv, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { CountingShopRepository, getMany, metricSum, startApps } from './support.js';
 
 /**
  * GET /api/shop/{id} through 4 app instances on one Redis and one MariaDB, counting the

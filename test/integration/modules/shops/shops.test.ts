@@ -6,8 +6,8 @@ import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { geoKey } from '../../../../src/modules/shops/keys.js';
 import { shopCacheKey } from '../../../../src/modules/shops/keys.js';
 import { SHOP_TYPE_CACHE_KEY } from '../../../../src/modules/shops/keys.js';
-import { buildTestApp, createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { metric, sessionOf } from './support.js';
+import { buildTestApp, createTestEnv, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { metric } from './support.js';
 
 const run = promisify(execFile);
 

@@ -1,8 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { ShopRepository, type ShopRow } from '../../../../src/modules/shops/shop-repository.js';
-import type { UserRole } from '../../../../src/infra/schema.js';
-import { SessionStore } from '../../../../src/modules/users/session-store.js';
 import { buildTestApp, type TestEnv } from '../../../support/test-env.js';
 import { Gate } from '../../../support/gate.js';
 
@@ -18,7 +17,7 @@ export class CountingShopRepository extends ShopRepository {
   override async findById(id: string): Promise<ShopRow | undefined> {
     this.loads += 1;
     const row = await super.findById(id);
-    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    if (this.delayMs > 0) await sleep(this.delayMs);
     await this.gate.pass();
     return row;
   }
@@ -66,15 +65,4 @@ export async function metricSum(apps: FastifyInstance[], series: string): Promis
   let sum = 0;
   for (const app of apps) sum += await metric(app, series);
   return sum;
-}
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * An `authorization` header for a user, with the session a login of a user of that role opens
- * (admin routes read the role from the session; granting it is tested in test/modules/user/roles.test.ts).
- */
-export async function sessionOf(env: TestEnv, userId: string, role: UserRole = 'user'): Promise<{ authorization: string }> {
-  const sessions = new SessionStore(env.redis, env.config.auth.sessionTtlSeconds);
-  return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '', role }) };
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { calendarDay, dayStamp } from '../../../../src/lib/calendar/index.js';
@@ -7,6 +7,7 @@ import { feedKey, likedKey } from '../../../../src/modules/social/keys.js';
 import { shopUvKey, siteUvKey } from '../../../../src/modules/social/keys.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
+import { eventually } from '../../../support/eventually.js';
 import { auth, client } from './support.js';
 
 /**
@@ -65,7 +66,7 @@ describe('social features on Redis Cluster', () => {
     expect((await http.get('/api/user/sign/count', auth(author!))).json().data).toBe(1);
     expect((await http.get('/api/shop/1', auth(author!))).statusCode).toBe(200);
     const today = dayStamp(calendarDay(Date.now()));
-    await vi.waitFor(async () => expect(await redis.pfcount(shopUvKey('1', today))).toBe(1));
+    await eventually(async () => expect(await redis.pfcount(shopUvKey('1', today))).toBe(1));
     expect(await redis.pfcount(siteUvKey(today))).toBeGreaterThanOrEqual(1);
   });
 });

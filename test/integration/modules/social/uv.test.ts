@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { UvService } from '../../../../src/modules/social/uv-service.js';
 import { shopUvKey, siteUvKey } from '../../../../src/modules/social/keys.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { eventually } from '../../../support/eventually.js';
 import { auth, client } from './support.js';
-import { sessionOf } from '../shops/support.js';
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -54,7 +54,7 @@ describe('unique visitors', () => {
     await http.get('/api/shop/2', auth(a!));
     await http.get('/api/shop/1'); // anonymous: counted by IP
     await http.get('/api/shop/999999', auth(b!)); // 404: not a visit of any shop
-    await vi.waitFor(async () => expect(await env.redis.pfcount(shopUvKey('1', '20260909'))).toBe(4));
+    await eventually(async () => expect(await env.redis.pfcount(shopUvKey('1', '20260909'))).toBe(4));
     expect(await env.redis.pfcount(shopUvKey('2', '20260909'))).toBe(1);
     expect(await env.redis.exists(shopUvKey('999999', '20260909'))).toBe(0);
     expect(await env.redis.ttl(shopUvKey('1', '20260909'))).toBeGreaterThan(300 * 86_400);
@@ -79,7 +79,7 @@ describe('unique visitors', () => {
   it('flushes before the interval once maxBuffered visitors are waiting', async () => {
     const service = new UvService(env.redis, () => clock, { flushMs: 60_000, maxBuffered: 10 });
     for (let i = 0; i < 10; i++) await service.record(`early-${i}`, '8');
-    await vi.waitFor(async () => expect(await env.redis.pfcount(shopUvKey('8', '20260909'))).toBe(10));
+    await eventually(async () => expect(await env.redis.pfcount(shopUvKey('8', '20260909'))).toBe(10));
   });
 
   it('GET /api/stats/uv: administrators only; bad dates and ids → 400 naming the field', async () => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserRepository } from '../../../../src/modules/users/user-repository.js';
@@ -23,7 +24,6 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function requestCode(phone: string, remoteAddress = '10.0.0.1') {
   return app.inject({ method: 'POST', url: `/api/user/code?phone=${phone}`, remoteAddress });

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdminCommand } from '../../../../src/cli/admin-command.js';
@@ -36,7 +37,7 @@ async function admin(...args: string[]): Promise<{ code: number; out: string[]; 
 async function login(phone: string): Promise<string> {
   let sent = await app.inject({ method: 'POST', url: `/api/user/code?phone=${phone}` });
   if (sent.statusCode === 429) {
-    await new Promise((resolve) => setTimeout(resolve, Number(sent.headers['retry-after']) * 1000 + 50));
+    await sleep(Number(sent.headers['retry-after']) * 1000 + 50);
     sent = await app.inject({ method: 'POST', url: `/api/user/code?phone=${phone}` });
   }
   expect(sent.statusCode).toBe(200);
