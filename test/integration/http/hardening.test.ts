@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
-import { ConfigError, loadConfig, type Config } from '../../../src/infra/config.js';
-import { maskPhone, maskPhonesIn } from '../../../src/infra/logging.js';
+import { loadConfig, type Config } from '../../../src/infra/config.js';
 import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
 
 /** Security headers, CORS, body limit, timeouts and what the logs may contain (issue #10). */
@@ -69,12 +68,6 @@ describe('CORS (CORS_ORIGINS)', () => {
     const byDefault = await app.inject({ url: '/api/health', headers: { origin: 'https://shop.example.com' } });
     expect(byDefault.headers['access-control-allow-origin']).toBeUndefined();
   });
-
-  it('rejects a malformed CORS_ORIGINS at start', () => {
-    expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com,https://bad.example.com/path' })).toThrow(ConfigError);
-    expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com/path' })).toThrow(/CORS_ORIGINS/);
-    expect(loadConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).http.corsOrigins).toEqual(['https://a.example.com', 'http://localhost:5173']);
-  });
 });
 
 describe('body size and timeouts', () => {
@@ -117,12 +110,5 @@ describe('logs', () => {
     const requestLines = logLines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string }).filter((entry) => entry.msg === 'incoming request');
     expect(requestLines.length).toBeGreaterThanOrEqual(3);
     expect(requestLines.every((entry) => typeof entry.reqId === 'string' && entry.reqId.length > 0)).toBe(true);
-  });
-
-  it('masks mobile numbers in text but not ids or shorter numbers', () => {
-    expect(maskPhone('13812345678')).toBe('138****5678');
-    expect(maskPhonesIn('/api/user/code?phone=13812345678&x=1')).toBe('/api/user/code?phone=138****5678&x=1');
-    expect(maskPhonesIn('/api/voucher-order/1234567890123456789')).toBe('/api/voucher-order/1234567890123456789');
-    expect(maskPhonesIn('/api/shop/12345')).toBe('/api/shop/12345');
   });
 });

@@ -190,8 +190,5 @@ describe('IdGenerator', () => {
     expect(json).toBe(`{"success":true,"data":{"orderId":"${id}"}}`);
     const parsed = JSON.parse(json) as { data: { orderId: string } };
     expect(parseId(parsed.data.orderId)).toBe(id);
-    for (const bad of ['', '-1', '01', '1.5', '9223372036854775808', ' 1', 'abc']) {
-      expect(() => parseId(bad), bad).toThrow(RangeError);
-    }
   });
 });

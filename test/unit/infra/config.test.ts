@@ -46,6 +46,12 @@ describe('loadConfig', () => {
     expect(config.http).toMatchObject({ connectionTimeoutMs: 0, bodyLimitBytes: 2048 });
   });
 
+  it('reads CORS_ORIGINS as a list of origins, refusing any with a path', () => {
+    expect(loadConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).http.corsOrigins).toEqual(['https://a.example.com', 'http://localhost:5173']);
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com,https://bad.example.com/path' })).toThrow(ConfigError);
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com/path' })).toThrow(/CORS_ORIGINS/);
+  });
+
   it.each([
     ['ORDER_RATE_LIMIT_PER_USER', '-1', 'ORDER_RATE_LIMIT_PER_USER'],
     ['SECKILL_ADMISSION_RATE', 'lots', 'SECKILL_ADMISSION_RATE'],
