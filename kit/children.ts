@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const running = new Set<ChildProcess>();
 
-// Whatever happens to the test (failure, timeout, crash), no child outlives the test process.
+// Whatever happens (failure, timeout, crash), no child outlives the process that started it.
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });

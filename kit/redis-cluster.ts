@@ -15,7 +15,7 @@ export interface TestCluster {
   nodes: string[];
   /** The node's process, by port (for faults: SIGKILL, SIGSTOP, SIGCONT). */
   process(port: number): ChildProcess;
-  /** The master now serving `slot`, and its replicas (from CLUSTER SHARDS, asked of a live node). */
+  /** The master now serving `slot`, and its replicas (from CLUSTER NODES, asked of a live node). */
   shardOf(slot: number): Promise<{ master: number; replicas: number[] }>;
   /** Resolves once every slot is served again (e.g. after a failover) and the cluster says ok. */
   waitUntilHealthy(timeoutMs?: number): Promise<void>;

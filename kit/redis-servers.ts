@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 const REDIS_SERVER = process.env.REDIS_SERVER_BIN ?? 'redis-server';
 const started = new Set<ChildProcess>();
 
-// Never leak a server, even when the test process dies of a failure or a timeout.
+// Never leak a server, even when the process (a test, a benchmark) dies of a failure or a timeout.
 process.on('exit', () => {
   for (const server of started) server.kill('SIGKILL');
 });

@@ -1,7 +1,7 @@
 /**
  * Fault 2: SIGKILL a Redis master in the middle of a sale; its replica is promoted.
  *
- * Cluster: 3 masters + 3 replicas (test/support/redis-cluster.ts), cluster-node-timeout 1 s;
+ * Cluster: 3 masters + 3 replicas (kit/redis-cluster.ts), cluster-node-timeout 1 s;
  * three app instances on it (REDIS_CLUSTER_NODES). The victim is the master of the shard
  * `{seckill:N}` of the voucher whose sale begins right after the fault: stock, buyers, queued hash
  * and stream of every voucher ≡ N mod 4.
