@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import type { TestEnv } from './test-env.js';
 
+/** Fixtures of the flash sale, shared by the sale's tests, the HTTP and abuse tests and the browser tests. */
+
 export const HOUR = 3600_000;
 
 /** A seckill voucher straight into MySQL (the HTTP path is tested in vouchers.test.ts). */
