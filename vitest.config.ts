@@ -1,15 +1,35 @@
 import { defineConfig } from 'vitest/config';
 
+// Three tiers (docs/testing.md), each a Vitest project: `vitest run --project unit` runs one.
+// The options here are shared: `extends: true` gives them to each project.
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     environment: 'node',
-    // Every test file talks to real Redis and MariaDB with its own database and key prefix
-    // (see test/support), so files can run in parallel.
+    // Test files that use services get their own database and key prefix (test/support/test-env.ts),
+    // so files run in parallel.
     pool: 'forks',
-    globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll retries for up to 10 s: pages, workers and flushes update asynchronously, and
+    // more slowly while the whole suite runs.
+    expect: { poll: { timeout: 10_000 } },
     env: { NODE_ENV: 'test' },
+    projects: [
+      {
+        extends: true,
+        // No Redis, no MariaDB, no global setup: runs anywhere, in seconds.
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        // Real Redis and MariaDB: the global setup fails fast, naming the one that is missing.
+        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
+      },
+      {
+        extends: true,
+        // The services, plus web/dist (built when stale) and Debian's Chromium (installed when missing).
+        test: { name: 'system', include: ['test/system/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts'] },
+      },
+    ],
   },
 });

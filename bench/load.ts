@@ -19,6 +19,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import * as hdr from 'hdr-histogram-js';
 import { Pool } from 'undici';
@@ -168,7 +169,7 @@ export async function fixedRate(
       options.onTick((now - started) / 1000);
     }
     // Wake at the next due time (timers fire no sooner than 1 ms; several requests may then be due).
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + sent * intervalMs - performance.now())));
+    await sleep(Math.max(0, started + sent * intervalMs - performance.now()));
   }
   await Promise.all([...inFlight]);
   const elapsedSeconds = (performance.now() - started) / 1000;

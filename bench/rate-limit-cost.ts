@@ -10,7 +10,7 @@
  * (INCR + PEXPIRE NX each), the alternative docs/operations.md weighs.
  */
 import { Redis } from 'ioredis';
-import { startRedisServer } from '../test/lib/helpers/redis-servers.js';
+import { startRedisServer } from '../kit/redis-servers.js';
 import { AdmissionGate, RateLimiter } from '../src/lib/rate-limit/index.js';
 import { OrderLimits } from '../src/modules/seckill/order-limits.js';
 import { SaleStore } from '../src/modules/seckill/sale-store.js';

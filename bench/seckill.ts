@@ -8,6 +8,7 @@
  * never asks twice for one voucher until every voucher made for the run has been offered (then
  * the offers wrap round and the answer is "already bought").
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { BenchOptions } from './options.js';
 import type { BenchUser, World } from './world.js';
@@ -143,7 +144,7 @@ export async function waitForDrain(world: Pick<World, 'redis' | 'stream'>, timeo
     const { queued, pending } = await streamBacklog(world);
     if (queued === 0 && pending === 0) return true;
     if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await sleep(100);
   }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure Debian's Chromium (/usr/bin/chromium) and a Chinese font (fonts-wqy-zenhei, so the
-# screenshots are readable) are installed for the browser tests (test/web, driven by
+# screenshots are readable) are installed for the browser tests (test/system/web, driven by
 # playwright-core). Never downloads a browser of its own.
 # Idempotent: returns at once when both are there.
 set -euo pipefail

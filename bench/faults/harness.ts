@@ -15,7 +15,7 @@ export const mysqlServerUrl = (): string => (process.env.MYSQL_SERVER_URL ?? pro
 /** The shared Redis, for scenarios whose fault is not Redis itself (only a key prefix of their own is used). */
 export const sharedRedisUrl = (): string => process.env.REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
 
-/** `test`: small and quick, for test/faults; `report`: the size docs/RELIABILITY.md quotes. */
+/** `test`: small and quick, for test/system/faults; `report`: the size docs/RELIABILITY.md quotes. */
 export type Size = 'test' | 'report';
 
 /** A row of a scenario's figures table; keys are column names (see LABELS in report.ts). */
@@ -307,8 +307,6 @@ export async function withCleanup<T>(body: (defer: (cleanup: () => Promise<unkno
     if (errors.length > 0) console.error('fault harness: cleanup failed:', ...errors);
   }
 }
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Host and port of a mysql:// URL. */
 export function mysqlAddress(url: string): { host: string; port: number } {

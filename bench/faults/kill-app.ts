@@ -10,8 +10,9 @@
  * time, the victim reaches MySQL through a proxy that is cut HOLD_MS before the kill: its worker
  * keeps reading its share of the stream and cannot write it, so it dies holding pending entries.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances,
+  createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances,
   sumLogField, throughProxy, timeDrain, withCleanup, type FaultScenario, type Instance,
 } from './harness.js';
 import { startTcpProxy } from './tcp-proxy.js';

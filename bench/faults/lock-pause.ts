@@ -1,5 +1,5 @@
 /**
- * Fault 5: a lock holder paused past its lease. Holder A (a process: test/lib/fixtures/fenced-writer.ts)
+ * Fault 5: a lock holder paused past its lease. Holder A (a process: fenced-writer.ts)
  * takes the lock `resource` (src/lib/lock, watchdog lease LEASE_MS), decides to write, and is
  * SIGSTOPped before the write. Its lease runs out (its watchdog is stopped with it); holder B, a
  * second process, takes the lock with a greater fencing token and writes the fenced row. A is
@@ -7,12 +7,13 @@
  * only `WHERE fence < :token`, rejects it.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { deleteKeysWithPrefix } from '../../src/infra/redis.js';
-import { runFixture } from '../../test/lib/helpers/children.js';
-import { testRedisUrl } from '../../test/support/env.js';
-import { mysqlServerUrl, sleep, withCleanup, type FaultScenario } from './harness.js';
+import { runFixture } from '../../kit/children.js';
+import { testRedisUrl } from '../../kit/services.js';
+import { mysqlServerUrl, withCleanup, type FaultScenario } from './harness.js';
 
 const LEASE_MS = 1_000;
 
@@ -36,7 +37,7 @@ export const lockPause: FaultScenario = {
       await connection.query(`INSERT INTO \`${name}\`.fault_fenced VALUES (1, 'initial', 0)`);
       const mysqlUrl = `${mysqlServerUrl()}/${name}`;
       const writer = (label: string) => {
-        const fixture = runFixture('fenced-writer', [keyPrefix, 'resource', String(LEASE_MS), mysqlUrl, label], { TEST_REDIS_URL: testRedisUrl() });
+        const fixture = runFixture(new URL('./fenced-writer.ts', import.meta.url), [keyPrefix, 'resource', String(LEASE_MS), mysqlUrl, label], { TEST_REDIS_URL: testRedisUrl() });
         defer(async () => {
           fixture.child.kill('SIGCONT');
           fixture.child.kill('SIGKILL');

@@ -7,8 +7,9 @@
  * accepting; the workers cannot write, keep the entries pending (never dead letters: an outage is
  * not the entry's fault), retry, and catch up once MySQL is back.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  countLogs, createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances,
+  countLogs, createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, startInstances,
   stopInstances, throughProxy, timeDrain, withCleanup, type FaultScenario,
 } from './harness.js';
 import { streamBacklog } from '../seckill.js';

@@ -1,7 +1,7 @@
 /**
  * Fault 2: SIGKILL a Redis master in the middle of a sale; its replica is promoted.
  *
- * Cluster: 3 masters + 3 replicas (test/support/redis-cluster.ts), cluster-node-timeout 1 s;
+ * Cluster: 3 masters + 3 replicas (kit/redis-cluster.ts), cluster-node-timeout 1 s;
  * three app instances on it (REDIS_CLUSTER_NODES). The victim is the master of the shard
  * `{seckill:N}` of the voucher whose sale begins right after the fault: stock, buyers, queued hash
  * and stream of every voucher ≡ N mod 4.
@@ -18,11 +18,12 @@
  * times out and the order is still answered (seckill_replica_ack_timeouts_total counts them):
  * those, and only those, can be lost.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
-import { startRedisCluster } from '../../test/support/redis-cluster.js';
+import { startRedisCluster } from '../../kit/redis-cluster.js';
 import {
-  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances, timeDrain, withCleanup,
+  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances, timeDrain, withCleanup,
   type FaultScenario, type Instance,
 } from './harness.js';
 

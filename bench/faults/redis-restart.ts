@@ -9,10 +9,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
-import { startRedisServer, type RedisServer } from '../../test/lib/helpers/redis-servers.js';
+import { startRedisServer, type RedisServer } from '../../kit/redis-servers.js';
 import {
-  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, sleep, startInstances, stopInstances, timeDrain, withCleanup,
+  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances, timeDrain, withCleanup,
   type FaultScenario,
 } from './harness.js';
 

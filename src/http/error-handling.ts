@@ -28,7 +28,7 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], d
  * and `minimum`/`maximum` are then skipped for non-finite numbers, so `?current=1e309` reached the
  * SQL as `OFFSET Infinity` (a 500; ajv-validator/ajv#2212, fastify/fastify#6718). Without strict
  * numbers the bounds apply to Infinity and reject it, so every number in a schema needs a
- * `minimum` and a `maximum` (test/http/abuse checks both).
+ * `minimum` and a `maximum` (test/integration/http/abuse checks both).
  */
 export const ajvOptions = {
   customOptions: { keywords: ['errorMessage'], verbose: true, allErrors: false, strictNumbers: false },

@@ -1,10 +1,10 @@
 import { createConnection } from 'mysql2/promise';
 import { Redis } from 'ioredis';
-import { testMysqlUrl, testRedisUrl } from './env.js';
+import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
 
 /**
- * Runs once before all test files: fail fast, with a useful message, when the real
- * services the tests need are not there (scripts/services.sh starts them).
+ * Global setup of the integration and system tiers: fail fast, with a useful message, when the
+ * real services the tests need are not there (scripts/services.sh starts them).
  */
 export default async function checkServices(): Promise<void> {
   const redis = new Redis(testRedisUrl(), { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });

@@ -3,7 +3,6 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { buildApp, type AppDeps } from '../../src/app.js';
 import { UserRepository } from '../../src/modules/users/user-repository.js';
@@ -12,9 +11,11 @@ import { SessionStore } from '../../src/modules/users/session-store.js';
 import { loadConfig, type Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
-import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../src/infra/redis.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
 import type { SmsSender } from '../../src/modules/users/sms-sender.js';
-import { testMysqlUrl, testRedisUrl } from './env.js';
+import type { UserRole } from '../../src/infra/schema.js';
+import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
+import { deleteKeys } from './redis.js';
 
 /**
  * A private world for one test file: its own MariaDB database (migrated) and its own Redis
@@ -45,7 +46,7 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     // Background jobs only where a test asks for them.
     SECKILL_WORKER: 'false',
     // Order rate limits only where a test asks for them: many tests fire bursts of orders from
-    // one user or one address on purpose (test/http/rate-limits.test.ts covers the limits).
+    // one user or one address on purpose (test/integration/http/rate-limits.test.ts covers the limits).
     ORDER_RATE_LIMIT_PER_USER: '0',
     ORDER_RATE_LIMIT_PER_IP: '0',
     SECKILL_ADMISSION_RATE: '0',
@@ -66,29 +67,6 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     await rm(join(tmpdir(), name), { recursive: true, force: true });
   };
   return { name, config, db, redis, keyPrefix, mysqlUrl, cleanup };
-}
-
-/** Every key matching a pattern, unprefixed (SCAN to the end, never KEYS). */
-export async function scanKeys(pattern: string): Promise<string[]> {
-  const raw = new Redis(testRedisUrl());
-  const found: string[] = [];
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      found.push(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    return found;
-  } finally {
-    raw.disconnect();
-  }
-}
-
-/** Removes every key under a prefix (never FLUSHDB: other tests share this Redis). */
-export async function deleteKeys(prefix: string): Promise<void> {
-  const raw = new Redis(testRedisUrl());
-  await deleteKeysWithPrefix(raw, prefix).finally(() => raw.disconnect());
 }
 
 async function dropDatabase(name: string): Promise<void> {
@@ -144,6 +122,15 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
       return { id: row.id, token: await sessions.create({ id: row.id, nickName: row.nick_name, icon: '', role: 'user' }) };
     }),
   );
+}
+
+/**
+ * An `authorization` header for a user id, with the session a login of a user of that role opens
+ * (admin routes read the role from the session; granting it is tested in roles.test.ts).
+ */
+export async function sessionOf(testEnv: TestEnv, userId: string, role: UserRole = 'user'): Promise<{ authorization: string }> {
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '', role }) };
 }
 
 /** The role service of `npm run admin`, on the env's database and Redis. */

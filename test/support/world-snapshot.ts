@@ -2,8 +2,9 @@ import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Redis } from 'ioredis';
 import { sql } from 'kysely';
-import { testRedisUrl } from './env.js';
-import { scanKeys, type TestEnv } from './test-env.js';
+import { testRedisUrl } from '../../kit/services.js';
+import { scanKeys } from './redis.js';
+import type { TestEnv } from './test-env.js';
 
 /**
  * Everything a test env's requests can change, in comparable form: a CHECKSUM TABLE of every

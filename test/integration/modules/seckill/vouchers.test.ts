@@ -1,0 +1,105 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../../support/test-env.js';
+
+let env: TestEnv;
+let app: FastifyInstance;
+let admin: { authorization: string };
+let user: { authorization: string };
+let store: SaleStore;
+
+const HOUR = 3600_000;
+const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
+
+beforeAll(async () => {
+  env = await createTestEnv();
+  await env.db.insertInto('tb_shop').values({ id: '7', name: '103茶餐厅', type_id: '1', address: '台州路1号', x: 120.15, y: 30.33 }).execute();
+  const [first, second] = await createUsersWithSessions(env, 2);
+  await grantAdmin(env, '15000000000'); // the first user's phone
+  admin = { authorization: first!.token };
+  user = { authorization: second!.token };
+  ({ app } = await buildTestApp(env));
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+});
+
+afterAll(async () => {
+  await app?.close();
+  await env?.cleanup();
+});
+
+const normal = { shopId: '7', title: '50元代金券', subTitle: '周一至周日可用', rules: '不找零', payValue: 4750, actualValue: 5000 };
+const seckill = (overrides: Record<string, unknown> = {}) => ({
+  ...normal, title: '100元秒杀券', payValue: 8000, actualValue: 10000, stock: 20,
+  beginTime: iso(-HOUR), endTime: iso(HOUR), ...overrides,
+});
+
+function post(url: string, payload: object, headers = admin) {
+  return app.inject({ method: 'POST', url, payload, headers });
+}
+
+describe('vouchers', () => {
+  it('an admin adds a normal voucher and a seckill voucher; the list shows stock and window', async () => {
+    const normalId = (await post('/api/voucher', normal)).json().data;
+    const body = seckill({ beginTime: '2026-01-01T10:00:00+08:00', endTime: '2099-01-01T00:00:00Z' });
+    const created = await post('/api/voucher/seckill', body);
+    expect(created.statusCode).toBe(200);
+    const seckillId = created.json().data;
+    expect(seckillId).toMatch(/^\d+$/);
+
+    const list = await app.inject({ url: '/api/voucher/list/7' });
+    expect(list.json().data).toEqual([
+      { id: normalId, shopId: '7', title: '50元代金券', subTitle: '周一至周日可用', rules: '不找零', payValue: 4750, actualValue: 5000, type: 0, status: 1 },
+      {
+        id: seckillId, shopId: '7', title: '100元秒杀券', subTitle: '周一至周日可用', rules: '不找零', payValue: 8000, actualValue: 10000,
+        type: 1, status: 1, stock: 20, beginTime: '2026-01-01T02:00:00.000Z', endTime: '2099-01-01T00:00:00.000Z',
+      },
+    ]);
+  });
+
+  it('writes tb_voucher and tb_seckill_voucher together and publishes stock and window to Redis', async () => {
+    const id = (await post('/api/voucher/seckill', seckill({ stock: 33 }))).json().data as string;
+    const row = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', id).executeTakeFirstOrThrow();
+    expect(row.stock).toBe(33);
+    const live = await store.read(id);
+    expect(live).toEqual({ voucherId: id, stock: 33, begin: row.begin_time, end: row.end_time });
+  });
+
+  it('publishes at start the unfinished sales Redis does not know (a failed publish, a lost Redis)', async () => {
+    const id = (await post('/api/voucher/seckill', seckill({ stock: 5 }))).json().data as string;
+    await env.redis.del(store.keys.voucher(id).voucher);
+    const { app: restarted } = await buildTestApp(env);
+    try {
+      expect((await store.read(id))?.stock).toBe(5);
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  it('refuses writes from users who are not admins (403) and from anonymous ones (401)', async () => {
+    expect((await post('/api/voucher', normal, user)).statusCode).toBe(403);
+    expect((await post('/api/voucher/seckill', seckill(), user)).json()).toEqual({ success: false, errorMsg: 'Only administrators may do this' });
+    expect((await app.inject({ method: 'POST', url: '/api/voucher', payload: normal })).statusCode).toBe(401);
+  });
+
+  it.each([
+    ['negative stock', { stock: -1 }, 'body.stock must be a whole number from 0'],
+    ['end before begin', { beginTime: iso(2 * HOUR), endTime: iso(HOUR) }, 'body.endTime must be after body.beginTime'],
+    ['end equal to begin', { beginTime: '2099-01-01T00:00:00Z', endTime: '2099-01-01T00:00:00Z' }, 'must be after'],
+    ['already over', { beginTime: iso(-2 * HOUR), endTime: iso(-HOUR) }, 'body.endTime must be in the future'],
+    ['time without zone', { beginTime: '2099-01-01T00:00:00' }, 'body.beginTime must be an RFC 3339 date-time'],
+    ['unknown shop', { shopId: '999' }, 'body.shopId: shop 999 does not exist'],
+    ['pay more than worth', { payValue: 20000 }, 'body.payValue must not exceed body.actualValue'],
+    ['fractional money', { payValue: 10.5 }, 'body.payValue must be a whole number of fen'],
+  ])('answers 400 for %s', async (_case, overrides, message) => {
+    const response = await post('/api/voucher/seckill', seckill(overrides));
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errorMsg).toContain(message);
+  });
+
+  it('lists nothing for a shop without vouchers and 400 for a bad shop id', async () => {
+    expect((await app.inject({ url: '/api/voucher/list/12345' })).json()).toEqual({ success: true, data: [] });
+    expect((await app.inject({ url: '/api/voucher/list/x' })).statusCode).toBe(400);
+  });
+});

@@ -1,5 +1,0 @@
-/** Where the tests find their services; override with TEST_REDIS_URL / TEST_MYSQL_URL. */
-export const testRedisUrl = (): string => process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
-
-/** A server URL without a database: each test file creates and drops its own. */
-export const testMysqlUrl = (): string => process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
+import type { TestEnv } from './test-env.js';
+
+/** Fixtures of the flash sale, shared by the sale's tests, the HTTP and abuse tests and the browser tests. */
+
+export const HOUR = 3600_000;
+
+/** A seckill voucher straight into MySQL (the HTTP path is tested in vouchers.test.ts). */
+export async function insertSeckillVoucher(
+  env: TestEnv,
+  {
+    stock, begin = new Date(Date.now() - HOUR), end = new Date(Date.now() + HOUR), shopId = '1', title = 'seckill',
+  }: { stock: number; begin?: Date; end?: Date; shopId?: string; title?: string },
+): Promise<string> {
+  const result = await env.db
+    .insertInto('tb_voucher')
+    .values({ shop_id: shopId, title, pay_value: '100', actual_value: '200', type: 1 })
+    .executeTakeFirstOrThrow();
+  const voucherId = String(result.insertId);
+  const wholeSecond = (date: Date) => new Date(Math.floor(date.getTime() / 1000) * 1000);
+  await env.db
+    .insertInto('tb_seckill_voucher')
+    .values({ voucher_id: voucherId, stock, begin_time: wholeSecond(begin), end_time: wholeSecond(end) })
+    .execute();
+  return voucherId;
+}
+
+export function buy(app: FastifyInstance, token: string, voucherId: string) {
+  return app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: token } });
+}
+
+export async function mysqlOrders(env: TestEnv, voucherId: string) {
+  return env.db.selectFrom('tb_voucher_order').selectAll().where('voucher_id', '=', voucherId).execute();
+}
+
+export async function mysqlStock(env: TestEnv, voucherId: string): Promise<number> {
+  const row = await env.db.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
+  return row.stock;
+}
+
+/**
+ * The invariants of a finished sale: exactly `stock` orders from distinct users, stock 0 in
+ * MySQL and Redis, and every order a client was told about present in MySQL.
+ */
+export async function expectSoldOutExactly(env: TestEnv, voucherId: string, stock: number, acceptedOrderIds: string[], redisStock: () => Promise<number | undefined>) {
+  const orders = await mysqlOrders(env, voucherId);
+  expect(orders).toHaveLength(stock);
+  expect(new Set(orders.map((order) => order.user_id)).size).toBe(stock);
+  expect(await mysqlStock(env, voucherId)).toBe(0);
+  expect(await redisStock()).toBe(0);
+  expect(acceptedOrderIds).toHaveLength(stock);
+  expect(new Set(orders.map((order) => order.id))).toEqual(new Set(acceptedOrderIds));
+}

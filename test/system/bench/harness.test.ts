@@ -1,0 +1,191 @@
+/**
+ * The benchmark harness itself, so it cannot rot: a smoke run of every scenario (seconds, small
+ * numbers) whose sale checks must pass, checks that do fail on a broken sale, and the command line.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseBenchOptions, type BenchOptions } from '../../../bench/options.js';
+import { Progress } from '../../../bench/progress.js';
+import { renderMarkdown, renderSvg } from '../../../bench/report.js';
+import { runBench } from '../../../bench/run.js';
+import { checkSale } from '../../../bench/seckill.js';
+import { createOwnWorld, type World } from '../../../bench/world.js';
+import { type SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
+import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
+import { createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { eventually } from '../../support/eventually.js';
+import { freePort } from '../../../kit/redis-servers.js';
+
+const run = promisify(execFile);
+const quiet = new Progress(process.stderr, true);
+
+function smokeOptions(...extra: string[]): BenchOptions {
+  const options = parseBenchOptions(['--smoke', ...extra], { REDIS_URL: testRedisUrl(), MYSQL_SERVER_URL: testMysqlUrl() });
+  if (options === 'help') throw new Error('unexpected help');
+  return options;
+}
+
+describe('npm run bench --smoke', () => {
+  it('runs every scenario, and every sale passes its correctness checks', { timeout: 240_000 }, async () => {
+    const report = await runBench(smokeOptions(), quiet);
+
+    expect(report.pass).toBe(true);
+    expect(report.baseline?.saturation.rps).toBeGreaterThan(0);
+    expect(report.baseline?.fixedRate.latency.p99).toBeGreaterThan(0);
+    expect(report.seckill.map((sale) => sale.strategy)).toEqual(['async', 'sync']);
+    for (const sale of report.seckill) {
+      expect(sale.checks.every((check) => check.pass), JSON.stringify(sale.checks)).toBe(true);
+      expect(sale.accepted).toBeGreaterThan(0);
+      // More buyers than stock: the sale crossed the sold-out boundary under load.
+      expect(sale.refused['200 Sold out']).toBeGreaterThan(0);
+      expect(sale.saturation.errors + sale.fixedRate.errors).toBe(0);
+    }
+    expect(report.shopHot?.cached.saturation.rps).toBeGreaterThan(0);
+    expect(report.shopHot?.bare.saturation.rps).toBeGreaterThan(0);
+    expect(report.ids?.find((row) => row.name === 'IdGenerator.nextId')?.opsPerSecond).toBeGreaterThan(0);
+    expect(report.locks?.some((row) => row.baseline === 'redlock' && row.opsPerSecond > 0)).toBe(true);
+    expect(report.targets.map((target) => target.name)).toEqual([
+      'seckill-async throughput vs baseline',
+      'seckill-async vs seckill-sync throughput',
+      'seckill-async p99 at 1,000 connections',
+      'shop-hot vs its bare in-memory route',
+    ]);
+
+    const markdown = renderMarkdown(report);
+    expect(markdown).toContain('| seckill-async |');
+    expect(markdown).toContain('PASS orders in MySQL = successes returned');
+    expect(markdown).toContain('Correctness: **PASS**');
+    const svg = renderSvg(report);
+    expect(svg.startsWith('<svg')).toBe(true);
+    expect(svg.match(/<rect /g)?.length).toBe(1 + 2 * 5); // background + two bars per HTTP row
+  });
+});
+
+describe('sale checks', () => {
+  let world: World;
+  let store: SaleStore;
+  let vouchers: string[];
+  const stock = 5;
+
+  beforeAll(async () => {
+    world = await createOwnWorld({ redisUrl: testRedisUrl(), mysqlServerUrl: testMysqlUrl(), users: 3 });
+    store = world.store;
+    vouchers = await world.createVouchers(2, stock);
+  });
+
+  afterAll(async () => {
+    await world?.destroy();
+  });
+
+  it('pass on a consistent sale and fail, each for its own reason, on a broken one', async () => {
+    const [first, second] = [vouchers[0]!, vouchers[1]!];
+    const [alice, bob] = [world.users[0]!, world.users[1]!];
+    // A correct sale of one unit: Redis reserved it, the worker wrote it, stock agrees.
+    await placeInRedisAndMysql('1001', alice.id, first);
+    const accepted = new Set(['1001']);
+    const consistent = await checkSale(world, 'async', vouchers, stock, { accepted });
+    expect(consistent.filter((check) => !check.pass)).toEqual([]);
+
+    // Lost: answered success, never reached MySQL. Drift: Redis took a unit MySQL did not.
+    accepted.add('1002');
+    await store.reserve({ orderId: '1002', userId: bob.id, voucherId: second });
+    // A dead letter and an entry read but never acknowledged.
+    const { deadLetters, stream } = store.keys.shard(0);
+    await world.redis.xadd(deadLetters, '*', 'orderId', '9', 'error', 'poison');
+    await world.stream.ensureGroup(0);
+    await world.redis.xadd(stream, '*', 'orderId', '10');
+    await world.redis.xreadgroup('GROUP', ORDER_GROUP, 'test', 'COUNT', 100, 'STREAMS', stream, '>');
+
+    const broken = await checkSale(world, 'async', vouchers, stock, { accepted });
+    expect(broken.filter((check) => !check.pass).map((check) => check.name)).toEqual([
+      'orders in MySQL = successes returned',
+      'MySQL stock = Redis stock',
+      'nothing pending',
+      'no dead letters',
+    ]);
+    expect(broken.find((check) => check.name === 'orders in MySQL = successes returned')?.detail).toContain('1 answered but missing');
+  });
+
+  async function placeInRedisAndMysql(orderId: string, userId: string, voucherId: string) {
+    expect(await store.reserve({ orderId, userId, voucherId })).toBe('accepted');
+    await world.db.insertInto('tb_voucher_order').values({ id: orderId, user_id: userId, voucher_id: voucherId }).execute();
+    await world.db.updateTable('tb_seckill_voucher').set((eb) => ({ stock: eb('stock', '-', 1) })).where('voucher_id', '=', voucherId).execute();
+    // The worker's acknowledgement: the order is no longer queued.
+    for (let shard = 0; shard < store.keys.shards; shard++) await world.redis.hdel(store.keys.shard(shard).queued, orderId);
+  }
+});
+
+describe('npm run bench --target', () => {
+  let env: TestEnv;
+  let server: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    env = await createTestEnv();
+  });
+
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await once(server, 'exit');
+    }
+    await env?.cleanup();
+  });
+
+  it('loads a running deployment, checks its sale and leaves its data as it found it', { timeout: 180_000 }, async () => {
+    const port = await freePort();
+    const serverEnv = { MYSQL_URL: env.mysqlUrl, REDIS_URL: testRedisUrl(), REDIS_KEY_PREFIX: env.keyPrefix, SECKILL_STREAM_SHARDS: '2', PORT: String(port) };
+    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...serverEnv }, stdio: 'ignore' });
+    await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200), 30_000);
+    // Someone else's data in the same database, which the run must not touch.
+    const [other] = await createUsersWithSessions(env, 1, 13_800_000_000);
+    const before = await rowCounts(env);
+
+    const options = parseBenchOptions(['--smoke', '--target', `http://127.0.0.1:${port}`], {});
+    if (options === 'help') throw new Error('unexpected help');
+    const report = await runBench(options, quiet, { ...serverEnv, NODE_ENV: 'test' });
+
+    expect(report.seckill.map((sale) => [sale.scenario, sale.pass])).toEqual([['seckill-async', true]]);
+    expect(report.seckill[0]!.accepted).toBeGreaterThan(0);
+    expect(await rowCounts(env)).toEqual(before);
+    expect(await env.db.selectFrom('tb_user').select('id').where('id', '=', other!.id).executeTakeFirst()).toBeDefined();
+  });
+
+  it('refuses scenarios that need a server of its own', () => {
+    expect(() => parseBenchOptions(['--target', 'http://127.0.0.1:1', '--scenarios', 'baseline,seckill-async'], {})).toThrow(/baseline need the bench routes/);
+    expect(() => parseBenchOptions(['--target', 'ftp://x'], {})).toThrow(/expected an http/);
+  });
+});
+
+async function rowCounts(env: TestEnv): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const table of ['tb_user', 'tb_shop', 'tb_voucher', 'tb_seckill_voucher', 'tb_voucher_order'] as const) {
+    const row = await env.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    counts[table] = Number(row.n);
+  }
+  return counts;
+}
+
+describe('the bench command line', () => {
+  it('exits 0 with a JSON report of a passing smoke run', { timeout: 180_000 }, async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--smoke', '--json', '--scenarios', 'baseline,seckill-async'], {
+      env: { ...process.env, REDIS_URL: testRedisUrl(), MYSQL_SERVER_URL: testMysqlUrl() },
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    const report = JSON.parse(stdout) as { pass: boolean; seckill: Array<{ scenario: string; pass: boolean }>; baseline: unknown };
+    expect(report.pass).toBe(true);
+    expect(report.seckill.map((sale) => [sale.scenario, sale.pass])).toEqual([['seckill-async', true]]);
+    expect(report.baseline).toBeDefined();
+  });
+
+  it('refuses a bad option with exit code 2 and a message naming it', async () => {
+    const failure = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--users', 'many']).then(
+      () => null,
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(failure?.code).toBe(2);
+    expect(failure?.stderr).toContain('--users: expected a number from 1 to 1000000, got "many"');
+  });
+});
