@@ -36,17 +36,17 @@ export function runFixture(script: URL | string, args: string[], env: Record<str
   let stdout = '';
   let stderr = '';
   const lineListeners = new Set<() => void>();
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
     for (const listener of lineListeners) listener();
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const exited = new Promise<void>((resolve, reject) => {
     child.on('exit', (code, signal) => {
       running.delete(child);
       for (const listener of lineListeners) listener();
       if (code === 0) resolve();
-      else reject(new Error(`fixture ${name} exited with ${code ?? signal}: ${stderr.slice(-2000)}`));
+      else reject(new Error(`fixture ${name} exited with ${String(code ?? signal)}: ${stderr.slice(-2000)}`));
     });
   });
   exited.catch(() => undefined); // callers that kill the child on purpose do not await it

@@ -74,7 +74,7 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
       stop: async () => {
         children.forEach((child) => child.kill('SIGCONT')); // a stopped node dies of SIGKILL too, but only once it runs
         killAll();
-        await Promise.all([...children.values()].map((child) => (child.exitCode === null && child.signalCode === null ? new Promise((r) => child.once('exit', r)) : null)));
+        await Promise.all([...children.values()].filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((r) => child.once('exit', r))));
         process.removeListener('exit', killAll);
         await rm(dir, { recursive: true, force: true });
       },
@@ -161,7 +161,7 @@ async function firstAnswer<T>(ports: number[], ask: (port: number) => Promise<T>
       last = error;
     }
   }
-  throw last ?? new Error('no live cluster node');
+  throw last instanceof Error ? last : new Error('no live cluster node', { cause: last });
 }
 
 async function until(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {

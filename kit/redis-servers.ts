@@ -90,7 +90,7 @@ function startOn(port: number, options: RedisServerOptions): Promise<RedisServer
     child.once('exit', () => {
       if (!ready) fail(new Error(`redis-server on ${port} exited: ${log}`));
     });
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       log += chunk;
       if (!ready && log.includes('Ready to accept connections')) {
         ready = true;
@@ -98,7 +98,7 @@ function startOn(port: number, options: RedisServerOptions): Promise<RedisServer
         resolve(server);
       }
     });
-    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   });
 }
 

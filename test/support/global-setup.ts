@@ -12,7 +12,7 @@ export default async function checkServices(): Promise<void> {
     await redis.connect();
     await redis.ping();
   } catch (error) {
-    throw new Error(`Tests need Redis at ${testRedisUrl()} (run scripts/services.sh): ${String(error)}`);
+    throw new Error(`Tests need Redis at ${testRedisUrl()} (run scripts/services.sh): ${String(error)}`, { cause: error });
   } finally {
     redis.disconnect();
   }
@@ -21,6 +21,6 @@ export default async function checkServices(): Promise<void> {
     await connection.query('SELECT 1');
     await connection.end();
   } catch (error) {
-    throw new Error(`Tests need MySQL/MariaDB at ${testMysqlUrl()} (run scripts/services.sh): ${String(error)}`);
+    throw new Error(`Tests need MySQL/MariaDB at ${testMysqlUrl()} (run scripts/services.sh): ${String(error)}`, { cause: error });
   }
 }

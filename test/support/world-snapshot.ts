@@ -49,7 +49,7 @@ async function describeKey(redis: Redis, key: string): Promise<string> {
   const type = await redis.type(key);
   switch (type) {
     case 'string':
-      return `string ${(await redis.getBuffer(key))?.toString('base64')}`;
+      return `string ${(await redis.getBuffer(key))?.toString('base64') ?? '(gone)'}`;
     case 'hash':
       return `hash ${JSON.stringify(Object.entries(await redis.hgetall(key)).sort())}`;
     case 'set':

@@ -6,7 +6,7 @@ const run = promisify(execFile);
 
 /** The packages loaded by importing everything `file` imports. */
 async function packagesLoadedBy(file: string): Promise<{ imported: string[]; packages: string[] }> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/packages-loaded-by.mjs', file]);
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/unit/fixtures/packages-loaded-by.ts', file]);
   return JSON.parse(stdout) as { imported: string[]; packages: string[] };
 }
 

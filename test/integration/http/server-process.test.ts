@@ -21,8 +21,8 @@ function startServer(extraEnv: Record<string, string>): { child: ChildProcess; o
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   return { child, output: () => output };
 }
 

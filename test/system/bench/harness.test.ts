@@ -183,7 +183,7 @@ describe('the bench command line', () => {
   it('refuses a bad option with exit code 2 and a message naming it', async () => {
     const failure = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--users', 'many']).then(
       () => null,
-      (error: { code: number; stderr: string }) => error,
+      (error: unknown) => error as { code: number; stderr: string },
     );
     expect(failure?.code).toBe(2);
     expect(failure?.stderr).toContain('--users: expected a number from 1 to 1000000, got "many"');

@@ -37,7 +37,7 @@ const topology = async (...args: string[]) => {
     return await run('bash', ['scripts/topology.sh', ...args], { env, timeout: 240_000, maxBuffer: 10 * 1024 * 1024 });
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`scripts/topology.sh ${args.join(' ')} failed:\n${failed.stdout ?? ''}${failed.stderr ?? ''}\n${failed.message}`);
+    throw new Error(`scripts/topology.sh ${args.join(' ')} failed:\n${failed.stdout ?? ''}${failed.stderr ?? ''}\n${failed.message}`, { cause: error });
   }
 };
 

@@ -188,7 +188,7 @@ describe('web front end', () => {
       distances.forEach((label, i) => {
         const metres = label.endsWith('km') ? Number.parseFloat(label) * 1000 : Number.parseFloat(label);
         // Shown as whole metres below 1 km, else km with one decimal; Redis GEO stores 52-bit geohashes (< 1 m off).
-        expect(Math.abs(metres - expected[i]!.metres), `${names[i]}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
+        expect(Math.abs(metres - expected[i]!.metres), `${names[i] ?? '?'}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
       });
       await page.getByTestId('type-title').scrollIntoViewIfNeeded(); // the screenshot shows the top: 你的位置
     }, { context: { permissions: ['geolocation'], geolocation: here } });

@@ -50,8 +50,8 @@ const as = (user: { token: string }) => ({ authorization: user.token });
 
 async function call(options: InjectOptions) {
   const response = await app.inject(options);
-  expect(response.statusCode, `${options.method ?? 'GET'} ${String(options.url)}: ${response.body}`).toBeLessThan(300);
-  return response.json() as { success: boolean; data?: unknown };
+  expect(response.statusCode, `${options.method ?? 'GET'} ${JSON.stringify(options.url)}: ${response.body}`).toBeLessThan(300);
+  return response.json<{ success: boolean; data?: unknown }>();
 }
 
 beforeAll(async () => {
@@ -66,7 +66,7 @@ beforeAll(async () => {
   // Alice's world: a shop (by the admin), a seckill order written to MySQL, a blog Bob's feed
   // got, a like, an uploaded image, a sign-in.
   await env.db.insertInto('tb_shop_type').values({ name: 'food' }).execute();
-  const typeId = String((await env.db.selectFrom('tb_shop_type').select('id').executeTakeFirstOrThrow()).id);
+  const typeId = (await env.db.selectFrom('tb_shop_type').select('id').executeTakeFirstOrThrow()).id;
   const shopId = (await call({ method: 'POST', url: '/api/shop', headers: as(admin), payload: { name: 'Noodles', typeId, address: 'West Lake 1', x: 120.15, y: 30.28 } })).data as string;
   const hour = 3_600_000;
   const voucherId = (await call({

@@ -157,7 +157,7 @@ function sampleOf(schema: Schema, field: string): unknown {
     return Math.min(Math.max(1, low), high);
   }
   if (schema.type === 'boolean') return false;
-  if (schema.type !== 'string') throw new Error(`no sample for field ${field} of type ${schema.type}: extend sampleOf`);
+  if (schema.type !== 'string') throw new Error(`no sample for field ${field} of type ${schema.type ?? 'unknown'}: extend sampleOf`);
   if (schema.format === 'date-time') {
     // A sale window in the near future (beginTime before endTime).
     return new Date(Date.now() + (field.startsWith('end') ? 7_200_000 : 3_600_000)).toISOString();
@@ -335,7 +335,7 @@ function bodyAbuse(route: RouteEntry, base: Request, actor: Record<string, strin
     status,
   });
   const boundary = '----hostile';
-  const multipartPart = (field: string, filename: string, content: Buffer | string) =>
+  const multipartPart = (field: string, filename: string, content: string) =>
     `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${filename}"\r\nContent-Type: image/png\r\n\r\n${content}\r\n`;
   const multipartType = `multipart/form-data; boundary=${boundary}`;
 

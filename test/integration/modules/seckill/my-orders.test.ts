@@ -71,7 +71,7 @@ describe('GET /api/voucher-order/of/me', () => {
     expect(next).toMatchObject({ id: cancelled, state: 'cancelled' });
     expect(next.payTime).toBeUndefined();
     for (const order of [newest, next]) {
-      const single = (await app.inject({ url: `/api/voucher-order/${order.id}`, headers: { authorization: alice.token } })).json().data;
+      const single = (await app.inject({ url: `/api/voucher-order/${String(order.id)}`, headers: { authorization: alice.token } })).json().data;
       expect(single.state).toBe(order.state);
     }
   });

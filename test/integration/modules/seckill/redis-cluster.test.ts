@@ -18,7 +18,7 @@ let cluster: TestCluster;
 let env: TestEnv;
 let clusterEnv: TestEnv;
 let redis: RedisClient;
-let apps: FastifyInstance[] = [];
+const apps: FastifyInstance[] = [];
 const sms = new InboxSmsSender();
 
 beforeAll(async () => {

@@ -39,7 +39,7 @@ afterAll(async () => {
 async function backlog(): Promise<{ pending: number; queued: number }> {
   const { stream, queued } = seckill.keys.shard(0);
   const [pending] = (await env.redis.xpending(stream, ORDER_GROUP)) as [number];
-  return { pending: Number(pending), queued: await env.redis.hlen(queued) };
+  return { pending, queued: await env.redis.hlen(queued) };
 }
 
 describe('order worker batches', () => {

@@ -136,12 +136,12 @@ describe('lists', () => {
       }
       // Blog i gets i likes.
       for (let i = 0; i < 12; i += 1) {
-        await Promise.all(people.slice(1, 1 + i).map((p) => h.put(`/api/blog/like/${ids[i]}`, auth(p))));
+        await Promise.all(people.slice(1, 1 + i).map((p) => h.put(`/api/blog/like/${ids[i]!}`, auth(p))));
       }
       const page1 = (await h.get('/api/blog/hot?current=1')).json().data as Array<{ id: string; liked: number; isLike: boolean }>;
       expect(page1.map((b) => b.id)).toEqual([...ids].reverse().slice(0, 10));
       expect(page1.map((b) => b.liked)).toEqual([11, 10, 9, 8, 7, 6, 5, 4, 3, 2]);
-      expect(page1.every((b) => b.isLike === false)).toBe(true); // anonymous
+      expect(page1.every((b) => !b.isLike)).toBe(true); // anonymous
       const page2 = (await h.get('/api/blog/hot?current=2')).json().data as Array<{ id: string }>;
       expect(page2.map((b) => b.id)).toEqual([ids[1], ids[0]]);
       const asFan = (await h.get('/api/blog/hot', auth(people[1]!))).json().data as Array<{ isLike: boolean }>;

@@ -170,7 +170,7 @@ describe('user queries', () => {
   it('returns a user by id, 404 for an unknown one', async () => {
     const token = await loginAsNewUser();
     const me = (await app.inject({ url: '/api/user/me', headers: { authorization: token } })).json().data;
-    const byId = await app.inject({ url: `/api/user/${me.id}`, headers: { authorization: token } });
+    const byId = await app.inject({ url: `/api/user/${String(me.id)}`, headers: { authorization: token } });
     // Another user's role is not shown: only /user/me has it.
     expect(byId.json()).toEqual({ success: true, data: { id: me.id, nickName: me.nickName, icon: me.icon } });
 
@@ -182,11 +182,11 @@ describe('user queries', () => {
   it('returns the profile from tb_user_info, with ids as strings', async () => {
     const token = await loginAsNewUser();
     const me = (await app.inject({ url: '/api/user/me', headers: { authorization: token } })).json().data;
-    const none = await app.inject({ url: `/api/user/info/${me.id}`, headers: { authorization: token } });
+    const none = await app.inject({ url: `/api/user/info/${String(me.id)}`, headers: { authorization: token } });
     expect(none.json()).toEqual({ success: true });
 
     await env.db.insertInto('tb_user_info').values({ user_id: me.id, city: '杭州', introduce: 'hi', fans: 3 }).execute();
-    const info = await app.inject({ url: `/api/user/info/${me.id}`, headers: { authorization: token } });
+    const info = await app.inject({ url: `/api/user/info/${String(me.id)}`, headers: { authorization: token } });
     expect(info.json().data).toMatchObject({ userId: me.id, city: '杭州', introduce: 'hi', fans: 3, birthday: null });
   });
 });

@@ -165,7 +165,7 @@ describe('npm run admin (the process)', () => {
     expect((await cli('revoke', phone)).stdout).toContain('is no longer an administrator; 1 live session updated');
     expect(await adminRouteStatus(token)).toBe(403);
 
-    const refused = await cli('grant', '999').catch((error: { code: number; stderr: string }) => error);
+    const refused = await cli('grant', '999').catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('admin: Invalid phone "999"') });
   });
 });
