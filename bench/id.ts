@@ -26,7 +26,10 @@ export async function measureIds(redis: RedisClient, options: { durationMs: numb
     ['IdGenerator.nextId, blocks of 100', () => blocks.nextId('bench-blocks')],
   ];
   const rows: OpsRow[] = [];
-  for (const [mode, loops] of [['sequential', 1], [`parallel ×${options.parallelism}`, options.parallelism]] as const) {
+  for (const [mode, loops] of [
+    ['sequential', 1],
+    [`parallel ×${options.parallelism}`, options.parallelism],
+  ] as const) {
     for (const [, call] of cases) await timed(call, loops, 200); // warm-up
     const totals = cases.map(() => ({ ops: 0, ms: 0 }));
     // Alternate short slices so background noise hits every case alike.

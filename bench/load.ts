@@ -152,7 +152,14 @@ export async function fixedRate(
   };
 
   // Open the connections first, so that connection set-up does not land in the first requests' latency.
-  await Promise.all(Array.from({ length: connections }, () => pool.request({ method: 'GET', path: '/bench/ping' }).then((r) => r.body.dump()).catch(() => undefined)));
+  await Promise.all(
+    Array.from({ length: connections }, () =>
+      pool
+        .request({ method: 'GET', path: '/bench/ping' })
+        .then((r) => r.body.dump())
+        .catch(() => undefined),
+    ),
+  );
 
   const lag = monitorEventLoopDelay({ resolution: 5 });
   lag.enable();

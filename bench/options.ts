@@ -154,7 +154,10 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
 
 function scenarios(list: string | undefined): ScenarioName[] {
   if (list === undefined || list === '' || list === 'all') return [...SCENARIOS];
-  const names = list.split(',').map((name) => name.trim()).filter(Boolean);
+  const names = list
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   for (const name of names) {
     if (!(SCENARIOS as readonly string[]).includes(name)) {
       throw new OptionsError(`--scenarios: unknown scenario "${name}" (known: ${SCENARIOS.join(', ')})`);

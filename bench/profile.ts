@@ -70,9 +70,11 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
   for (const node of profile.nodes) {
     const us = selfUs.get(node.id) ?? 0;
     if (us === 0) continue;
-    const area = node.callFrame.url === '' && !node.callFrame.functionName.startsWith('(') ? callerArea(node.id) : areaOf(node.callFrame.url, node.callFrame.functionName);
+    const area =
+      node.callFrame.url === '' && !node.callFrame.functionName.startsWith('(') ? callerArea(node.id) : areaOf(node.callFrame.url, node.callFrame.functionName);
     areas.set(area, (areas.get(area) ?? 0) + us);
-    const fn = `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`.trim();
+    const fn =
+      `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}${node.callFrame.url ? `:${node.callFrame.lineNumber + 1}` : ''}`.trim();
     functions.set(fn, (functions.get(fn) ?? 0) + us);
   }
   // Shares of busy time: the idle time (start-up, waits between phases) says nothing of the cost.
@@ -81,9 +83,7 @@ export async function summariseProfile(file: string, top = 15): Promise<ProfileS
   functions.delete('(idle)');
   const busyUs = Math.max(1, totalUs - idleUs);
   const shares = (map: Map<string, number>) =>
-    [...map.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((us / busyUs) * 1000) / 10 }));
+    [...map.entries()].sort((a, b) => b[1] - a[1]).map(([name, us]) => ({ name, ms: Math.round(us / 1000), percent: Math.round((us / busyUs) * 1000) / 10 }));
   return {
     file,
     totalMs: Math.round(totalUs / 1000),

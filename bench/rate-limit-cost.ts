@@ -37,7 +37,7 @@ try {
     await measure('  + sale admission', (i) => withGate.check(user(2 * CALLS + i), ipOf(i), '7'));
     // Two requests of one user in a second: the first passes locally, the second goes to Redis
     // (fixed-window.lua, one call that also charges the first).
-    await measure('per user + per IP, a user\'s 2 requests', async (i) => {
+    await measure("per user + per IP, a user's 2 requests", async (i) => {
       await userAndIp.check(user(3 * CALLS + i), ipOf(i), '7');
       await userAndIp.check(user(3 * CALLS + i), ipOf(i), '7');
     });
@@ -65,5 +65,11 @@ async function measure(name: string, call: (i: number) => Promise<unknown>): Pro
   const counted = scripted ? stats.filter(({ command }) => command === 'evalsha') : stats;
   const calls = counted.reduce((sum, stat) => sum + stat.calls, 0);
   const usec = counted.reduce((sum, stat) => sum + stat.usec, 0);
-  console.log(`${name.padEnd(42)} ${Math.round(CALLS / seconds).toLocaleString('en').padStart(7)} calls/s in-process, Node ${((cpu.user + cpu.system) / CALLS).toFixed(1)} µs CPU per call   Redis: ${(calls / CALLS).toFixed(3)} commands, ${(usec / CALLS).toFixed(1)} µs CPU per call`);
+  console.log(
+    `${name.padEnd(42)} ${Math.round(CALLS / seconds)
+      .toLocaleString('en')
+      .padStart(
+        7,
+      )} calls/s in-process, Node ${((cpu.user + cpu.system) / CALLS).toFixed(1)} µs CPU per call   Redis: ${(calls / CALLS).toFixed(3)} commands, ${(usec / CALLS).toFixed(1)} µs CPU per call`,
+  );
 }

@@ -50,7 +50,13 @@ let timeouts = 0;
 try {
   const stores = {
     'acks=0': new SaleStore(redis, new SaleKeys(shards)),
-    'acks=1': new SaleStore(redis, new SaleKeys(shards), { acks: 1, timeoutMs: 1000, onTimeout: (n) => { timeouts += n; } }),
+    'acks=1': new SaleStore(redis, new SaleKeys(shards), {
+      acks: 1,
+      timeoutMs: 1000,
+      onTimeout: (n) => {
+        timeouts += n;
+      },
+    }),
   };
   const now = Date.now();
   for (const voucherId of voucherIds) {
@@ -69,7 +75,9 @@ try {
     }
     for (const [mode, total] of Object.entries(totals)) {
       const rate = Math.round((total.ops / total.ms) * 1000);
-      console.log(`| ${isCluster ? 'cluster' : 'standalone'} | ${loops} | ${mode} | ${rate} | ${Math.round(total.latencies.getValueAtPercentile(50))} | ${Math.round(total.latencies.getValueAtPercentile(99))} |`);
+      console.log(
+        `| ${isCluster ? 'cluster' : 'standalone'} | ${loops} | ${mode} | ${rate} | ${Math.round(total.latencies.getValueAtPercentile(50))} | ${Math.round(total.latencies.getValueAtPercentile(99))} |`,
+      );
     }
   }
   console.log(`WAIT timeouts (acks=1): ${timeouts}`);

@@ -139,7 +139,10 @@ export function renderMarkdown(report: BenchReport): string {
   }
 
   for (const sale of report.seckill) {
-    const refused = Object.entries(sale.refused).map(([why, n]) => `${number(n)} "${why.replace(/^200 /, '')}"`).join(', ') || 'none';
+    const refused =
+      Object.entries(sale.refused)
+        .map(([why, n]) => `${number(n)} "${why.replace(/^200 /, '')}"`)
+        .join(', ') || 'none';
     out.push(
       `**${sale.scenario}**: ${sale.vouchers} vouchers × ${number(sale.stockPerVoucher)} stock; ${number(sale.accepted)} orders accepted, refused: ${refused}; ` +
         `worker drained ${sale.strategy === 'async' ? `${number(sale.drainMs)} ms after the load` : '– (sync writes MySQL before answering)'}.`,
@@ -152,7 +155,8 @@ export function renderMarkdown(report: BenchReport): string {
   const micro = [...(report.ids ?? []), ...(report.locks ?? [])];
   if (micro.length > 0) {
     out.push('| micro-benchmark | mode | ops/s | ratio |', '|---|---|---:|---|');
-    for (const row of micro) out.push(`| ${row.name} | ${row.mode} | ${number(row.opsPerSecond)} | ${row.baseline ? `${ratio(row.ratio)} ${row.baseline}` : '–'} |`);
+    for (const row of micro)
+      out.push(`| ${row.name} | ${row.mode} | ${number(row.opsPerSecond)} | ${row.baseline ? `${ratio(row.ratio)} ${row.baseline}` : '–'} |`);
     out.push('');
   }
 
@@ -218,7 +222,10 @@ export function renderSvg(report: BenchReport): string {
       `<text x="${labelWidth + panelWidth + gap + p99Width + 4}" y="${y + 15}">${row.result.fixedRate.latency.p99} ms at ${number(row.result.fixedRate.offeredRate ?? 0)}/s</text>`,
     );
   });
-  parts.push(`<text x="10" y="${height - 12}" fill="#555">${escape(`offered rate: ${report.options.rate === undefined ? `${Math.round(report.options.rateFraction * 100)} % of each scenario's saturation rate, at most ${report.options.maxRate} req/s` : `${report.options.rate} req/s`}; ${report.commandLine}`)}</text>`, '</svg>');
+  parts.push(
+    `<text x="10" y="${height - 12}" fill="#555">${escape(`offered rate: ${report.options.rate === undefined ? `${Math.round(report.options.rateFraction * 100)} % of each scenario's saturation rate, at most ${report.options.maxRate} req/s` : `${report.options.rate} req/s`}; ${report.commandLine}`)}</text>`,
+    '</svg>',
+  );
   return `${parts.join('\n')}\n`;
 }
 

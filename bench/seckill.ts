@@ -170,11 +170,12 @@ export async function readSaleFromMysql(db: World['db'], vouchers: readonly stri
   const { rows: perVoucher } = await sql<{ voucher_id: string; orders: string; users: string }>`
     SELECT voucher_id, COUNT(*) AS orders, COUNT(DISTINCT user_id) AS users
     FROM tb_voucher_order WHERE voucher_id IN (${sql.join(vouchers)}) GROUP BY voucher_id`.execute(db);
-  const orderIds = new Set(
-    (await db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => row.id),
-  );
+  const orderIds = new Set((await db.selectFrom('tb_voucher_order').select('id').where('voucher_id', 'in', vouchers).execute()).map((row) => row.id));
   const mysqlStock = new Map(
-    (await db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [row.voucher_id, row.stock]),
+    (await db.selectFrom('tb_seckill_voucher').select(['voucher_id', 'stock']).where('voucher_id', 'in', vouchers).execute()).map((row) => [
+      row.voucher_id,
+      row.stock,
+    ]),
   );
   return { perVoucher, orderIds, mysqlStock };
 }
@@ -183,7 +184,13 @@ export async function readSaleFromMysql(db: World['db'], vouchers: readonly stri
  * Everything the sale promised, read back from MySQL and Redis after the drain. Exported for the
  * harness's own tests, which show that each check can fail.
  */
-export async function checkSale(world: Pick<World, 'db' | 'store' | 'redis' | 'stream'>, strategy: Strategy, vouchers: readonly string[], stock: number, sale: Pick<Sale, 'accepted'>): Promise<Check[]> {
+export async function checkSale(
+  world: Pick<World, 'db' | 'store' | 'redis' | 'stream'>,
+  strategy: Strategy,
+  vouchers: readonly string[],
+  stock: number,
+  sale: Pick<Sale, 'accepted'>,
+): Promise<Check[]> {
   const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   const redisStock = new Map<string, number | undefined>();
@@ -208,18 +215,33 @@ export async function checkSale(world: Pick<World, 'db' | 'store' | 'redis' | 's
       detail: `${orders} orders, ${sale.accepted.size} successes; ${lost.length} answered but missing, ${unexpected.length} never answered`,
     },
     { name: 'stock sold = orders', pass: sold === orders, detail: `${sold} units taken from MySQL stock for ${orders} orders` },
-    { name: 'no oversell', pass: overs.length === 0, detail: overs.length === 0 ? `no voucher above its stock of ${stock}` : `vouchers ${overs.slice(0, 5).join(', ')} oversold` },
-    { name: 'no user twice', pass: twice.length === 0, detail: twice.length === 0 ? 'one order per user and voucher' : `${twice.length} vouchers with a repeated buyer` },
+    {
+      name: 'no oversell',
+      pass: overs.length === 0,
+      detail: overs.length === 0 ? `no voucher above its stock of ${stock}` : `vouchers ${overs.slice(0, 5).join(', ')} oversold`,
+    },
+    {
+      name: 'no user twice',
+      pass: twice.length === 0,
+      detail: twice.length === 0 ? 'one order per user and voucher' : `${twice.length} vouchers with a repeated buyer`,
+    },
   ];
   if (strategy === 'async') {
     checks.push({
       name: 'MySQL stock = Redis stock',
       pass: drift.length === 0,
-      detail: drift.length === 0 ? `all ${vouchers.length} vouchers agree` : `${drift.length} vouchers differ, e.g. ${drift[0]!}: MySQL ${mysqlStock.get(drift[0]!) ?? 'none'}, Redis ${redisStock.get(drift[0]!) ?? 'none'}`,
+      detail:
+        drift.length === 0
+          ? `all ${vouchers.length} vouchers agree`
+          : `${drift.length} vouchers differ, e.g. ${drift[0]!}: MySQL ${mysqlStock.get(drift[0]!) ?? 'none'}, Redis ${redisStock.get(drift[0]!) ?? 'none'}`,
     });
   }
   checks.push(
-    { name: 'nothing pending', pass: backlog.pending === 0 && backlog.queued === 0, detail: `${backlog.pending} pending entries, ${backlog.queued} queued orders` },
+    {
+      name: 'nothing pending',
+      pass: backlog.pending === 0 && backlog.queued === 0,
+      detail: `${backlog.pending} pending entries, ${backlog.queued} queued orders`,
+    },
     { name: 'no dead letters', pass: backlog.dead === 0, detail: `${backlog.dead} entries in the dead-letter streams` },
   );
   return checks;

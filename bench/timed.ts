@@ -1,7 +1,12 @@
 /** A closed-loop timer for in-process micro-benchmarks (ids, locks). */
 
 /** `loops` loops calling `call(loop)` until `maxCalls` each or `durationMs`; returns the calls made and the time taken. */
-export async function timed(call: (loop: number) => Promise<unknown>, loops: number, maxCalls: number, durationMs = Infinity): Promise<{ ops: number; ms: number }> {
+export async function timed(
+  call: (loop: number) => Promise<unknown>,
+  loops: number,
+  maxCalls: number,
+  durationMs = Infinity,
+): Promise<{ ops: number; ms: number }> {
   const start = performance.now();
   const end = start + durationMs;
   let ops = 0;

@@ -122,7 +122,14 @@ export async function attachWorld(config: Config, users: number): Promise<World>
   }
 }
 
-async function populate(db: Db, redis: RedisClient, shards: number, userCount: number, env: Record<string, string>, destroy: () => Promise<void>): Promise<World> {
+async function populate(
+  db: Db,
+  redis: RedisClient,
+  shards: number,
+  userCount: number,
+  env: Record<string, string>,
+  destroy: () => Promise<void>,
+): Promise<World> {
   const shopId = await createShop(db);
   const users = await createUsers(db, redis, userCount);
   const keys = new SaleKeys(shards);
@@ -162,7 +169,11 @@ async function removeWhatWasCreated(world: World): Promise<void> {
   await world.db.deleteFrom('tb_shop').where('id', '=', world.shopId).execute();
   const sessions = new SessionStore(world.redis, SESSION_TTL_SECONDS);
   for (const user of world.users) await sessions.delete(user.token, user.id);
-  await world.db.deleteFrom('tb_user').where('phone', '>=', String(FIRST_PHONE)).where('phone', '<', String(FIRST_PHONE + world.users.length)).execute();
+  await world.db
+    .deleteFrom('tb_user')
+    .where('phone', '>=', String(FIRST_PHONE))
+    .where('phone', '<', String(FIRST_PHONE + world.users.length))
+    .execute();
 }
 
 async function createShop(db: Db): Promise<string> {

@@ -47,11 +47,28 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
       ports.push(port);
       children.set(
         port,
-        spawn('redis-server', [
-          '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-          '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir,
-          '--cluster-node-timeout', String(nodeTimeoutMs),
-        ], { stdio: 'ignore' }),
+        spawn(
+          'redis-server',
+          [
+            '--port',
+            String(port),
+            '--bind',
+            '127.0.0.1',
+            '--save',
+            '',
+            '--appendonly',
+            'no',
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            join(dir, `nodes-${port}.conf`),
+            '--dir',
+            dir,
+            '--cluster-node-timeout',
+            String(nodeTimeoutMs),
+          ],
+          { stdio: 'ignore' },
+        ),
       );
     }
     await Promise.all(ports.map((port) => waitForPing(port)));
@@ -70,11 +87,18 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
       },
       shardOf: (slot) => firstAnswer(live(), (port) => shardOfSlot(port, slot)),
       waitUntilHealthy: (timeoutMs = 30_000) =>
-        until(async () => (await Promise.all(live().map((port) => clusterInfo(port).catch(() => '')))).every((info) => info.includes('cluster_state:ok')), timeoutMs),
+        until(
+          async () => (await Promise.all(live().map((port) => clusterInfo(port).catch(() => '')))).every((info) => info.includes('cluster_state:ok')),
+          timeoutMs,
+        ),
       stop: async () => {
         children.forEach((child) => child.kill('SIGCONT')); // a stopped node dies of SIGKILL too, but only once it runs
         killAll();
-        await Promise.all([...children.values()].filter((child) => child.exitCode === null && child.signalCode === null).map((child) => new Promise((r) => child.once('exit', r))));
+        await Promise.all(
+          [...children.values()]
+            .filter((child) => child.exitCode === null && child.signalCode === null)
+            .map((child) => new Promise((r) => child.once('exit', r))),
+        );
         process.removeListener('exit', killAll);
         await rm(dir, { recursive: true, force: true });
       },
@@ -139,7 +163,10 @@ async function waitForReplicaInSync(port: number): Promise<void> {
 async function shardOfSlot(port: number, slot: number): Promise<{ master: number; replicas: number[] }> {
   // CLUSTER NODES: "<id> <ip:port@bus> <flags> <master-id> <ping> <pong> <epoch> <link> <slot ranges…>"
   const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'nodes'], { timeout: 2_000 });
-  const rows = stdout.trim().split('\n').map((line) => line.split(' '));
+  const rows = stdout
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   const portOf = (row: string[]) => Number(row[1]!.split('@')[0]!.split(':')[1]);
   const serves = (row: string[]) =>
     row.slice(8).some((range) => {

@@ -55,9 +55,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
 }
 
 function startOn(port: number, options: RedisServerOptions): Promise<RedisServer> {
-  const persistence = options.appendfsync
-    ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync]
-    : ['--appendonly', 'no'];
+  const persistence = options.appendfsync ? ['--appendonly', 'yes', '--appendfsync', options.appendfsync] : ['--appendonly', 'no'];
   const child = spawn(
     REDIS_SERVER,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence, '--daemonize', 'no', ...(options.dir ? ['--dir', options.dir] : [])],
@@ -104,8 +102,10 @@ function startOn(port: number, options: RedisServerOptions): Promise<RedisServer
 
 /** Kills all servers this process started (afterAll). */
 export async function stopRedisServers(servers: readonly RedisServer[]): Promise<void> {
-  await Promise.all(servers.map(async (server) => {
-    server.resume(); // a SIGSTOPped process still dies of SIGKILL, but be explicit
-    await server.kill();
-  }));
+  await Promise.all(
+    servers.map(async (server) => {
+      server.resume(); // a SIGSTOPped process still dies of SIGKILL, but be explicit
+      await server.kill();
+    }),
+  );
 }

@@ -15,7 +15,9 @@ const hashFile = join(web, 'dist', '.build-hash');
 function files(path) {
   if (!existsSync(path)) return [];
   if (!statSync(path).isDirectory()) return [path];
-  return readdirSync(path).sort().flatMap((name) => files(join(path, name)));
+  return readdirSync(path)
+    .sort()
+    .flatMap((name) => files(join(path, name)));
 }
 
 function sourceHash() {

@@ -147,4 +147,3 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await serveWeb(app, deps.webRoot);
   return app;
 }
-

@@ -86,7 +86,11 @@ process.on('exit', () => {
   for (const instance of runningInstances) instance.child.kill('SIGKILL');
 });
 
-export async function startInstances(count: number, env: Record<string, string>, envOf: (index: number) => Record<string, string> = () => ({})): Promise<Instance[]> {
+export async function startInstances(
+  count: number,
+  env: Record<string, string>,
+  envOf: (index: number) => Record<string, string> = () => ({}),
+): Promise<Instance[]> {
   const started = await Promise.allSettled(
     Array.from({ length: count }, async (_, index): Promise<Instance> => {
       const consumer = `fault-${index}`;
@@ -185,7 +189,11 @@ export async function driveSale(instances: readonly Instance[], setup: SaleSetup
   const eventRuns = events.map(
     (event) =>
       new Promise<void>((resolve, reject) => {
-        timers.push(setTimeout(() => { event.run().then(resolve, reject); }, event.atSeconds * 1000));
+        timers.push(
+          setTimeout(() => {
+            event.run().then(resolve, reject);
+          }, event.atSeconds * 1000),
+        );
       }),
   );
   // Observed from the start: an event whose run() rejects during the load is otherwise an

@@ -12,8 +12,21 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances,
-  sumLogField, throughProxy, timeDrain, withCleanup, type FaultScenario, type Instance,
+  createFaultWorld,
+  driveSale,
+  mysqlAddress,
+  prepareSale,
+  saleChecks,
+  saleFigures,
+  saleRow,
+  startInstances,
+  stopInstances,
+  sumLogField,
+  throughProxy,
+  timeDrain,
+  withCleanup,
+  type FaultScenario,
+  type Instance,
 } from './harness.js';
 import { startTcpProxy } from './tcp-proxy.js';
 import type { World } from '../world.js';
@@ -32,7 +45,9 @@ export const killApp: FaultScenario = {
       const proxy = await startTcpProxy(mysqlAddress(world.env.MYSQL_URL!));
       defer(() => proxy.close());
       const victimIndex = 1;
-      const instances = await startInstances(3, world.env, (index): Record<string, string> => (index === victimIndex ? { MYSQL_URL: throughProxy(world.env.MYSQL_URL!, proxy.port) } : {}));
+      const instances = await startInstances(3, world.env, (index): Record<string, string> =>
+        index === victimIndex ? { MYSQL_URL: throughProxy(world.env.MYSQL_URL!, proxy.port) } : {},
+      );
       defer(() => stopInstances(instances));
       const durationSeconds = size === 'test' ? 8 : 14;
       const setup = await prepareSale(world, { rate: 300, durationSeconds, stock: 50 });
@@ -56,7 +71,11 @@ export const killApp: FaultScenario = {
       ]);
       const drainMs = await timeDrain(world);
       const figures = await saleFigures(world, setup);
-      const claimed = sumLogField(instances.filter((instance) => instance !== victim), /took over entries of an unresponsive consumer/, 'count');
+      const claimed = sumLogField(
+        instances.filter((instance) => instance !== victim),
+        /took over entries of an unresponsive consumer/,
+        'count',
+      );
       const checks = saleChecks(figures, drainMs);
       checks.push({
         name: 'accepted, unanswered ≤ requests without an answer',
@@ -76,7 +95,11 @@ export const killApp: FaultScenario = {
         },
         checks: [
           ...checks,
-          { name: 'the victim died holding entries, all taken over', pass: pendingOnVictim > 0 && claimed >= pendingOnVictim, detail: `${pendingOnVictim} pending on the victim, ${claimed} taken over` },
+          {
+            name: 'the victim died holding entries, all taken over',
+            pass: pendingOnVictim > 0 && claimed >= pendingOnVictim,
+            detail: `${pendingOnVictim} pending on the victim, ${claimed} taken over`,
+          },
         ],
       };
     }),
@@ -86,7 +109,12 @@ export const killApp: FaultScenario = {
 async function pendingOf(world: Pick<World, 'redis' | 'stream'>, consumer: string): Promise<number> {
   let pending = 0;
   for (const shard of world.stream.keys.allShards()) {
-    const consumers = (await world.redis.xpending(world.stream.keys.shard(shard).stream, ORDER_GROUP).catch(() => [0, null, null, []])) as [number, unknown, unknown, Array<[string, string]> | null];
+    const consumers = (await world.redis.xpending(world.stream.keys.shard(shard).stream, ORDER_GROUP).catch(() => [0, null, null, []])) as [
+      number,
+      unknown,
+      unknown,
+      Array<[string, string]> | null,
+    ];
     pending += Number(consumers[3]?.find(([name]) => name === consumer)?.[1] ?? 0);
   }
   return pending;

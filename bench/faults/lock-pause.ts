@@ -37,7 +37,9 @@ export const lockPause: FaultScenario = {
       await connection.query(`INSERT INTO \`${name}\`.fault_fenced VALUES (1, 'initial', 0)`);
       const mysqlUrl = `${mysqlServerUrl()}/${name}`;
       const writer = (label: string) => {
-        const fixture = runFixture(new URL('./fenced-writer.ts', import.meta.url), [keyPrefix, 'resource', String(LEASE_MS), mysqlUrl, label], { TEST_REDIS_URL: testRedisUrl() });
+        const fixture = runFixture(new URL('./fenced-writer.ts', import.meta.url), [keyPrefix, 'resource', String(LEASE_MS), mysqlUrl, label], {
+          TEST_REDIS_URL: testRedisUrl(),
+        });
         defer(async () => {
           fixture.child.kill('SIGCONT');
           fixture.child.kill('SIGKILL');
@@ -83,12 +85,20 @@ export const lockPause: FaultScenario = {
         variant,
         figures,
         checks: [
-          { name: 'second holder got the lock during the pause', pass: takeoverMs < pausedForMs, detail: `after ${takeoverMs} ms of a ${pausedForMs} ms pause` },
+          {
+            name: 'second holder got the lock during the pause',
+            pass: takeoverMs < pausedForMs,
+            detail: `after ${takeoverMs} ms of a ${pausedForMs} ms pause`,
+          },
           { name: 'tokens increase', pass: BigInt(newToken) > BigInt(staleToken), detail: `${staleToken} → ${newToken}` },
-          { name: 'second holder\'s write accepted', pass: secondWrite.startsWith('write accepted'), detail: secondWrite },
-          { name: 'paused holder\'s late write rejected', pass: firstWrite.startsWith('write rejected'), detail: firstWrite },
-          { name: 'paused holder\'s release finds the lock gone', pass: firstReleased === 'released false', detail: firstReleased },
-          { name: 'row keeps the second holder\'s value', pass: row.value === 'second' && String(row.fence) === newToken, detail: `${row.value}, fence ${row.fence}` },
+          { name: "second holder's write accepted", pass: secondWrite.startsWith('write accepted'), detail: secondWrite },
+          { name: "paused holder's late write rejected", pass: firstWrite.startsWith('write rejected'), detail: firstWrite },
+          { name: "paused holder's release finds the lock gone", pass: firstReleased === 'released false', detail: firstReleased },
+          {
+            name: "row keeps the second holder's value",
+            pass: row.value === 'second' && String(row.fence) === newToken,
+            detail: `${row.value}, fence ${row.fence}`,
+          },
         ],
       };
     }),

@@ -9,8 +9,20 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  countLogs, createFaultWorld, driveSale, mysqlAddress, prepareSale, saleChecks, saleFigures, saleRow, startInstances,
-  stopInstances, throughProxy, timeDrain, withCleanup, type FaultScenario,
+  countLogs,
+  createFaultWorld,
+  driveSale,
+  mysqlAddress,
+  prepareSale,
+  saleChecks,
+  saleFigures,
+  saleRow,
+  startInstances,
+  stopInstances,
+  throughProxy,
+  timeDrain,
+  withCleanup,
+  type FaultScenario,
 } from './harness.js';
 import { streamBacklog } from '../seckill.js';
 import { startTcpProxy } from './tcp-proxy.js';
@@ -72,7 +84,11 @@ export const mysqlOutage: FaultScenario = {
       const acceptedDuringOutage = setup.sale.acceptedBetween(cutAt, restoredAt);
       checks.push(
         { name: 'accepting during the outage', pass: acceptedDuringOutage > 0, detail: `${acceptedDuringOutage} orders accepted while MySQL was cut` },
-        { name: 'caught up after MySQL returned', pass: caughtUpMs !== null, detail: caughtUpMs === null ? 'not within 60 s' : `backlog of ${backlogAtRestore} written in ${caughtUpMs} ms` },
+        {
+          name: 'caught up after MySQL returned',
+          pass: caughtUpMs !== null,
+          detail: caughtUpMs === null ? 'not within 60 s' : `backlog of ${backlogAtRestore} written in ${caughtUpMs} ms`,
+        },
       );
       return {
         scenario: 'mysql-outage',

@@ -23,8 +23,18 @@ import { Redis } from 'ioredis';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
 import { startRedisCluster } from '../../kit/redis-cluster.js';
 import {
-  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances, timeDrain, withCleanup,
-  type FaultScenario, type Instance,
+  createFaultWorld,
+  driveSale,
+  prepareSale,
+  saleChecks,
+  saleFigures,
+  saleRow,
+  startInstances,
+  stopInstances,
+  timeDrain,
+  withCleanup,
+  type FaultScenario,
+  type Instance,
 } from './harness.js';
 
 const STALE_MS = 1_500;
@@ -103,13 +113,27 @@ export const redisFailover: FaultScenario = {
       const before = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });
       const repair = await reconcileSeckill(deps, { repair: true, voucherIds: setup.vouchers });
       const after = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });
-      const checks = saleChecks(figures, drainMs).filter((check) => !['no accepted order lost', 'no dead letters', 'MySQL stock = orders'].includes(check.name));
+      const checks = saleChecks(figures, drainMs).filter(
+        (check) => !['no accepted order lost', 'no dead letters', 'MySQL stock = orders'].includes(check.name),
+      );
       checks.push(
-        { name: 'failover completed', pass: failoverMs !== null, detail: failoverMs === null ? 'no failover seen' : `cluster ok ${failoverMs} ms after the kill` },
-        { name: 'zero drift after repair', pass: after.drifted.length === 0, detail: `${before.drifted.length} drifted, ${repair.repaired} repaired, ${after.drifted.length} after` },
+        {
+          name: 'failover completed',
+          pass: failoverMs !== null,
+          detail: failoverMs === null ? 'no failover seen' : `cluster ok ${failoverMs} ms after the kill`,
+        },
+        {
+          name: 'zero drift after repair',
+          pass: after.drifted.length === 0,
+          detail: `${before.drifted.length} drifted, ${repair.repaired} repaired, ${after.drifted.length} after`,
+        },
       );
       if (acks === '1') {
-        checks.push({ name: 'lost ≤ orders answered without a replica\'s ack', pass: figures.lost <= ackTimeouts, detail: `${figures.lost} lost, ${ackTimeouts} WAIT timeouts` });
+        checks.push({
+          name: "lost ≤ orders answered without a replica's ack",
+          pass: figures.lost <= ackTimeouts,
+          detail: `${figures.lost} lost, ${ackTimeouts} WAIT timeouts`,
+        });
       }
       return {
         scenario: 'redis-failover',

@@ -13,7 +13,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
 import { startRedisServer, type RedisServer } from '../../kit/redis-servers.js';
 import {
-  createFaultWorld, driveSale, prepareSale, saleChecks, saleFigures, saleRow, startInstances, stopInstances, timeDrain, withCleanup,
+  createFaultWorld,
+  driveSale,
+  prepareSale,
+  saleChecks,
+  saleFigures,
+  saleRow,
+  startInstances,
+  stopInstances,
+  timeDrain,
+  withCleanup,
   type FaultScenario,
 } from './harness.js';
 
@@ -59,7 +68,11 @@ export const redisRestart: FaultScenario = {
       const after = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });
       const checks = saleChecks(figures, drainMs);
       checks.push(
-        { name: 'Redis state recovered: no drift', pass: before.drifted.length === 0, detail: `${before.drifted.length} of ${before.vouchers} vouchers drifted before any repair` },
+        {
+          name: 'Redis state recovered: no drift',
+          pass: before.drifted.length === 0,
+          detail: `${before.drifted.length} of ${before.vouchers} vouchers drifted before any repair`,
+        },
         { name: 'zero drift after repair', pass: after.drifted.length === 0, detail: `${repair.repaired} repaired, ${after.drifted.length} drifted after` },
       );
       return {

@@ -88,7 +88,10 @@ export async function writeReliabilityDoc(results: FaultRun[], commandLine: stri
     const generated = `${begin}\n\n${renderScenarioTable(runs)}\n\n\`${commandLine}\`, ${new Date().toISOString().slice(0, 10)}\n\n${end}`;
     const start = doc.indexOf(begin);
     const stop = doc.indexOf(end);
-    doc = start >= 0 && stop > start ? doc.slice(0, start) + generated + doc.slice(stop + end.length) : `${doc.trimEnd()}\n\n### ${TITLES[name] ?? name}\n\n${generated}\n`;
+    doc =
+      start >= 0 && stop > start
+        ? doc.slice(0, start) + generated + doc.slice(stop + end.length)
+        : `${doc.trimEnd()}\n\n### ${TITLES[name] ?? name}\n\n${generated}\n`;
   }
   await writeFile(DOC, doc);
   return DOC;

@@ -47,7 +47,9 @@ function parseOptions(): { repair: boolean; json: boolean; voucherIds: string[];
 }
 
 function printText(report: ReconcileReport, repair: boolean, where: string): void {
-  console.log(`reconcile: ${where}: ${report.vouchers} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair pauses each drifted voucher for an exact answer)'}`);
+  console.log(
+    `reconcile: ${where}: ${report.vouchers} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair pauses each drifted voucher for an exact answer)'}`,
+  );
   for (const drift of report.drifted) {
     const parts = [`stock redis=${drift.redisStock ?? 'missing'} expected=${drift.expectedStock} (mysql ${drift.mysqlStock})`];
     if (drift.missingBuyers.length > 0) parts.push(`missing buyers ${drift.missingBuyers.join(',')}`);
@@ -74,11 +76,14 @@ if (typeof options === 'string') {
     const redis = createRedis(config);
     try {
       const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards));
-      const report = await reconcileSeckill({ db, store }, {
-        repair: options.repair,
-        voucherIds: options.voucherIds,
-        drainTimeoutMs: options.drainTimeoutMs,
-      });
+      const report = await reconcileSeckill(
+        { db, store },
+        {
+          repair: options.repair,
+          voucherIds: options.voucherIds,
+          drainTimeoutMs: options.drainTimeoutMs,
+        },
+      );
       if (options.json) console.log(JSON.stringify(report, null, 2));
       else printText(report, options.repair, redactUrl(config.mysqlUrl));
       const unrepaired = report.drifted.length - report.repaired;

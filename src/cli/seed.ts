@@ -10,7 +10,9 @@ await runCli(async () => {
   const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 1 });
   try {
     const report = await loadDemoData(db);
-    const added = Object.entries(report).map(([table, count]) => `${count as number} ${table}`).join(', ');
+    const added = Object.entries(report)
+      .map(([table, count]) => `${count as number} ${table}`)
+      .join(', ');
     console.log(`seed: ${redactUrl(config.mysqlUrl)} new rows: ${added}`);
   } finally {
     await db.destroy();

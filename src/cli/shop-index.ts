@@ -35,7 +35,9 @@ await runCli(async () => {
     const where = redactUrl(config.mysqlUrl);
     if (targets.has('geo')) {
       const report = await new ShopGeoIndex(redis, shops).loadAll();
-      console.log(`geo:load: ${where} ${report.shops} shops in ${report.types} types, ${report.removed} stale members removed, ${report.invalid} shops with coordinates Redis GEO rejects`);
+      console.log(
+        `geo:load: ${where} ${report.shops} shops in ${report.types} types, ${report.removed} stale members removed, ${report.invalid} shops with coordinates Redis GEO rejects`,
+      );
     }
     if (targets.has('bloom')) {
       const bloom = new BloomFilter(redis, {
@@ -45,7 +47,9 @@ await runCli(async () => {
         locks,
       });
       const count = await bloom.rebuild(() => shops.idBatches());
-      console.log(`bloom:rebuild: ${where} ${count} shop ids in ${bloom.bits} bits, ${bloom.hashes} hashes${config.shop.bloom ? '' : ' (SHOP_BLOOM=false: kept in step, not consulted)'}`);
+      console.log(
+        `bloom:rebuild: ${where} ${count} shop ids in ${bloom.bits} bits, ${bloom.hashes} hashes${config.shop.bloom ? '' : ' (SHOP_BLOOM=false: kept in step, not consulted)'}`,
+      );
     }
   } finally {
     await locks.close();

@@ -15,7 +15,7 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], d
     if (error.keyword === 'required') return `${dataVar}.${String(params.missingProperty)} is required`;
     const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
     const custom = (error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage;
-    return `${field} ${typeof custom === 'string' ? custom : error.message ?? 'is invalid'}`;
+    return `${field} ${typeof custom === 'string' ? custom : (error.message ?? 'is invalid')}`;
   });
   return new Error(messages.join('; '));
 }
@@ -55,13 +55,17 @@ export function frameworkErrors(error: FastifyError, _request: FastifyRequest, r
 export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'The request took too long to arrive']
-    : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'The request headers are too large']
-    : [400, 'Malformed HTTP request'];
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'The request took too long to arrive']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'The request headers are too large']
+        : [400, 'Malformed HTTP request'];
   this.log.trace({ err: error }, 'client error');
   if (socket.writable) {
     const body = JSON.stringify(fail(message));
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]!}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]!}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(error);
 }
@@ -79,7 +83,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (isTransient(error)) {
       // Redis or MySQL is unreachable or busy: the client may simply retry.
       request.log.warn({ err: error }, 'dependency unavailable');
-      return reply.code(503).header('retry-after', '1').send(fail(`Service temporarily unavailable, please retry (request id ${request.id})`));
+      return reply
+        .code(503)
+        .header('retry-after', '1')
+        .send(fail(`Service temporarily unavailable, please retry (request id ${request.id})`));
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));

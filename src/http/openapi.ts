@@ -10,7 +10,6 @@ export const DOCS_PREFIX = '/docs';
 /** The security scheme of routes that need a login: the session token in `authorization`. */
 export const SESSION_SCHEME = 'session';
 
-
 const ErrorResult = {
   type: 'object',
   required: ['success', 'errorMsg'],
@@ -72,10 +71,9 @@ function documentRoute(schema: RouteSchema | undefined, url: string, route: Rout
   if (!url.startsWith('/api/')) return { schema: { ...schema, hide: true }, url };
   const isPublic = route.config?.public === true;
   const adminOnly = schema?.[ADMIN_ONLY_KEY] === true;
-  const notes = [
-    isPublic ? 'Public.' : 'Needs a login (401 without a valid session).',
-    adminOnly ? 'Administrators only (403 for other users).' : '',
-  ].filter(Boolean);
+  const notes = [isPublic ? 'Public.' : 'Needs a login (401 without a valid session).', adminOnly ? 'Administrators only (403 for other users).' : ''].filter(
+    Boolean,
+  );
   const documented: RouteSchema = {
     ...schema,
     ...(isMultipart(schema) && !schema?.body ? { body: MultipartFile } : {}),
@@ -100,8 +98,7 @@ const MultipartFile = {
   properties: { file: { type: 'string', format: 'binary', description: 'the image' } },
 };
 
-const isMultipart = (schema: RouteSchema | undefined): boolean =>
-  Array.isArray(schema?.consumes) && schema.consumes.includes('multipart/form-data');
+const isMultipart = (schema: RouteSchema | undefined): boolean => Array.isArray(schema?.consumes) && schema.consumes.includes('multipart/form-data');
 
 const ADMIN_ONLY_KEY = Object.keys(ADMIN_ONLY)[0]!;
 

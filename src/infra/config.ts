@@ -168,62 +168,108 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'SMS_DAILY_LIMIT_PER_PHONE', default: '10', meaning: 'codes per phone per 24 h (`0`: no cap)' },
   { name: 'SMS_HOURLY_LIMIT_PER_IP', default: '30', meaning: 'codes per client IP per hour (`0`: no cap)' },
   {
-    name: 'ORDER_RATE_LIMIT_PER_USER', default: '5',
-    meaning: 'seckill order requests per user per second, all instances together; more → 429 (`0`: off). A buyer\'s first request of a second is let through by the instance without a Redis command, so with N instances up to 5 + N pass',
-  },
-  { name: 'ORDER_RATE_LIMIT_PER_IP', default: '200', meaning: 'seckill order requests per client IP per second (see `TRUST_PROXY`; `0`: off); likewise up to 5 % more per instance' },
-  {
-    name: 'SECKILL_ADMISSION_RATE', default: '20000',
-    meaning: 'order requests admitted per sale (voucher) per second across all instances; the rest get 429 without touching the sale in Redis. Set it below what your Redis sustains for `reserve.lua` (`0`: off)',
+    name: 'ORDER_RATE_LIMIT_PER_USER',
+    default: '5',
+    meaning:
+      "seckill order requests per user per second, all instances together; more → 429 (`0`: off). A buyer's first request of a second is let through by the instance without a Redis command, so with N instances up to 5 + N pass",
   },
   {
-    name: 'API_RATE_LIMIT_PER_IP', default: '0', shown: '`0` (off)',
-    meaning: 'requests to `/api` per client IP per window (@fastify/rate-limit on Redis; the order route has its own limits). Usually the edge proxy\'s job; turn it on when there is none',
+    name: 'ORDER_RATE_LIMIT_PER_IP',
+    default: '200',
+    meaning: 'seckill order requests per client IP per second (see `TRUST_PROXY`; `0`: off); likewise up to 5 % more per instance',
+  },
+  {
+    name: 'SECKILL_ADMISSION_RATE',
+    default: '20000',
+    meaning:
+      'order requests admitted per sale (voucher) per second across all instances; the rest get 429 without touching the sale in Redis. Set it below what your Redis sustains for `reserve.lua` (`0`: off)',
+  },
+  {
+    name: 'API_RATE_LIMIT_PER_IP',
+    default: '0',
+    shown: '`0` (off)',
+    meaning:
+      "requests to `/api` per client IP per window (@fastify/rate-limit on Redis; the order route has its own limits). Usually the edge proxy's job; turn it on when there is none",
   },
   { name: 'API_RATE_LIMIT_WINDOW_SECONDS', default: '60', meaning: 'window of `API_RATE_LIMIT_PER_IP`' },
-  { name: 'CORS_ORIGINS', default: '', shown: '(empty: same origin only)', meaning: 'comma-separated origins (`https://shop.example.com`) whose pages may call the API from a browser' },
+  {
+    name: 'CORS_ORIGINS',
+    default: '',
+    shown: '(empty: same origin only)',
+    meaning: 'comma-separated origins (`https://shop.example.com`) whose pages may call the API from a browser',
+  },
   { name: 'BODY_LIMIT_BYTES', default: '65536', meaning: 'largest JSON request body (larger → 413); image uploads are bounded by `UPLOAD_MAX_BYTES`' },
   { name: 'HTTP_REQUEST_TIMEOUT_MS', default: '30000', meaning: 'longest time to receive a whole request (slow clients get 408; `0`: none)' },
-  { name: 'HTTP_CONNECTION_TIMEOUT_MS', default: '120000', meaning: 'socket inactivity before the connection is closed (`0`: none; must exceed the keep-alive timeout)' },
   {
-    name: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', default: '72000',
-    meaning: 'idle keep-alive connections are closed after this; behind nginx or a load balancer it must exceed the proxy\'s idle timeout for upstream connections (nginx `keepalive_timeout`, 60 s by default), or the proxy may reuse a connection the app is closing (sporadic 502)',
+    name: 'HTTP_CONNECTION_TIMEOUT_MS',
+    default: '120000',
+    meaning: 'socket inactivity before the connection is closed (`0`: none; must exceed the keep-alive timeout)',
   },
-  { name: 'ID_BLOCK_SIZE', default: '100', meaning: 'order-id sequence numbers an instance reserves per Redis round trip (1 = one round trip per id; see src/lib/id)' },
+  {
+    name: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+    default: '72000',
+    meaning:
+      "idle keep-alive connections are closed after this; behind nginx or a load balancer it must exceed the proxy's idle timeout for upstream connections (nginx `keepalive_timeout`, 60 s by default), or the proxy may reuse a connection the app is closing (sporadic 502)",
+  },
+  {
+    name: 'ID_BLOCK_SIZE',
+    default: '100',
+    meaning: 'order-id sequence numbers an instance reserves per Redis round trip (1 = one round trip per id; see src/lib/id)',
+  },
   { name: 'SECKILL_STRATEGY', default: 'async', meaning: '`async` (Lua + Redis Stream + worker) or `sync` (lock + MySQL transaction)' },
   { name: 'SECKILL_STREAM_SHARDS', default: '4', meaning: 'order streams (`{seckill:N}` hash tags); fixed for a deployment' },
   { name: 'SECKILL_WORKER', default: 'true', meaning: 'run the order worker and canceller inside the app instance' },
   { name: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', meaning: 'consumer name; keep stable across restarts' },
   { name: 'SECKILL_WORKER_BATCH', default: '100', meaning: 'entries per XREADGROUP' },
   { name: 'SECKILL_MAX_DELIVERIES', default: '5', meaning: 'deliveries before an entry is dead-lettered' },
-  { name: 'SECKILL_CLAIM_IDLE_MS', default: '30000', meaning: 'idle time after which another consumer\'s entry is claimed' },
+  { name: 'SECKILL_CLAIM_IDLE_MS', default: '30000', meaning: "idle time after which another consumer's entry is claimed" },
   { name: 'SECKILL_PAYMENT_WINDOW_SECONDS', default: '900', meaning: 'unpaid orders are cancelled after this' },
   {
-    name: 'SECKILL_REPLICA_ACKS', default: '0',
-    meaning: 'replicas of the voucher\'s Redis master that must confirm an accepted order (`WAIT`) before it is answered; `0` = answer at once (asynchronous replication). See [replica acknowledgement](docs/flows/scale-out.md#replica-acknowledgement)',
+    name: 'SECKILL_REPLICA_ACKS',
+    default: '0',
+    meaning:
+      "replicas of the voucher's Redis master that must confirm an accepted order (`WAIT`) before it is answered; `0` = answer at once (asynchronous replication). See [replica acknowledgement](docs/flows/scale-out.md#replica-acknowledgement)",
   },
-  { name: 'SECKILL_REPLICA_TIMEOUT_MS', default: '100', meaning: 'longest `WAIT`; on timeout the order is still answered as accepted and counted in `seckill_replica_ack_timeouts_total`' },
   {
-    name: 'SHOP_CACHE_STRATEGY', default: 'mutex',
-    meaning: 'breakdown protection of `GET /shop/{id}`: `mutex` (TTL; one rebuild under a lock, others wait) or `logical` (no TTL; stale value served while one instance rebuilds)',
+    name: 'SECKILL_REPLICA_TIMEOUT_MS',
+    default: '100',
+    meaning: 'longest `WAIT`; on timeout the order is still answered as accepted and counted in `seckill_replica_ack_timeouts_total`',
+  },
+  {
+    name: 'SHOP_CACHE_STRATEGY',
+    default: 'mutex',
+    meaning:
+      'breakdown protection of `GET /shop/{id}`: `mutex` (TTL; one rebuild under a lock, others wait) or `logical` (no TTL; stale value served while one instance rebuilds)',
   },
   { name: 'SHOP_CACHE_TTL_SECONDS', default: '1800', meaning: '`cache:shop:{id}` TTL (`mutex`) or logical expiry (`logical`)' },
   { name: 'SHOP_TYPE_CACHE_TTL_SECONDS', default: '3600', meaning: '`cache:type` TTL' },
   { name: 'CACHE_TTL_JITTER_PERCENT', default: '10', meaning: 'random 0..N % added to every cache TTL / logical expiry (avalanche)' },
   { name: 'CACHE_NULL_TTL_SECONDS', default: '60', meaning: 'TTL of the null marker of a missing id (penetration; hmdp uses 120); `0` disables it' },
-  { name: 'CACHE_REBUILD_WAIT_MS', default: '2000', meaning: 'longest wait for another instance\'s rebuild of a key before loading it anyway' },
+  { name: 'CACHE_REBUILD_WAIT_MS', default: '2000', meaning: "longest wait for another instance's rebuild of a key before loading it anyway" },
   {
-    name: 'SHOP_BLOOM', default: 'false',
-    meaning: 'check the shop id Bloom filter before loading a shop Redis lacks (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`)',
+    name: 'SHOP_BLOOM',
+    default: 'false',
+    meaning:
+      'check the shop id Bloom filter before loading a shop Redis lacks (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`)',
   },
   { name: 'SHOP_BLOOM_EXPECTED_ITEMS', default: '1000000', meaning: 'shops the Bloom filter is sized for (n)' },
-  { name: 'SHOP_BLOOM_FALSE_POSITIVE_RATE', default: '0.01', meaning: 'Bloom filter false-positive rate at n (p); changing n or p needs a rebuild (done at start)' },
+  {
+    name: 'SHOP_BLOOM_FALSE_POSITIVE_RATE',
+    default: '0.01',
+    meaning: 'Bloom filter false-positive rate at n (p); changing n or p needs a rebuild (done at start)',
+  },
   { name: 'FEED_MAX_LENGTH', default: '1000', meaning: 'longest follower inbox `feed:{userId}`; older entries are trimmed when a blog is pushed' },
   {
-    name: 'UV_TRACKING', default: 'true',
-    meaning: 'record unique visitors per day: every successful `GET /api/**` for the site, `GET /api/shop/{id}` also for the shop (`false`: no Redis write per request)',
+    name: 'UV_TRACKING',
+    default: 'true',
+    meaning:
+      'record unique visitors per day: every successful `GET /api/**` for the site, `GET /api/shop/{id}` also for the shop (`false`: no Redis write per request)',
   },
-  { name: 'UV_FLUSH_MS', default: '1000', meaning: 'visits are buffered in each instance and written every this many ms, one `PFADD` per key (`0`: one write per visit)' },
+  {
+    name: 'UV_FLUSH_MS',
+    default: '1000',
+    meaning: 'visits are buffered in each instance and written every this many ms, one `PFADD` per key (`0`: one write per visit)',
+  },
   { name: 'UPLOAD_DIR', default: './data/uploads', meaning: 'folder of uploaded blog images (gitignored), served at `/imgs/`' },
   { name: 'UPLOAD_MAX_BYTES', default: '5242880', meaning: 'largest image accepted by `POST /api/upload/blog` (larger → 413)' },
 ];
@@ -241,11 +287,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     host: read.string('HOST', '0.0.0.0'),
     port: read.int('PORT', 8081, { min: 0, max: 65535 }),
-    logLevel: read.oneOf(
-      'LOG_LEVEL',
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
-      nodeEnv === 'test' ? 'silent' : 'info',
-    ),
+    logLevel: read.oneOf('LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, nodeEnv === 'test' ? 'silent' : 'info'),
     trustProxy: read.trustProxy('TRUST_PROXY', false),
     redisUrl: read.url('REDIS_URL', 'redis://127.0.0.1:6379/0', ['redis:', 'rediss:']),
     redisClusterNodes: read.hostPortList('REDIS_CLUSTER_NODES', []),
@@ -408,7 +450,10 @@ class EnvReader {
   originList(name: string, fallback: string[]): string[] {
     const value = this.raw(name);
     if (value === undefined) return fallback;
-    const origins = value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+    const origins = value
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => item !== '');
     for (const origin of origins) {
       let parsed: URL | undefined;
       try {

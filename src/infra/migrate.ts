@@ -11,9 +11,7 @@ export async function ensureDatabase(mysqlUrl: string): Promise<void> {
   serverUrl.pathname = '/';
   const connection = await createConnection(serverUrl.toString());
   try {
-    await connection.query(
-      `CREATE DATABASE IF NOT EXISTS \`${name.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
-    );
+    await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
   } finally {
     await connection.end();
   }

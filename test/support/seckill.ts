@@ -10,7 +10,11 @@ export const HOUR = 3600_000;
 export async function insertSeckillVoucher(
   env: TestEnv,
   {
-    stock, begin = new Date(Date.now() - HOUR), end = new Date(Date.now() + HOUR), shopId = '1', title = 'seckill',
+    stock,
+    begin = new Date(Date.now() - HOUR),
+    end = new Date(Date.now() + HOUR),
+    shopId = '1',
+    title = 'seckill',
   }: { stock: number; begin?: Date; end?: Date; shopId?: string; title?: string },
 ): Promise<string> {
   const result = await env.db
@@ -43,7 +47,13 @@ export async function mysqlStock(env: TestEnv, voucherId: string): Promise<numbe
  * The invariants of a finished sale: exactly `stock` orders from distinct users, stock 0 in
  * MySQL and Redis, and every order a client was told about present in MySQL.
  */
-export async function expectSoldOutExactly(env: TestEnv, voucherId: string, stock: number, acceptedOrderIds: string[], redisStock: () => Promise<number | undefined>) {
+export async function expectSoldOutExactly(
+  env: TestEnv,
+  voucherId: string,
+  stock: number,
+  acceptedOrderIds: string[],
+  redisStock: () => Promise<number | undefined>,
+) {
   const orders = await mysqlOrders(env, voucherId);
   expect(orders).toHaveLength(stock);
   expect(new Set(orders.map((order) => order.user_id)).size).toBe(stock);

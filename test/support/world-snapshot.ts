@@ -27,7 +27,9 @@ export async function snapshotWorld(env: TestEnv, ignoreKeys: RegExp): Promise<W
 }
 
 async function checksumTables(env: TestEnv): Promise<Record<string, string>> {
-  const names = await sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`.execute(env.db);
+  const names = await sql<{
+    name: string;
+  }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`.execute(env.db);
   const list = names.rows.map((row) => `\`${row.name}\``).join(', ');
   const sums = await sql<{ Table: string; Checksum: string | number | null }>`CHECKSUM TABLE ${sql.raw(list)} EXTENDED`.execute(env.db);
   return Object.fromEntries(sums.rows.map((row) => [row.Table.split('.').pop()!, String(row.Checksum)]));
@@ -36,7 +38,10 @@ async function checksumTables(env: TestEnv): Promise<Record<string, string>> {
 async function redisContents(env: TestEnv, ignoreKeys: RegExp): Promise<Record<string, string>> {
   const raw = new Redis(testRedisUrl());
   try {
-    const keys = (await scanKeys(`${env.keyPrefix}*`)).map((key) => key.slice(env.keyPrefix.length)).filter((key) => !ignoreKeys.test(key)).sort();
+    const keys = (await scanKeys(`${env.keyPrefix}*`))
+      .map((key) => key.slice(env.keyPrefix.length))
+      .filter((key) => !ignoreKeys.test(key))
+      .sort();
     const contents: Record<string, string> = {};
     for (const key of keys) contents[key] = await describeKey(raw, env.keyPrefix + key);
     return contents;

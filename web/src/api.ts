@@ -22,30 +22,87 @@ interface Wrapper<T> {
   total?: number;
 }
 
-export interface User { id: string; nickName: string; icon: string }
+export interface User {
+  id: string;
+  nickName: string;
+  icon: string;
+}
 /** GET /user/me: the user plus the session's role (the admin page link shows for admins only). */
-export interface Me extends User { role: 'user' | 'admin' }
-export interface ShopType { id: string; name: string; icon: string; sort: number }
+export interface Me extends User {
+  role: 'user' | 'admin';
+}
+export interface ShopType {
+  id: string;
+  name: string;
+  icon: string;
+  sort: number;
+}
 export interface Shop {
-  id: string; name: string; typeId: string; images: string; area: string; address: string;
-  x: number; y: number; avgPrice: number; sold: number; comments: number; score: number;
-  openHours: string; distance?: number;
+  id: string;
+  name: string;
+  typeId: string;
+  images: string;
+  area: string;
+  address: string;
+  x: number;
+  y: number;
+  avgPrice: number;
+  sold: number;
+  comments: number;
+  score: number;
+  openHours: string;
+  distance?: number;
 }
 export interface Voucher {
-  id: string; shopId: string; title: string; subTitle: string; rules: string;
-  payValue: number; actualValue: number; type: number; status: number;
-  stock?: number; beginTime?: string; endTime?: string;
+  id: string;
+  shopId: string;
+  title: string;
+  subTitle: string;
+  rules: string;
+  payValue: number;
+  actualValue: number;
+  type: number;
+  status: number;
+  stock?: number;
+  beginTime?: string;
+  endTime?: string;
 }
 export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
-export interface Order { id: string; voucherId: string; state: OrderState; createTime?: string; payTime?: string }
+export interface Order {
+  id: string;
+  voucherId: string;
+  state: OrderState;
+  createTime?: string;
+  payTime?: string;
+}
 /** One line of GET /voucher-order/of/me. */
-export interface MyOrder extends Order { title: string; shopId: string; payValue: number; createTime: string }
+export interface MyOrder extends Order {
+  title: string;
+  shopId: string;
+  payValue: number;
+  createTime: string;
+}
 export interface Blog {
-  id: string; shopId: string; userId: string; title: string; content: string; images: string;
-  liked: number; comments: number; name?: string; icon?: string; isLike?: boolean; createTime?: string;
+  id: string;
+  shopId: string;
+  userId: string;
+  title: string;
+  content: string;
+  images: string;
+  liked: number;
+  comments: number;
+  name?: string;
+  icon?: string;
+  isLike?: boolean;
+  createTime?: string;
 }
 
-export interface SignMonth { month: string; daysInMonth: number; signedDays: number[]; today: number | null }
+export interface SignMonth {
+  month: string;
+  daysInMonth: number;
+  signedDays: number[];
+  today: number | null;
+}
 
 const TOKEN_KEY = 'token';
 export const session = reactive<{ token: string | null; user: Me | null }>({
@@ -140,7 +197,14 @@ export const api = {
   createShop: (shop: { name: string; typeId: string; area: string; address: string; x: number; y: number; avgPrice: number; openHours: string }) =>
     call<string>('POST', '/shop', { body: shop }),
   createSeckillVoucher: (voucher: {
-    shopId: string; title: string; subTitle: string; payValue: number; actualValue: number; stock: number; beginTime: string; endTime: string;
+    shopId: string;
+    title: string;
+    subTitle: string;
+    payValue: number;
+    actualValue: number;
+    stock: number;
+    beginTime: string;
+    endTime: string;
   }) => call<string>('POST', '/voucher/seckill', { body: voucher }),
   follow: (userId: string, follow: boolean) => call<null>('PUT', `/follow/${userId}/${follow}`),
   isFollowing: (userId: string) => call<boolean>('GET', `/follow/or/not/${userId}`),

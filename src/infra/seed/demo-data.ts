@@ -20,17 +20,17 @@ export const SHOP_TYPES = [
 /** Shopping areas of Hangzhou with their approximate centre (longitude x, latitude y). */
 const AREAS = [
   { area: '运河上街', street: '台州路', x: 120.1505, y: 30.3331 },
-  { area: '拱宸桥', street: '丽水路', x: 120.1420, y: 30.3185 },
+  { area: '拱宸桥', street: '丽水路', x: 120.142, y: 30.3185 },
   { area: '远洋乐堤港', street: '小河路', x: 120.1433, y: 30.3215 },
-  { area: '大关', street: '上塘路', x: 120.1512, y: 30.3090 },
+  { area: '大关', street: '上塘路', x: 120.1512, y: 30.309 },
   { area: '北城天地', street: '石祥路', x: 120.1398, y: 30.3398 },
-  { area: '武林广场', street: '延安路', x: 120.1640, y: 30.2745 },
-  { area: '西湖文化广场', street: '中山北路', x: 120.1665, y: 30.2810 },
-  { area: '湖滨', street: '平海路', x: 120.1658, y: 30.2580 },
-  { area: '黄龙', street: '曙光路', x: 120.1400, y: 30.2700 },
-  { area: '文三路', street: '文三路', x: 120.1295, y: 30.2790 },
+  { area: '武林广场', street: '延安路', x: 120.164, y: 30.2745 },
+  { area: '西湖文化广场', street: '中山北路', x: 120.1665, y: 30.281 },
+  { area: '湖滨', street: '平海路', x: 120.1658, y: 30.258 },
+  { area: '黄龙', street: '曙光路', x: 120.14, y: 30.27 },
+  { area: '文三路', street: '文三路', x: 120.1295, y: 30.279 },
   { area: '城西银泰', street: '丰潭路', x: 120.0935, y: 30.2995 },
-  { area: '钱江新城', street: '富春路', x: 120.2160, y: 30.2505 },
+  { area: '钱江新城', street: '富春路', x: 120.216, y: 30.2505 },
 ];
 
 const BRANDS: Record<string, string[]> = {
@@ -47,7 +47,16 @@ const BRANDS: Record<string, string[]> = {
 };
 
 const AVERAGE_PRICE: Record<string, number> = {
-  '1': 80, '2': 120, '3': 150, '4': 60, '5': 160, '6': 300, '7': 90, '8': 180, '9': 100, '10': 130,
+  '1': 80,
+  '2': 120,
+  '3': 150,
+  '4': 60,
+  '5': 160,
+  '6': 300,
+  '7': 90,
+  '8': 180,
+  '9': 100,
+  '10': 130,
 };
 
 /** Deterministic pseudo-random numbers (mulberry32), so every load makes the same shops. */
@@ -93,7 +102,7 @@ export function demoShops(): DemoShop[] {
         address: `${place.street}${10 + Math.floor(random() * 490)}号`,
         // Up to ~600 m from the area's centre, rounded like a map pin (6 decimals).
         x: round6(place.x + (random() - 0.5) * 0.012),
-        y: round6(place.y + (random() - 0.5) * 0.010),
+        y: round6(place.y + (random() - 0.5) * 0.01),
         avg_price: String(Math.round(AVERAGE_PRICE[type.id]! * (0.6 + random() * 0.8))),
         sold: Math.floor(random() * 5000),
         comments: Math.floor(random() * 3000),
@@ -123,18 +132,37 @@ export function demoVouchers(now: Date) {
   return {
     vouchers: [
       {
-        id: '1', shop_id: '1', title: '50元代金券', sub_title: '周一至周日均可使用',
+        id: '1',
+        shop_id: '1',
+        title: '50元代金券',
+        sub_title: '周一至周日均可使用',
         rules: '全场通用\n无需预约\n可无限叠加\n不兑现、不找零\n仅限堂食',
-        pay_value: '4750', actual_value: '5000', type: 0, status: 1,
+        pay_value: '4750',
+        actual_value: '5000',
+        type: 0,
+        status: 1,
       },
       {
-        id: DEMO_SECKILL_VOUCHER_ID, shop_id: '1', title: '100元代金券', sub_title: '限时秒杀，每人限购一张',
+        id: DEMO_SECKILL_VOUCHER_ID,
+        shop_id: '1',
+        title: '100元代金券',
+        sub_title: '限时秒杀，每人限购一张',
         rules: '全场通用\n无需预约\n不兑现、不找零\n仅限堂食',
-        pay_value: '8000', actual_value: '10000', type: 1, status: 1,
+        pay_value: '8000',
+        actual_value: '10000',
+        type: 1,
+        status: 1,
       },
       {
-        id: '3', shop_id: '2', title: '双人套餐代金券', sub_title: '周末节假日通用',
-        rules: '需提前一天预约\n仅限堂食', pay_value: '9900', actual_value: '15000', type: 0, status: 1,
+        id: '3',
+        shop_id: '2',
+        title: '双人套餐代金券',
+        sub_title: '周末节假日通用',
+        rules: '需提前一天预约\n仅限堂食',
+        pay_value: '9900',
+        actual_value: '15000',
+        type: 0,
+        status: 1,
       },
     ],
     seckill: [

@@ -35,7 +35,8 @@ export function bloomParameters(expectedItems: number, falsePositiveRate: number
   if (!Number.isInteger(expectedItems) || expectedItems < 1) throw new RangeError(`expectedItems must be a positive integer: ${expectedItems}`);
   if (!(falsePositiveRate > 0 && falsePositiveRate < 1)) throw new RangeError(`falsePositiveRate must be in (0, 1): ${falsePositiveRate}`);
   const bits = Math.ceil((-expectedItems * Math.log(falsePositiveRate)) / Math.LN2 ** 2);
-  if (bits > MAX_BITS) throw new RangeError(`a Bloom filter for ${expectedItems} items at p=${falsePositiveRate} needs ${bits} bits, more than a Redis string holds`);
+  if (bits > MAX_BITS)
+    throw new RangeError(`a Bloom filter for ${expectedItems} items at p=${falsePositiveRate} needs ${bits} bits, more than a Redis string holds`);
   const hashes = Math.min(MAX_HASHES, Math.max(1, Math.round((bits / expectedItems) * Math.LN2)));
   return { bits, hashes };
 }

@@ -265,9 +265,7 @@ export class Cache<V> {
 
   private encode(value: V): { encoded: string; ttlMs: number } {
     const ttlMs = this.ttlMs + Math.floor(Math.random() * this.ttlMs * (this.jitterPercent / 100));
-    return this.strategy === 'logical'
-      ? { encoded: encodeValue(value, Date.now() + ttlMs), ttlMs: 0 }
-      : { encoded: encodeValue(value), ttlMs };
+    return this.strategy === 'logical' ? { encoded: encodeValue(value, Date.now() + ttlMs), ttlMs: 0 } : { encoded: encodeValue(value), ttlMs };
   }
 
   /** `<name>:<id>`, braces escaped: they would move the lock's Cluster hash tag. */

@@ -10,10 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
  * Every form is self-describing, so instances running different strategies (a rolling change of
  * strategy) read each other's entries correctly.
  */
-export type Entry<V> =
-  | { kind: 'absent' }
-  | { kind: 'null' }
-  | { kind: 'value'; data: V; expireAt?: number };
+export type Entry<V> = { kind: 'absent' } | { kind: 'null' } | { kind: 'value'; data: V; expireAt?: number };
 
 export const NULL_MARKER = '';
 const TOMBSTONE_PREFIX = '~inv:';

@@ -17,9 +17,7 @@ export type RedisClient = Redis | Cluster;
  */
 export type CacheEvent = 'hit' | 'null_hit' | 'stale' | 'miss' | 'bloom_reject' | 'rebuild' | 'rebuild_error' | 'lock_timeout';
 
-export const CACHE_EVENTS: readonly CacheEvent[] = [
-  'hit', 'null_hit', 'stale', 'miss', 'bloom_reject', 'rebuild', 'rebuild_error', 'lock_timeout',
-];
+export const CACHE_EVENTS: readonly CacheEvent[] = ['hit', 'null_hit', 'stale', 'miss', 'bloom_reject', 'rebuild', 'rebuild_error', 'lock_timeout'];
 
 /** Receives every event of every cache of a client; wire it to Prometheus, logs or a test. */
 export interface CacheStats {

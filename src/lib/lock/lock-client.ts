@@ -75,10 +75,7 @@ export class LockClient {
 }
 
 /** Runs `fn` with `handle` and releases it whatever happens; `fn`'s error wins over a release error. */
-export async function runHolding<H extends { release(): Promise<boolean> }, T>(
-  handle: H,
-  fn: (handle: H) => Promise<T> | T,
-): Promise<T> {
+export async function runHolding<H extends { release(): Promise<boolean> }, T>(handle: H, fn: (handle: H) => Promise<T> | T): Promise<T> {
   let result: T;
   try {
     result = await fn(handle);

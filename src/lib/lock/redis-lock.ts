@@ -83,12 +83,7 @@ abstract class RedisLock implements Lock {
    * Sleeps until a release notification, the holder's lease end or the poll cap, then tries again.
    * No busy spinning: every attempt follows a notification or a bounded sleep.
    */
-  private async waitForRelease(
-    owner: string,
-    leaseMs: number | undefined,
-    deadline: number,
-    signal: AbortSignal | undefined,
-  ): Promise<LockHandle | null> {
+  private async waitForRelease(owner: string, leaseMs: number | undefined, deadline: number, signal: AbortSignal | undefined): Promise<LockHandle | null> {
     const waiter = this.engine.notifier.join(this.engine.releaseChannel(this.name));
     try {
       // Try again only once subscribed: a release between our first attempt and the
@@ -116,13 +111,7 @@ abstract class RedisLock implements Lock {
   private async attempt(owner: string, leaseMs: number | undefined): Promise<Attempt> {
     const lease = leaseMs ?? this.engine.defaultLeaseMs;
     const sentAt = now();
-    const [status, value] = await this.scripts.acquire(
-      lockKey(this.name),
-      fenceKey(this.name),
-      owner,
-      lease,
-      fenceTtlMs(lease),
-    );
+    const [status, value] = await this.scripts.acquire(lockKey(this.name), fenceKey(this.name), owner, lease, fenceTtlMs(lease));
     if (status === 0) return { handle: null, ttlMs: Number(value) };
     const hold = this.holdFor(owner, BigInt(value), status === 2);
     hold.confirmLease(sentAt, lease);
@@ -156,8 +145,7 @@ abstract class RedisLock implements Lock {
     const { name, scripts } = this;
     const channel = this.engine.releaseChannel(name);
     return {
-      renew: async (leaseMs) =>
-        (await scripts.renew(lockKey(name), fenceKey(name), owner, leaseMs, fenceTtlMs(leaseMs))) === 1,
+      renew: async (leaseMs) => (await scripts.renew(lockKey(name), fenceKey(name), owner, leaseMs, fenceTtlMs(leaseMs))) === 1,
       release: () => scripts.release(lockKey(name), owner, channel),
     };
   }

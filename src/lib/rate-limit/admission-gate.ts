@@ -107,9 +107,7 @@ export class AdmissionGate {
 
   private async leaseNow(subject: string): Promise<void> {
     const sent = this.now();
-    const [granted, msLeft] = await this.scripts.admissionLease(
-      `rl:${this.options.name}:${subject}`, this.options.ratePerSecond, this.blockSize,
-    );
+    const [granted, msLeft] = await this.scripts.admissionLease(`rl:${this.options.name}:${subject}`, this.options.ratePerSecond, this.blockSize);
     if (this.windows.size >= MAX_SUBJECTS && !this.windows.has(subject)) this.dropEnded();
     // Measured from when the call was sent: the second may end a little early here, never late.
     this.windows.set(subject, { tokens: granted, until: sent + msLeft, exhausted: granted < this.blockSize });

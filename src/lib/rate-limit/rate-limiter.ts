@@ -35,9 +35,7 @@ export interface RateLimitCheck {
   subject: string;
 }
 
-export type RateLimitDecision =
-  | { allowed: true }
-  | { allowed: false; rule: string; retryAfterMs: number };
+export type RateLimitDecision = { allowed: true } | { allowed: false; rule: string; retryAfterMs: number };
 
 export interface RateLimiterOptions {
   /** Called once per refusal with the refusing rule's name (metrics). */
@@ -100,8 +98,7 @@ export class RateLimiter {
       return ALLOWED;
     }
     const charges = this.takeUncharged(active);
-    const [index, ttlMs] =
-      this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active, charges) : await this.run(active, charges);
+    const [index, ttlMs] = this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active, charges) : await this.run(active, charges);
     if (index === 0) return ALLOWED;
     const refused = active[index - 1]!;
     return this.refuse(refused.rule.name, ttlMs, keyOf(refused));

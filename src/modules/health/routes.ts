@@ -10,15 +10,19 @@ const PROBE_TIMEOUT_MS = 1_000;
 
 /** `GET /api/health`: 200 when Redis and MySQL answer, 503 (with which one failed) otherwise. */
 export const healthRoutes: FastifyPluginAsyncTypebox<{ redis: RedisClient; db: Db }> = async (app, { redis, db }) => {
-  app.get('/health', { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 and which one when not)' } }, async (request, reply) => {
-    const [redisStatus, mysqlStatus] = await Promise.all([
-      probe(() => redis.ping(), request.log, 'redis'),
-      probe(() => sql`SELECT 1`.execute(db), request.log, 'mysql'),
-    ]);
-    const checks = { redis: redisStatus, mysql: mysqlStatus };
-    if (redisStatus === 'up' && mysqlStatus === 'up') return ok({ status: 'up', ...checks });
-    return reply.code(503).send({ ...fail('A dependency is unreachable'), data: { status: 'down', ...checks } });
-  });
+  app.get(
+    '/health',
+    { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 and which one when not)' } },
+    async (request, reply) => {
+      const [redisStatus, mysqlStatus] = await Promise.all([
+        probe(() => redis.ping(), request.log, 'redis'),
+        probe(() => sql`SELECT 1`.execute(db), request.log, 'mysql'),
+      ]);
+      const checks = { redis: redisStatus, mysql: mysqlStatus };
+      if (redisStatus === 'up' && mysqlStatus === 'up') return ok({ status: 'up', ...checks });
+      return reply.code(503).send({ ...fail('A dependency is unreachable'), data: { status: 'down', ...checks } });
+    },
+  );
 };
 
 async function probe(check: () => Promise<unknown>, log: { warn: (obj: object, msg: string) => void }, name: string): Promise<Status> {

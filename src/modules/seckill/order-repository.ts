@@ -82,12 +82,7 @@ export class OrderRepository {
   }
 
   async findForUser(orderId: string, userId: string): Promise<OrderRow | undefined> {
-    return this.db
-      .selectFrom('tb_voucher_order')
-      .selectAll()
-      .where('id', '=', orderId)
-      .where('user_id', '=', userId)
-      .executeTakeFirst();
+    return this.db.selectFrom('tb_voucher_order').selectAll().where('id', '=', orderId).where('user_id', '=', userId).executeTakeFirst();
   }
 
   /** A page of the user's orders, newest first, with their voucher's title, shop and price. */
@@ -205,5 +200,6 @@ async function takeStock(trx: Transaction<Database>, voucherId: string, units = 
     .where('voucher_id', '=', voucherId)
     .where('stock', '>=', units)
     .executeTakeFirst();
-  if (taken.numUpdatedRows !== 1n) throw new OutOfStockInDatabase(`voucher ${voucherId} has ${units === 1 ? 'no stock' : `fewer than ${units} units of stock`} left in MySQL`);
+  if (taken.numUpdatedRows !== 1n)
+    throw new OutOfStockInDatabase(`voucher ${voucherId} has ${units === 1 ? 'no stock' : `fewer than ${units} units of stock`} left in MySQL`);
 }

@@ -120,14 +120,21 @@ export class OrderService {
     let outcome = await this.deps.store.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
-      case 'accepted': return orderId;
-      case 'not-started': throw new SaleRefused('not-started', REFUSALS.notStarted);
-      case 'ended': throw new SaleRefused('ended', REFUSALS.ended);
-      case 'sold-out': throw new SaleRefused('sold-out', REFUSALS.soldOut);
-      case 'already-bought': throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
-      case 'unknown-voucher': throw notFound(REFUSALS.unknownVoucher(voucherId));
+      case 'accepted':
+        return orderId;
+      case 'not-started':
+        throw new SaleRefused('not-started', REFUSALS.notStarted);
+      case 'ended':
+        throw new SaleRefused('ended', REFUSALS.ended);
+      case 'sold-out':
+        throw new SaleRefused('sold-out', REFUSALS.soldOut);
+      case 'already-bought':
+        throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
+      case 'unknown-voucher':
+        throw notFound(REFUSALS.unknownVoucher(voucherId));
       // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
-      case 'paused': throw new SaleRefused('paused', REFUSALS.paused);
+      case 'paused':
+        throw new SaleRefused('paused', REFUSALS.paused);
     }
   }
 

@@ -78,12 +78,22 @@ export class OrderStream {
   }
 
   /** XAUTOCLAIM: entries idle at least `idleMs` on any consumer, from `cursor`; `deleted` are ids gone from the stream. */
-  async autoClaim(shard: number, consumer: string, idleMs: number, cursor: string, count: number): Promise<{ next: string; entries: Array<[string, string[]]>; deleted: string[] }> {
-    const [next, entries, deleted = []] = (await this.redis.xautoclaim(this.keys.shard(shard).stream, ORDER_GROUP, consumer, idleMs, cursor, 'COUNT', count)) as [
-      string,
-      StreamEntry[],
-      string[]?,
-    ];
+  async autoClaim(
+    shard: number,
+    consumer: string,
+    idleMs: number,
+    cursor: string,
+    count: number,
+  ): Promise<{ next: string; entries: Array<[string, string[]]>; deleted: string[] }> {
+    const [next, entries, deleted = []] = (await this.redis.xautoclaim(
+      this.keys.shard(shard).stream,
+      ORDER_GROUP,
+      consumer,
+      idleMs,
+      cursor,
+      'COUNT',
+      count,
+    )) as [string, StreamEntry[], string[]?];
     return { next, entries: entries.filter((entry): entry is [string, string[]] => entry[1] !== null), deleted };
   }
 

@@ -82,10 +82,7 @@ const DRAIN_POLL_MS = 50;
 /** The pause outlives the drain wait by this much, then lapses by itself (a crashed repair cannot stop a sale). */
 const PAUSE_MARGIN_MS = 30_000;
 
-export async function reconcileSeckill(
-  deps: { db: Db; store: SaleStore },
-  options: ReconcileOptions,
-): Promise<ReconcileReport> {
+export async function reconcileSeckill(deps: { db: Db; store: SaleStore }, options: ReconcileOptions): Promise<ReconcileReport> {
   const reconciler = new Reconciler(deps.db, deps.store, options.drainTimeoutMs ?? 10_000);
   const vouchers = await reconciler.scope(options.voucherIds);
   const report: ReconcileReport = { vouchers: vouchers.length, drifted: [], repaired: 0, skipped: [] };
@@ -159,7 +156,11 @@ class Reconciler {
       const drained = await this.drain(voucher.voucherId);
       if (!drained) {
         await this.store.unpause(voucher.voucherId, token);
-        return { drift: lastDrift, repaired: false, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
+        return {
+          drift: lastDrift,
+          repaired: false,
+          skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)`,
+        };
       }
       const redis = await this.store.snapshot(voucher.voucherId);
       const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]).catch(async (error: unknown) => {
@@ -225,7 +226,10 @@ class Reconciler {
       expectedStock -= 1;
       expectedBuyers.add(userId);
     }
-    const released = await this.store.releasedOrders(voucherId, mysql.unreleased.map((order) => order.orderId));
+    const released = await this.store.releasedOrders(
+      voucherId,
+      mysql.unreleased.map((order) => order.orderId),
+    );
     for (const order of mysql.unreleased) {
       if (released.has(order.orderId)) continue;
       expectedStock -= 1;
@@ -238,4 +242,3 @@ class Reconciler {
     return { voucherId, mysqlStock: mysql.stock, redisStock: redis.stock, missingBuyers, extraBuyers, expectedStock };
   }
 }
-

@@ -85,9 +85,17 @@ export class SaleStore {
     const markers = record.unreleased.map((order) => this.keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }));
     return this.scripts.repair(
       2 + markers.length,
-      voucher, buyers, ...markers,
-      token, record.stock, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS,
-      record.liveBuyers.size, ...record.liveBuyers, ...record.unreleased.map((order) => order.userId),
+      voucher,
+      buyers,
+      ...markers,
+      token,
+      record.stock,
+      sale.begin.getTime(),
+      sale.end.getTime(),
+      SALE_KEYS_KEPT_AFTER_END_MS,
+      record.liveBuyers.size,
+      ...record.liveBuyers,
+      ...record.unreleased.map((order) => order.userId),
     );
   }
 

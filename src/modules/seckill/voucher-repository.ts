@@ -20,16 +20,25 @@ export class VoucherRepository {
   }
 
   async insertNormal(voucher: NewVoucher): Promise<string> {
-    const result = await this.db.insertInto('tb_voucher').values({ ...voucher, type: 0 }).executeTakeFirstOrThrow();
+    const result = await this.db
+      .insertInto('tb_voucher')
+      .values({ ...voucher, type: 0 })
+      .executeTakeFirstOrThrow();
     return String(result.insertId);
   }
 
   /** tb_voucher and tb_seckill_voucher in one transaction: never one without the other. */
   async insertSeckill(voucher: NewVoucher, seckill: SeckillFields): Promise<string> {
     return this.db.transaction().execute(async (trx) => {
-      const result = await trx.insertInto('tb_voucher').values({ ...voucher, type: 1 }).executeTakeFirstOrThrow();
+      const result = await trx
+        .insertInto('tb_voucher')
+        .values({ ...voucher, type: 1 })
+        .executeTakeFirstOrThrow();
       const voucherId = String(result.insertId);
-      await trx.insertInto('tb_seckill_voucher').values({ ...seckill, voucher_id: voucherId }).execute();
+      await trx
+        .insertInto('tb_seckill_voucher')
+        .values({ ...seckill, voucher_id: voucherId })
+        .execute();
       return voucherId;
     });
   }

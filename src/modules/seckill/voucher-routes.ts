@@ -19,10 +19,7 @@ const VoucherBody = {
   actualValue: Fen,
 };
 
-export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService }> = async (
-  app,
-  { service },
-) => {
+export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService }> = async (app, { service }) => {
   app.post('/voucher', { schema: { ...ADMIN_ONLY, summary: 'Create a voucher of a shop: data = its id', body: Type.Object(VoucherBody) } }, async (request) => {
     requireAdmin(request);
     return ok(await service.addVoucher(request.body));

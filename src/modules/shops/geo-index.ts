@@ -3,7 +3,6 @@ import { SingleFlight } from '../../lib/cache/index.js';
 import type { ShopPoint, ShopRepository } from './shop-repository.js';
 import { geoKey } from './keys.js';
 
-
 /** hmdp searches within 5 km of the user. */
 export const SEARCH_RADIUS_METERS = 5000;
 
@@ -69,7 +68,17 @@ export class ShopGeoIndex {
   async search(typeId: string, x: number, y: number, from: number, limit: number): Promise<GeoHit[]> {
     await this.ensureLoaded(typeId);
     const reply = (await this.redis.geosearch(
-      geoKey(typeId), 'FROMLONLAT', x, y, 'BYRADIUS', SEARCH_RADIUS_METERS, 'm', 'ASC', 'COUNT', from + limit, 'WITHDIST',
+      geoKey(typeId),
+      'FROMLONLAT',
+      x,
+      y,
+      'BYRADIUS',
+      SEARCH_RADIUS_METERS,
+      'm',
+      'ASC',
+      'COUNT',
+      from + limit,
+      'WITHDIST',
     )) as Array<[string, string]>;
     return reply.slice(from).map(([id, distance]) => ({ id, distance: Number(distance) }));
   }

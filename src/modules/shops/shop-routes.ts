@@ -6,8 +6,16 @@ import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import type { ShopService } from './shop-service.js';
 
-const Longitude = Type.Number({ minimum: -LONGITUDE_LIMIT, maximum: LONGITUDE_LIMIT, errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}` });
-const Latitude = Type.Number({ minimum: -LATITUDE_LIMIT, maximum: LATITUDE_LIMIT, errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}` });
+const Longitude = Type.Number({
+  minimum: -LONGITUDE_LIMIT,
+  maximum: LONGITUDE_LIMIT,
+  errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}`,
+});
+const Latitude = Type.Number({
+  minimum: -LATITUDE_LIMIT,
+  maximum: LATITUDE_LIMIT,
+  errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}`,
+});
 const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: 'must be a whole number from 0' });
 
 const ShopFields = {
@@ -31,10 +39,7 @@ const ShopFields = {
  * hmdp's shop routes. Reads are public; writes need an administrator (the session's role, the same
  * check as voucher writes): 401 without a session, 403 for other users.
  */
-export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (
-  app,
-  { service },
-) => {
+export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (app, { service }) => {
   app.get('/shop/:id', { config: { public: true }, schema: { summary: 'A shop by id (cached)', params: IdParams } }, async (request) =>
     ok(await service.get(request.params.id)),
   );
@@ -67,7 +72,10 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     '/shop/of/name',
     {
       config: { public: true },
-      schema: { summary: 'Shops whose name contains a text, 10 a page', querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }) },
+      schema: {
+        summary: 'Shops whose name contains a text, 10 a page',
+        querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }),
+      },
     },
     async (request) => ok(await service.ofName(request.query.name, request.query.current)),
   );

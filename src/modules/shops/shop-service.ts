@@ -9,7 +9,6 @@ import { CACHE_NAMES, shopCacheKey } from './keys.js';
 export const SHOPS_BY_TYPE_PAGE_SIZE = 5;
 export const SHOPS_BY_NAME_PAGE_SIZE = 10;
 
-
 /** A shop as the front end reads it (hmdp's Shop entity); `distance` in metres on a GEO search. */
 export interface ShopView {
   id: string;

@@ -2,7 +2,6 @@ import type { Cache, CacheClient } from '../../lib/cache/index.js';
 import type { ShopTypeRepository, ShopTypeView } from './shop-type-repository.js';
 import { CACHE_NAMES, SHOP_TYPE_CACHE_KEY } from './keys.js';
 
-
 /**
  * Shop types: a small list that almost never changes, read on every home page. Cached whole
  * under one key with a TTL (hmdp's "low consistency need" case); no write path exists, so the

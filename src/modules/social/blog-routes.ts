@@ -4,7 +4,6 @@ import { Current, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { BlogService } from './blog-service.js';
 
-
 /**
  * hmdp's blog routes. Only `GET /blog/hot` is public (hmdp's list); the rest need a login.
  * Static paths are declared before `/blog/:id`, and find-my-way prefers them anyway.
@@ -14,13 +13,15 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     '/blog',
     {
       schema: {
-        summary: 'Write a blog about a shop (pushed to the followers\' feeds)',
+        summary: "Write a blog about a shop (pushed to the followers' feeds)",
         body: Type.Object({
           shopId: IdString,
           title: Type.String({ minLength: 1, maxLength: 255 }),
           content: Type.String({ minLength: 1, maxLength: 2048 }),
           // Comma-separated paths returned by POST /upload/blog (hmdp's format), at most 9.
-          images: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: 'must be comma-separated image paths from /upload/blog' })),
+          images: Type.Optional(
+            Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: 'must be comma-separated image paths from /upload/blog' }),
+          ),
         }),
       },
     },
@@ -31,10 +32,14 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     ok(await service.toggleLike(request.params.id, currentUser(request).id)),
   );
 
-  app.get('/blog/likes/:id', { schema: { summary: 'The first five users who liked a blog', params: IdParams } }, async (request) => ok(await service.likers(request.params.id)));
+  app.get('/blog/likes/:id', { schema: { summary: 'The first five users who liked a blog', params: IdParams } }, async (request) =>
+    ok(await service.likers(request.params.id)),
+  );
 
-  app.get('/blog/hot', { config: { public: true }, schema: { summary: 'Most liked blogs, 10 a page', querystring: Type.Object({ current: Current }) } }, async (request) =>
-    ok(await service.hot(request.query.current, request.user)),
+  app.get(
+    '/blog/hot',
+    { config: { public: true }, schema: { summary: 'Most liked blogs, 10 a page', querystring: Type.Object({ current: Current }) } },
+    async (request) => ok(await service.hot(request.query.current, request.user)),
   );
 
   app.get('/blog/of/me', { schema: { summary: 'My blogs, newest first', querystring: Type.Object({ current: Current }) } }, async (request) => {
@@ -42,8 +47,10 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     return ok(await service.ofUser(me.id, request.query.current, me));
   });
 
-  app.get('/blog/of/user', { schema: { summary: 'A user\'s blogs, newest first', querystring: Type.Object({ id: IdString, current: Current }) } }, async (request) =>
-    ok(await service.ofUser(request.query.id, request.query.current, currentUser(request))),
+  app.get(
+    '/blog/of/user',
+    { schema: { summary: "A user's blogs, newest first", querystring: Type.Object({ id: IdString, current: Current }) } },
+    async (request) => ok(await service.ofUser(request.query.id, request.query.current, currentUser(request))),
   );
 
   app.get(
@@ -61,5 +68,7 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
     async (request) => ok(await service.feed(currentUser(request).id, request.query.lastId, request.query.offset)),
   );
 
-  app.get('/blog/:id', { schema: { summary: 'A blog with its author and whether I like it', params: IdParams } }, async (request) => ok(await service.get(request.params.id, currentUser(request))));
+  app.get('/blog/:id', { schema: { summary: 'A blog with its author and whether I like it', params: IdParams } }, async (request) =>
+    ok(await service.get(request.params.id, currentUser(request))),
+  );
 };

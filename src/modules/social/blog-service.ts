@@ -13,7 +13,6 @@ export const BLOG_PAGE_SIZE = 10;
 export const LIKERS_SHOWN = 5;
 export const MAX_IMAGES = 9;
 
-
 /** A blog as hmdp's front end reads it: the row plus its author's name and icon and `isLike`. */
 export interface BlogView {
   id: string;
@@ -79,7 +78,10 @@ export class BlogService {
    * and auto-pipelined by the client.
    */
   async create(author: SessionUser, fields: NewBlogFields): Promise<string> {
-    const images = (fields.images ?? '').split(',').map((image) => image.trim()).filter((image) => image !== '');
+    const images = (fields.images ?? '')
+      .split(',')
+      .map((image) => image.trim())
+      .filter((image) => image !== '');
     if (images.length > MAX_IMAGES) throw badRequest(`body.images must hold at most ${MAX_IMAGES} images`);
     if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(`body.shopId: shop ${fields.shopId} not found`);
     const id = await this.blogs.insert({
@@ -182,9 +184,7 @@ export class BlogService {
     if (rows.length === 0) return [];
     const authors = await this.users.findByIds([...new Set(rows.map((row) => row.user_id))]);
     const byId = new Map(authors.map((author) => [author.id, author]));
-    const liked = viewer
-      ? await Promise.all(rows.map((row) => this.redis.zscore(likedKey(row.id), viewer.id)))
-      : rows.map(() => null);
+    const liked = viewer ? await Promise.all(rows.map((row) => this.redis.zscore(likedKey(row.id), viewer.id))) : rows.map(() => null);
     return rows.map((row, i) => {
       const author = byId.get(row.user_id);
       return {

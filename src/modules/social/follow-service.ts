@@ -6,7 +6,6 @@ import type { FollowRepository } from './follow-repository.js';
 import { defineSocialScripts, type SocialScripts } from './scripts.js';
 import { FOLLOWS_MARKER, followsKey } from './keys.js';
 
-
 /**
  * Follows (hmdp "好友关注"). tb_follow is the source of truth; `follows:{userId}` sets are a
  * read model, updated after each write when present and rebuilt from MySQL when missing.

@@ -11,7 +11,12 @@ export const signRoutes: FastifyPluginAsyncTypebox<{ service: SignService }> = a
 
   app.get(
     '/user/sign/month',
-    { schema: { summary: 'My sign-ins of a month (default: this month)', querystring: Type.Object({ month: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be a month as yyyyMM' })) }) } },
+    {
+      schema: {
+        summary: 'My sign-ins of a month (default: this month)',
+        querystring: Type.Object({ month: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be a month as yyyyMM' })) }),
+      },
+    },
     async (request) => ok(await service.month(currentUser(request).id, request.query.month)),
   );
 };

@@ -3,7 +3,6 @@ import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, daysInMonth, monthStamp, previousMonth } from '../../lib/calendar/index.js';
 import { signKey } from './keys.js';
 
-
 /** A streak is followed back at most this many months (10 years): a bound on round trips. */
 const MAX_STREAK_MONTHS = 120;
 

@@ -15,11 +15,15 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; m
   // makes toBuffer() throw @fastify/multipart's RequestFileTooLargeError (413).
   await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, parts: 6 } });
 
-  app.post('/upload/blog', { schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] } }, async (request) => {
-    const user = currentUser(request);
-    if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
-    return ok(await service.saveBlogImage(user.id, await readImage(request)));
-  });
+  app.post(
+    '/upload/blog',
+    { schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] } },
+    async (request) => {
+      const user = currentUser(request);
+      if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
+      return ok(await service.saveBlogImage(user.id, await readImage(request)));
+    },
+  );
 
   app.get(
     '/upload/blog/delete',

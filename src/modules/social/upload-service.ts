@@ -9,7 +9,8 @@ import type { UploadRepository } from './upload-repository.js';
 const IMAGE_TYPES = new Set(['jpg', 'png', 'gif', 'webp']);
 
 /** What `POST /upload/blog` hands out: /blogs/{0-15}/{0-15}/{uuid}.{ext}. Anything else is refused. */
-export const BLOG_IMAGE_NAME = /^\/blogs\/(?:1[0-5]|[0-9])\/(?:1[0-5]|[0-9])\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(?:jpg|png|gif|webp)$/;
+export const BLOG_IMAGE_NAME =
+  /^\/blogs\/(?:1[0-5]|[0-9])\/(?:1[0-5]|[0-9])\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(?:jpg|png|gif|webp)$/;
 
 /**
  * Blog images (hmdp "上传图片"): stored under `root` as /blogs/{d1}/{d2}/{uuid}.{ext} (two

@@ -2,7 +2,6 @@ import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, dayStamp, type CalendarDay } from '../../lib/calendar/index.js';
 import { shopUvKey, siteUvKey } from './keys.js';
 
-
 /** Daily counts are kept this long, then expire (renewed by each visit of the day). */
 export const UV_TTL_SECONDS = 400 * 24 * 3600;
 

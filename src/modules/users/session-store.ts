@@ -54,7 +54,11 @@ export class SessionStore {
     // leaves only an index member without a session, which the next pruning drops).
     await this.redis.sadd(userSessionsKey(user.id), digest);
     const key = sessionKeyOfDigest(digest);
-    await this.redis.multi().hset(key, { ...user }).expire(key, this.ttlSeconds).exec();
+    await this.redis
+      .multi()
+      .hset(key, { ...user })
+      .expire(key, this.ttlSeconds)
+      .exec();
     return token;
   }
 
@@ -81,7 +85,10 @@ export class SessionStore {
   async setRole(userId: string, role: UserRole): Promise<number> {
     const digests = await this.redis.smembers(userSessionsKey(userId));
     const updated = await Promise.all(digests.map((digest) => this.scripts.setSessionRole(sessionKeyOfDigest(digest), role)));
-    await this.forget(userId, digests.filter((_, i) => updated[i] === 0));
+    await this.forget(
+      userId,
+      digests.filter((_, i) => updated[i] === 0),
+    );
     return updated.filter((done) => done === 1).length;
   }
 
@@ -89,7 +96,10 @@ export class SessionStore {
   async pruneExpired(userId: string): Promise<number> {
     const digests = await this.redis.smembers(userSessionsKey(userId));
     const alive = await Promise.all(digests.map((digest) => this.redis.exists(sessionKeyOfDigest(digest))));
-    await this.forget(userId, digests.filter((_, i) => alive[i] === 0));
+    await this.forget(
+      userId,
+      digests.filter((_, i) => alive[i] === 0),
+    );
     return alive.filter((exists) => exists === 1).length;
   }
 

@@ -46,11 +46,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
   // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
   app.get('/user/me', { schema: { summary: 'The logged-in user (with role)' } }, async (request) => ok(currentUser(request)));
 
-  app.get('/user/info/:id', { schema: { summary: 'A user\'s profile details', params: IdParams } }, async (request) =>
+  app.get('/user/info/:id', { schema: { summary: "A user's profile details", params: IdParams } }, async (request) =>
     ok(await service.getInfo(request.params.id)),
   );
 
-  app.get('/user/:id', { schema: { summary: 'A user\'s public name and icon', params: IdParams } }, async (request) =>
+  app.get('/user/:id', { schema: { summary: "A user's public name and icon", params: IdParams } }, async (request) =>
     ok(await service.getUser(request.params.id)),
   );
 };

@@ -90,7 +90,9 @@ describe('logs', () => {
   it('never contain a session token and show phone numbers masked, while the dev SMS line still gives the code', async () => {
     const phone = '13812345678';
     expect((await loggedApp.inject({ method: 'POST', url: `/api/user/code?phone=${phone}` })).statusCode).toBe(200);
-    const smsLine = logLines.map((line) => JSON.parse(line) as { msg?: string; code?: string; phone?: string }).find((entry) => entry.msg?.startsWith('login code for'));
+    const smsLine = logLines
+      .map((line) => JSON.parse(line) as { msg?: string; code?: string; phone?: string })
+      .find((entry) => entry.msg?.startsWith('login code for'));
     expect(smsLine?.msg).toMatch(/^login code for 138\*\*\*\*5678: \d{6}$/);
     expect(smsLine?.phone).toBe('138****5678');
 

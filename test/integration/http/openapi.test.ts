@@ -83,7 +83,7 @@ describe('OpenAPI at /docs', () => {
     }
   });
 
-  it('marks the routes that need a login with the session scheme, and the administrators\' routes', async () => {
+  it("marks the routes that need a login with the session scheme, and the administrators' routes", async () => {
     const { paths } = await spec();
     for (const route of app.routeTable.filter((entry) => entry.url.startsWith('/api/'))) {
       const operation = paths[openApiPath(route.url)]![route.method.toLowerCase()]!;
@@ -96,7 +96,11 @@ describe('OpenAPI at /docs', () => {
       }
     }
     const adminOnly = Object.entries(paths)
-      .flatMap(([path, operations]) => Object.entries(operations).filter(([, op]) => op['x-admin-only']).map(([method]) => `${method.toUpperCase()} ${path}`))
+      .flatMap(([path, operations]) =>
+        Object.entries(operations)
+          .filter(([, op]) => op['x-admin-only'])
+          .map(([method]) => `${method.toUpperCase()} ${path}`),
+      )
       .sort();
     // The routes whose schema carries ADMIN_ONLY (the abuse test checks that every route refusing
     // normal users with 403 carries it).
@@ -105,7 +109,9 @@ describe('OpenAPI at /docs', () => {
       .map((route) => `${route.method} ${openApiPath(route.url)}`)
       .sort();
     expect(adminOnly).toEqual(marked);
-    expect(adminOnly).toEqual(expect.arrayContaining(['POST /api/shop', 'PUT /api/shop', 'POST /api/voucher', 'POST /api/voucher/seckill', 'GET /api/stats/uv']));
+    expect(adminOnly).toEqual(
+      expect.arrayContaining(['POST /api/shop', 'PUT /api/shop', 'POST /api/voucher', 'POST /api/voucher/seckill', 'GET /api/stats/uv']),
+    );
     expect(paths['/api/shop']!.post!.description).toContain('Administrators only');
     expect(paths['/api/upload/blog']!.post!.requestBody!.content).toHaveProperty('multipart/form-data');
   });
@@ -127,7 +133,7 @@ describe('OpenAPI at /docs', () => {
     expect(initializer.body).toContain("url: resolveUrl('./json')"); // /docs/ + json
   });
 
-  it('keeps /docs out of the web front end\'s history fallback', async () => {
+  it("keeps /docs out of the web front end's history fallback", async () => {
     expect((await app.inject({ url: '/docs/json' })).headers['content-type']).toMatch(/^application\/json/);
     const unknown = await app.inject({ url: '/docs/no-such-page' });
     expect(unknown.statusCode).toBe(404);

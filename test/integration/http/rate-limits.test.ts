@@ -24,7 +24,6 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-
 async function appWith(changes: { rateLimit?: Partial<Config['rateLimit']>; auth?: Partial<Config['auth']> }): Promise<FastifyInstance> {
   const config: Config = {
     ...env.config,
@@ -126,7 +125,9 @@ describe('the per-sale admission rate (SECKILL_ADMISSION_RATE)', () => {
     const stock = Number(await env.redis.hget(`{seckill:${Number(voucherId) % env.config.seckill.streamShards}}:voucher:${voucherId}`, 'stock'));
     expect(stock).toBe(1000 - admitted.length);
 
-    const rejections = await Promise.all(instances.map(async (app) => metricValue((await app.inject({ url: '/metrics' })).body, 'rate_limit_rejections_total', 'limit="sale:admission"')));
+    const rejections = await Promise.all(
+      instances.map(async (app) => metricValue((await app.inject({ url: '/metrics' })).body, 'rate_limit_rejections_total', 'limit="sale:admission"')),
+    );
     expect(rejections[0]! + rejections[1]!).toBe(shed.length);
 
     await startOfRedisSecond();

@@ -21,8 +21,18 @@ describe('schema', () => {
       SELECT TABLE_NAME AS name, TABLE_COLLATION AS collation FROM information_schema.TABLES
       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'tb\\_%' ORDER BY TABLE_NAME`.execute(env.db);
     expect(rows.map((row) => row.name)).toEqual([
-      'tb_blog', 'tb_blog_comments', 'tb_follow', 'tb_seckill_voucher', 'tb_shop', 'tb_shop_type',
-      'tb_sign', 'tb_upload', 'tb_user', 'tb_user_info', 'tb_voucher', 'tb_voucher_order',
+      'tb_blog',
+      'tb_blog_comments',
+      'tb_follow',
+      'tb_seckill_voucher',
+      'tb_shop',
+      'tb_shop_type',
+      'tb_sign',
+      'tb_upload',
+      'tb_user',
+      'tb_user_info',
+      'tb_voucher',
+      'tb_voucher_order',
     ]);
     for (const row of rows) expect(row.collation).toMatch(/^utf8mb4_/);
   });
@@ -33,8 +43,16 @@ describe('schema', () => {
 
   it('refuses a second order of one user for one voucher', async () => {
     const order = { user_id: '7', voucher_id: '9' };
-    await env.db.insertInto('tb_voucher_order').values({ id: '9223372036854775807', ...order }).execute();
-    await expect(env.db.insertInto('tb_voucher_order').values({ id: '2', ...order }).execute()).rejects.toThrow(/Duplicate entry/);
+    await env.db
+      .insertInto('tb_voucher_order')
+      .values({ id: '9223372036854775807', ...order })
+      .execute();
+    await expect(
+      env.db
+        .insertInto('tb_voucher_order')
+        .values({ id: '2', ...order })
+        .execute(),
+    ).rejects.toThrow(/Duplicate entry/);
     const row = await env.db.selectFrom('tb_voucher_order').select('id').executeTakeFirstOrThrow();
     expect(row.id).toBe('9223372036854775807'); // a 63-bit id survives the round trip exactly
   });
@@ -42,16 +60,22 @@ describe('schema', () => {
   it('refuses negative seckill stock and a window that ends before it begins', async () => {
     const begin = new Date('2030-01-01T00:00:00Z');
     await expect(
-      env.db.insertInto('tb_seckill_voucher').values({ voucher_id: '100', stock: -1, begin_time: begin, end_time: new Date('2030-02-01Z') }).execute(),
+      env.db
+        .insertInto('tb_seckill_voucher')
+        .values({ voucher_id: '100', stock: -1, begin_time: begin, end_time: new Date('2030-02-01Z') })
+        .execute(),
     ).rejects.toThrow(/CONSTRAINT|check/i);
-    await expect(
-      env.db.insertInto('tb_seckill_voucher').values({ voucher_id: '101', stock: 1, begin_time: begin, end_time: begin }).execute(),
-    ).rejects.toThrow(/CONSTRAINT|check/i);
+    await expect(env.db.insertInto('tb_seckill_voucher').values({ voucher_id: '101', stock: 1, begin_time: begin, end_time: begin }).execute()).rejects.toThrow(
+      /CONSTRAINT|check/i,
+    );
   });
 
   it('stores and reads times as UTC', async () => {
     const begin = new Date('2030-01-01T08:00:00Z');
-    await env.db.insertInto('tb_seckill_voucher').values({ voucher_id: '102', stock: 1, begin_time: begin, end_time: new Date('2030-01-02T08:00:00Z') }).execute();
+    await env.db
+      .insertInto('tb_seckill_voucher')
+      .values({ voucher_id: '102', stock: 1, begin_time: begin, end_time: new Date('2030-01-02T08:00:00Z') })
+      .execute();
     const row = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', '102').executeTakeFirstOrThrow();
     expect(row.begin_time.toISOString()).toBe('2030-01-01T08:00:00.000Z');
     const raw = await sql<{ t: string }>`SELECT DATE_FORMAT(begin_time, '%H:%i') AS t FROM tb_seckill_voucher WHERE voucher_id = 102`.execute(env.db);
@@ -82,7 +106,10 @@ describe('demo data', () => {
     expect(seckill.end_time.getTime()).toBeGreaterThan(now.getTime());
 
     expect(await loadDemoData(env.db, new Date())).toEqual({ shopTypes: 0, shops: 0, users: 0, vouchers: 0 });
-    const count = await env.db.selectFrom('tb_shop').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const count = await env.db
+      .selectFrom('tb_shop')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(first.shops);
   });
 });

@@ -32,7 +32,11 @@ describe('on a Redis Cluster', () => {
     const limiter = new RateLimiter(cluster);
     const perUser = { name: 'cl:user', limit: 2, windowSeconds: 60 };
     const perIp = { name: 'cl:ip', limit: 3, windowSeconds: 60 };
-    const check = (user: string) => limiter.consume([{ rule: perUser, subject: user }, { rule: perIp, subject: '10.0.0.1' }]);
+    const check = (user: string) =>
+      limiter.consume([
+        { rule: perUser, subject: user },
+        { rule: perIp, subject: '10.0.0.1' },
+      ]);
     expect(await check('u1')).toEqual({ allowed: true });
     expect(await check('u1')).toEqual({ allowed: true });
     expect(await check('u1')).toMatchObject({ allowed: false, rule: 'cl:user' });

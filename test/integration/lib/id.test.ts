@@ -1,15 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  IdClockError,
-  IdGenerator,
-  IdSequenceExhaustedError,
-  MAX_SEQUENCE,
-  counterKey,
-  decodeId,
-  parseId,
-  utcDayStamp,
-} from '../../../src/lib/id/index.js';
+import { IdClockError, IdGenerator, IdSequenceExhaustedError, MAX_SEQUENCE, counterKey, decodeId, parseId, utcDayStamp } from '../../../src/lib/id/index.js';
 import { stringifyResult } from '../../../src/http/result.js';
 import { killFixtures, runFixture } from '../../../kit/children.js';
 import { connectRedis, deleteKeys, uniquePrefix } from '../../support/redis.js';

@@ -365,7 +365,13 @@ describe('observer', () => {
     expect(events[2]!.waitedMs).toBeGreaterThanOrEqual(90);
     expect(events[3]!.waitedMs).toBeLessThan(1_000);
 
-    const throwing = newClient({ observer: { onAcquire: () => { throw new Error('observer bug'); } } });
+    const throwing = newClient({
+      observer: {
+        onAcquire: () => {
+          throw new Error('observer bug');
+        },
+      },
+    });
     const lock = await throwing.lock(freshName()).lock();
     expect(lock.fencingToken).toBeGreaterThan(0n);
     await lock.release();

@@ -19,7 +19,6 @@ afterAll(async () => {
   other.disconnect();
 });
 
-
 /** Waits until a Redis second has just begun, so a burst fits in one window of the admission gate. */
 async function startOfRedisSecond(): Promise<void> {
   const [, micros] = await redis.time();
@@ -49,7 +48,10 @@ describe('RateLimiter (fixed windows on Redis)', () => {
     const limiter = new RateLimiter(redis);
     const strict: RateLimitRule = { name: 'lib:strict', limit: 1, windowSeconds: 60 };
     const loose: RateLimitRule = { name: 'lib:loose', limit: 100, windowSeconds: 60 };
-    const checks = [{ rule: loose, subject: 'ip1' }, { rule: strict, subject: 'user1' }];
+    const checks = [
+      { rule: loose, subject: 'ip1' },
+      { rule: strict, subject: 'user1' },
+    ];
     expect(await limiter.consume(checks)).toEqual({ allowed: true });
     expect(await limiter.consume(checks)).toMatchObject({ allowed: false, rule: 'lib:strict' });
     expect(await redis.get('rl:lib:loose:ip1')).toBe('1');

@@ -34,8 +34,7 @@ afterAll(async () => {
   await stopRedisServers(servers);
 });
 
-const lockedOn = (indexes: number[], name: string): Promise<number[]> =>
-  Promise.all(indexes.map((i) => clients[i]!.exists(lockKey(name))));
+const lockedOn = (indexes: number[], name: string): Promise<number[]> => Promise.all(indexes.map((i) => clients[i]!.exists(lockKey(name))));
 
 describe('MultiLock (all of N)', () => {
   const first3 = (name: string): MultiLock => new MultiLock(locks.slice(0, 3).map((client) => client.lock(name)));

@@ -37,7 +37,10 @@ describe('npm run bench --smoke', () => {
     expect(report.baseline?.fixedRate.latency.p99).toBeGreaterThan(0);
     expect(report.seckill.map((sale) => sale.strategy)).toEqual(['async', 'sync']);
     for (const sale of report.seckill) {
-      expect(sale.checks.every((check) => check.pass), JSON.stringify(sale.checks)).toBe(true);
+      expect(
+        sale.checks.every((check) => check.pass),
+        JSON.stringify(sale.checks),
+      ).toBe(true);
       expect(sale.accepted).toBeGreaterThan(0);
       // More buyers than stock: the sale crossed the sold-out boundary under load.
       expect(sale.refused['200 Sold out']).toBeGreaterThan(0);
@@ -112,7 +115,11 @@ describe('sale checks', () => {
   async function placeInRedisAndMysql(orderId: string, userId: string, voucherId: string) {
     expect(await store.reserve({ orderId, userId, voucherId })).toBe('accepted');
     await world.db.insertInto('tb_voucher_order').values({ id: orderId, user_id: userId, voucher_id: voucherId }).execute();
-    await world.db.updateTable('tb_seckill_voucher').set((eb) => ({ stock: eb('stock', '-', 1) })).where('voucher_id', '=', voucherId).execute();
+    await world.db
+      .updateTable('tb_seckill_voucher')
+      .set((eb) => ({ stock: eb('stock', '-', 1) }))
+      .where('voucher_id', '=', voucherId)
+      .execute();
     // The worker's acknowledgement: the order is no longer queued.
     for (let shard = 0; shard < store.keys.shards; shard++) await world.redis.hdel(store.keys.shard(shard).queued, orderId);
   }
@@ -137,7 +144,10 @@ describe('npm run bench --target', () => {
   it('loads a running deployment, checks its sale and leaves its data as it found it', { timeout: 180_000 }, async () => {
     const port = await freePort();
     const serverEnv = { MYSQL_URL: env.mysqlUrl, REDIS_URL: testRedisUrl(), REDIS_KEY_PREFIX: env.keyPrefix, SECKILL_STREAM_SHARDS: '2', PORT: String(port) };
-    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...serverEnv }, stdio: 'ignore' });
+    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...serverEnv },
+      stdio: 'ignore',
+    });
     await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200), 30_000);
     // Someone else's data in the same database, which the run must not touch.
     const [other] = await createUsersWithSessions(env, 1, 13_800_000_000);
@@ -162,7 +172,10 @@ describe('npm run bench --target', () => {
 async function rowCounts(env: TestEnv): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (const table of ['tb_user', 'tb_shop', 'tb_voucher', 'tb_seckill_voucher', 'tb_voucher_order'] as const) {
-    const row = await env.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const row = await env.db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     counts[table] = Number(row.n);
   }
   return counts;

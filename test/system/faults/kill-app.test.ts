@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { killApp } from '../../../bench/faults/kill-app.js';
 
 describe('fault 1: SIGKILL one of three app instances during a sale', () => {
-  it('every accepted order lands in MySQL once; the dead worker\'s pending entries are taken over; no oversell', async () => {
+  it("every accepted order lands in MySQL once; the dead worker's pending entries are taken over; no oversell", async () => {
     const run = await killApp.run(killApp.variants[0]!, 'test');
     const { figures } = run;
     expect(figures.accepted).toBeGreaterThan(0);

@@ -128,7 +128,10 @@ async function insertVoucher(stock: number): Promise<string> {
     .executeTakeFirstOrThrow();
   const voucherId = String(result.insertId);
   const second = (offset: number) => new Date(Math.floor((Date.now() + offset) / 1000) * 1000);
-  await db!.insertInto('tb_seckill_voucher').values({ voucher_id: voucherId, stock, begin_time: second(-3_600_000), end_time: second(3_600_000) }).execute();
+  await db!
+    .insertInto('tb_seckill_voucher')
+    .values({ voucher_id: voucherId, stock, begin_time: second(-3_600_000), end_time: second(3_600_000) })
+    .execute();
   return voucherId;
 }
 

@@ -16,7 +16,9 @@ import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type 
  */
 // Every run saves its screenshots under test-results/ (ignored by git); UPDATE_SCREENSHOTS=1
 // writes the ones the README shows (docs/screenshots/) instead, so a test run leaves the tree clean.
-const SCREENSHOTS = fileURLToPath(new URL(process.env.UPDATE_SCREENSHOTS === '1' ? '../../../docs/screenshots/' : '../../../test-results/screenshots/', import.meta.url));
+const SCREENSHOTS = fileURLToPath(
+  new URL(process.env.UPDATE_SCREENSHOTS === '1' ? '../../../docs/screenshots/' : '../../../test-results/screenshots/', import.meta.url),
+);
 const PHONE = '13912345678';
 /** Demo user 1, made an administrator as scripts/start.sh does (npm run admin -- grant). */
 const ADMIN_PHONE = '13686869696';
@@ -38,8 +40,19 @@ beforeAll(async () => {
     .insertInto('tb_shop')
     .values(
       Array.from({ length: 8 }, (_, i) => ({
-        id: String(1001 + i), name: `测试小馆${i + 1}号`, type_id: '1', images: '', area: '运河上街', address: `台州路${i + 1}号`,
-        x: 120.149993 + 0.002 * (i + 1), y: 30.334229, avg_price: '60', sold: 10, comments: 5, score: 45, open_hours: '10:00-22:00',
+        id: String(1001 + i),
+        name: `测试小馆${i + 1}号`,
+        type_id: '1',
+        images: '',
+        area: '运河上街',
+        address: `台州路${i + 1}号`,
+        x: 120.149993 + 0.002 * (i + 1),
+        y: 30.334229,
+        avg_price: '60',
+        sold: 10,
+        comments: 5,
+        score: 45,
+        open_hours: '10:00-22:00',
       })),
     )
     .execute();
@@ -56,7 +69,11 @@ afterAll(async () => {
 });
 
 /** Opens a page, runs the steps, saves a screenshot, and checks the console stayed clean. */
-async function withPage(screenshot: string, steps: (page: Page) => Promise<void>, options: { token?: string; context?: BrowserContextOptions } = {}): Promise<void> {
+async function withPage(
+  screenshot: string,
+  steps: (page: Page) => Promise<void>,
+  options: { token?: string; context?: BrowserContextOptions } = {},
+): Promise<void> {
   const { context, page, errors } = await chrome.newPage(baseURL, { mobile: true, context: options.context });
   try {
     if (options.token) {
@@ -99,7 +116,12 @@ function pngImage(width = 240, height = 160): Buffer {
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) rows.set([255, 102 + Math.floor((x / width) * 120), 51 + Math.floor((y / height) * 150)], y * (width * 3 + 1) + 1 + x * 3);
   }
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** Metres between two points on Redis GEO's sphere (haversine, radius 6372797.560856 m), shops as x = longitude, y = latitude. */
@@ -163,7 +185,7 @@ describe('web front end', () => {
     });
   });
 
-  it('sorts the shops of a type by distance from the browser\'s location once it is allowed', async () => {
+  it("sorts the shops of a type by distance from the browser's location once it is allowed", async () => {
     const here = { latitude: 30.3185, longitude: 120.142 }; // 拱宸桥, 1.9 km south-west of the default point
     const shops = await env.db.selectFrom('tb_shop').select(['name', 'x', 'y']).where('type_id', '=', '1').execute();
     const nearest = (from: { latitude: number; longitude: number }) =>
@@ -174,24 +196,32 @@ describe('web front end', () => {
     const expected = nearest(here);
     expect(expected.length).toBeGreaterThanOrEqual(6);
     // The order really depends on the point: from the default point the first page differs.
-    expect(nearest({ latitude: 30.334229, longitude: 120.149993 }).slice(0, 5).map((shop) => shop.name)).not.toEqual(expected.slice(0, 5).map((shop) => shop.name));
-    await withPage('shops-near-me', async (page) => {
-      await page.goto('/shops/type/1');
-      await expect.poll(() => page.getByTestId('locate').textContent()).toBe('已用我的位置');
-      const firstNames = async () => (await page.getByTestId('shop-name').allTextContents()).slice(0, 5);
-      await expect.poll(firstNames).toEqual(expected.slice(0, 5).map((shop) => shop.name));
-      await page.getByTestId('list-state').scrollIntoViewIfNeeded(); // and the next pages, until the end
-      await expect.poll(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
-      const names = await page.getByTestId('shop-name').allTextContents();
-      const distances = await page.getByTestId('distance').allTextContents();
-      expect(names).toEqual(expected.map((shop) => shop.name));
-      distances.forEach((label, i) => {
-        const metres = label.endsWith('km') ? Number.parseFloat(label) * 1000 : Number.parseFloat(label);
-        // Shown as whole metres below 1 km, else km with one decimal; Redis GEO stores 52-bit geohashes (< 1 m off).
-        expect(Math.abs(metres - expected[i]!.metres), `${names[i] ?? '?'}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
-      });
-      await page.getByTestId('type-title').scrollIntoViewIfNeeded(); // the screenshot shows the top: 你的位置
-    }, { context: { permissions: ['geolocation'], geolocation: here } });
+    expect(
+      nearest({ latitude: 30.334229, longitude: 120.149993 })
+        .slice(0, 5)
+        .map((shop) => shop.name),
+    ).not.toEqual(expected.slice(0, 5).map((shop) => shop.name));
+    await withPage(
+      'shops-near-me',
+      async (page) => {
+        await page.goto('/shops/type/1');
+        await expect.poll(() => page.getByTestId('locate').textContent()).toBe('已用我的位置');
+        const firstNames = async () => (await page.getByTestId('shop-name').allTextContents()).slice(0, 5);
+        await expect.poll(firstNames).toEqual(expected.slice(0, 5).map((shop) => shop.name));
+        await page.getByTestId('list-state').scrollIntoViewIfNeeded(); // and the next pages, until the end
+        await expect.poll(() => page.getByTestId('list-state').textContent()).toContain('没有更多了');
+        const names = await page.getByTestId('shop-name').allTextContents();
+        const distances = await page.getByTestId('distance').allTextContents();
+        expect(names).toEqual(expected.map((shop) => shop.name));
+        distances.forEach((label, i) => {
+          const metres = label.endsWith('km') ? Number.parseFloat(label) * 1000 : Number.parseFloat(label);
+          // Shown as whole metres below 1 km, else km with one decimal; Redis GEO stores 52-bit geohashes (< 1 m off).
+          expect(Math.abs(metres - expected[i]!.metres), `${names[i] ?? '?'}: ${label}`).toBeLessThanOrEqual(label.endsWith('km') ? 51 : 2);
+        });
+        await page.getByTestId('type-title').scrollIntoViewIfNeeded(); // the screenshot shows the top: 你的位置
+      },
+      { context: { permissions: ['geolocation'], geolocation: here } },
+    );
   });
 
   it('buys the seckill voucher: queued, then created, shown in my orders, paid; a second buy is refused', async () => {
@@ -226,15 +256,19 @@ describe('web front end', () => {
 
       // My orders comes from the server: a fresh browser (none of this one's storage) with the same session lists it.
       const token = (await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('token')))!;
-      await withPage('my-orders', async (fresh) => {
-        await fresh.goto('/orders');
-        const listed = fresh.getByTestId('order-row');
-        await expect.poll(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
-        await expect(listed.getByTestId('order-title').textContent()).resolves.toBe('100元代金券');
-        await expect(listed.getByTestId('order-state').textContent()).resolves.toBe('已支付');
-        await expect.poll(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
-        await expect(fresh.getByTestId('orders-total').textContent()).resolves.toBe('共 1 单');
-      }, { token });
+      await withPage(
+        'my-orders',
+        async (fresh) => {
+          await fresh.goto('/orders');
+          const listed = fresh.getByTestId('order-row');
+          await expect.poll(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
+          await expect(listed.getByTestId('order-title').textContent()).resolves.toBe('100元代金券');
+          await expect(listed.getByTestId('order-state').textContent()).resolves.toBe('已支付');
+          await expect.poll(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
+          await expect(fresh.getByTestId('orders-total').textContent()).resolves.toBe('共 1 单');
+        },
+        { token },
+      );
     } finally {
       await context.close();
     }
@@ -244,43 +278,51 @@ describe('web front end', () => {
     const begin = new Date(Date.now() + 3_500); // stored in whole seconds: opens 2.5-3.5 s from now
     await insertSeckillVoucher(env, { shopId: '5', title: '开抢倒计时券', stock: 5, begin, end: new Date(begin.getTime() + HOUR) });
     const [buyer] = await createUsersWithSessions(env, 1, 15_300_000_000);
-    await withPage('countdown-open', async (page) => {
-      await page.goto('/shops/5');
-      const voucher = page.getByTestId('seckill-voucher').filter({ hasText: '开抢倒计时券' });
-      await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/^距开抢 00:00:0[1-3]$/);
-      await expect(voucher.getByTestId('buy').isDisabled()).resolves.toBe(true);
-      await page.screenshot({ path: `${SCREENSHOTS}countdown.png` });
+    await withPage(
+      'countdown-open',
+      async (page) => {
+        await page.goto('/shops/5');
+        const voucher = page.getByTestId('seckill-voucher').filter({ hasText: '开抢倒计时券' });
+        await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/^距开抢 00:00:0[1-3]$/);
+        await expect(voucher.getByTestId('buy').isDisabled()).resolves.toBe(true);
+        await page.screenshot({ path: `${SCREENSHOTS}countdown.png` });
 
-      await expect.poll(() => voucher.getByTestId('buy').isEnabled(), { timeout: 8_000 }).toBe(true);
-      await expect(voucher.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:59:\d\d$/);
-      await voucher.getByTestId('buy').click();
-      await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
-    }, { token: buyer!.token });
+        await expect.poll(() => voucher.getByTestId('buy').isEnabled(), { timeout: 8_000 }).toBe(true);
+        await expect(voucher.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:59:\d\d$/);
+        await voucher.getByTestId('buy').click();
+        await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
+      },
+      { token: buyer!.token },
+    );
   });
 
   it('shows the refusals of a sale: sold out (someone else took the last unit) and ended (the device clock was behind)', async () => {
     const soldOut = await insertSeckillVoucher(env, { shopId: '6', title: '最后一张券', stock: 1 });
     await insertSeckillVoucher(env, { shopId: '6', title: '刚结束的券', stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() - 60_000) });
     const [buyer, rival] = await createUsersWithSessions(env, 2, 15_400_000_000);
-    await withPage('sale-refusals', async (page) => {
-      // This device's clock is 5 minutes behind: to the page both sales are still open. The server decides.
-      await page.clock.setFixedTime(Date.now() - 5 * 60_000);
-      await page.goto('/shops/6');
-      const last = page.getByTestId('seckill-voucher').filter({ hasText: '最后一张券' });
-      const ended = page.getByTestId('seckill-voucher').filter({ hasText: '刚结束的券' });
-      await expect.poll(() => last.getByTestId('stock').textContent()).toBe('剩余 1 张');
-      await expect(ended.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:0[34]:\d\d$/); // frozen 4 minutes before the end
+    await withPage(
+      'sale-refusals',
+      async (page) => {
+        // This device's clock is 5 minutes behind: to the page both sales are still open. The server decides.
+        await page.clock.setFixedTime(Date.now() - 5 * 60_000);
+        await page.goto('/shops/6');
+        const last = page.getByTestId('seckill-voucher').filter({ hasText: '最后一张券' });
+        const ended = page.getByTestId('seckill-voucher').filter({ hasText: '刚结束的券' });
+        await expect.poll(() => last.getByTestId('stock').textContent()).toBe('剩余 1 张');
+        await expect(ended.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:0[34]:\d\d$/); // frozen 4 minutes before the end
 
-      const taken = await fetch(`${baseURL}/api/voucher-order/seckill/${soldOut}`, { method: 'POST', headers: { authorization: rival!.token } });
-      expect(await taken.json()).toMatchObject({ success: true });
-      await last.getByTestId('buy').click();
-      await expect.poll(() => last.getByTestId('buy-error').textContent()).toBe('Sold out');
-      await expect(last.getByTestId('buy').textContent()).resolves.toContain('已抢光');
-      await expect(last.getByTestId('buy').isDisabled()).resolves.toBe(true);
+        const taken = await fetch(`${baseURL}/api/voucher-order/seckill/${soldOut}`, { method: 'POST', headers: { authorization: rival!.token } });
+        expect(await taken.json()).toMatchObject({ success: true });
+        await last.getByTestId('buy').click();
+        await expect.poll(() => last.getByTestId('buy-error').textContent()).toBe('Sold out');
+        await expect(last.getByTestId('buy').textContent()).resolves.toContain('已抢光');
+        await expect(last.getByTestId('buy').isDisabled()).resolves.toBe(true);
 
-      await ended.getByTestId('buy').click();
-      await expect.poll(() => ended.getByTestId('buy-error').textContent()).toBe('The sale has ended');
-    }, { token: buyer!.token });
+        await ended.getByTestId('buy').click();
+        await expect.poll(() => ended.getByTestId('buy-error').textContent()).toBe('The sale has ended');
+      },
+      { token: buyer!.token },
+    );
   });
 
   it('sends a visitor to the login page for pages that need a session, and back afterwards', async () => {

@@ -36,10 +36,21 @@ describe('loadConfig', () => {
 
   it('reads the rate limits and HTTP hardening settings (defaults, overrides, 0 = off)', () => {
     expect(loadConfig({}).rateLimit).toEqual({ orderPerUser: 5, orderPerIp: 200, saleAdmissionPerSecond: 20_000, apiPerIp: 0, apiWindowSeconds: 60 });
-    expect(loadConfig({}).http).toEqual({ corsOrigins: [], bodyLimitBytes: 65_536, requestTimeoutMs: 30_000, connectionTimeoutMs: 120_000, keepAliveTimeoutMs: 72_000 });
+    expect(loadConfig({}).http).toEqual({
+      corsOrigins: [],
+      bodyLimitBytes: 65_536,
+      requestTimeoutMs: 30_000,
+      connectionTimeoutMs: 120_000,
+      keepAliveTimeoutMs: 72_000,
+    });
     const config = loadConfig({
-      ORDER_RATE_LIMIT_PER_USER: '0', ORDER_RATE_LIMIT_PER_IP: '50', SECKILL_ADMISSION_RATE: '0', API_RATE_LIMIT_PER_IP: '600',
-      SMS_INTERVAL_SECONDS: '0', HTTP_CONNECTION_TIMEOUT_MS: '0', BODY_LIMIT_BYTES: '2048',
+      ORDER_RATE_LIMIT_PER_USER: '0',
+      ORDER_RATE_LIMIT_PER_IP: '50',
+      SECKILL_ADMISSION_RATE: '0',
+      API_RATE_LIMIT_PER_IP: '600',
+      SMS_INTERVAL_SECONDS: '0',
+      HTTP_CONNECTION_TIMEOUT_MS: '0',
+      BODY_LIMIT_BYTES: '2048',
     });
     expect(config.rateLimit).toMatchObject({ orderPerUser: 0, orderPerIp: 50, saleAdmissionPerSecond: 0, apiPerIp: 600 });
     expect(config.auth.smsIntervalSeconds).toBe(0);
@@ -47,7 +58,10 @@ describe('loadConfig', () => {
   });
 
   it('reads CORS_ORIGINS as a list of origins, refusing any with a path', () => {
-    expect(loadConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).http.corsOrigins).toEqual(['https://a.example.com', 'http://localhost:5173']);
+    expect(loadConfig({ CORS_ORIGINS: 'https://a.example.com, http://localhost:5173' }).http.corsOrigins).toEqual([
+      'https://a.example.com',
+      'http://localhost:5173',
+    ]);
     expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com,https://bad.example.com/path' })).toThrow(ConfigError);
     expect(() => loadConfig({ CORS_ORIGINS: 'https://ok.example.com/path' })).toThrow(/CORS_ORIGINS/);
   });

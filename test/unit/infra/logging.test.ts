@@ -13,7 +13,15 @@ function capture(): { log: pino.Logger; lines: () => Array<Record<string, unknow
     },
   });
   const options = secureLoggerOptions({ level: 'info' }, 'info') as LoggerOptions;
-  return { log: pino(options, stream), lines: () => written.join('').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>) };
+  return {
+    log: pino(options, stream),
+    lines: () =>
+      written
+        .join('')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
 }
 
 describe('phone masking', () => {
@@ -37,17 +45,38 @@ describe('phone masking', () => {
 describe('secureLoggerOptions', () => {
   it('removes tokens, authorization headers and passwords, and masks phones, wherever they are logged', () => {
     const { log, lines } = capture();
-    log.info({ token: 'secret-1', headers: { authorization: 'secret-2' }, user: { phone: '13812345678', token: 'secret-3', password: 'secret-4' } }, 'careless line');
+    log.info(
+      { token: 'secret-1', headers: { authorization: 'secret-2' }, user: { phone: '13812345678', token: 'secret-3', password: 'secret-4' } },
+      'careless line',
+    );
     const [line] = lines();
-    expect(line).toMatchObject({ msg: 'careless line', token: '[Redacted]', headers: { authorization: '[Redacted]' }, user: { phone: '138****5678', token: '[Redacted]', password: '[Redacted]' } });
+    expect(line).toMatchObject({
+      msg: 'careless line',
+      token: '[Redacted]',
+      headers: { authorization: '[Redacted]' },
+      user: { phone: '138****5678', token: '[Redacted]', password: '[Redacted]' },
+    });
     expect(JSON.stringify(line)).not.toMatch(/secret|13812345678/);
   });
 
-  it('logs a request\'s method and URL with the phone in the query masked, and no headers', () => {
+  it("logs a request's method and URL with the phone in the query masked, and no headers", () => {
     const { log, lines } = capture();
-    const request = { method: 'POST', url: '/api/user/code?phone=13812345678', host: 'shop.example.com', ip: '10.0.0.1', socket: { remotePort: 5555 }, headers: { authorization: 'secret' } };
+    const request = {
+      method: 'POST',
+      url: '/api/user/code?phone=13812345678',
+      host: 'shop.example.com',
+      ip: '10.0.0.1',
+      socket: { remotePort: 5555 },
+      headers: { authorization: 'secret' },
+    };
     log.info({ req: request }, 'incoming request');
-    expect(lines()[0]!.req).toEqual({ method: 'POST', url: '/api/user/code?phone=138****5678', host: 'shop.example.com', remoteAddress: '10.0.0.1', remotePort: 5555 });
+    expect(lines()[0]!.req).toEqual({
+      method: 'POST',
+      url: '/api/user/code?phone=138****5678',
+      host: 'shop.example.com',
+      remoteAddress: '10.0.0.1',
+      remotePort: 5555,
+    });
   });
 
   it('keeps logging off when off, and takes the level when given none', () => {

@@ -7,7 +7,10 @@ const compose = (seconds: number, sequence: number): bigint => (BigInt(seconds) 
 describe('decodeId', () => {
   it('splits an id into its second and its sequence number', () => {
     expect(decodeId(compose(5, 7))).toEqual({ timestamp: new Date(DEFAULT_ID_EPOCH.getTime() + 5_000), sequence: 7 });
-    expect(decodeId(compose(2 ** 31 - 1, MAX_SEQUENCE))).toEqual({ timestamp: new Date(DEFAULT_ID_EPOCH.getTime() + (2 ** 31 - 1) * 1000), sequence: MAX_SEQUENCE });
+    expect(decodeId(compose(2 ** 31 - 1, MAX_SEQUENCE))).toEqual({
+      timestamp: new Date(DEFAULT_ID_EPOCH.getTime() + (2 ** 31 - 1) * 1000),
+      sequence: MAX_SEQUENCE,
+    });
     expect(decodeId(compose(60, 1), new Date('2030-01-01T00:00:00Z')).timestamp.toISOString()).toBe('2030-01-01T00:01:00.000Z');
   });
 

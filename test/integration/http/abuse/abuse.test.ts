@@ -67,14 +67,26 @@ beforeAll(async () => {
   // got, a like, an uploaded image, a sign-in.
   await env.db.insertInto('tb_shop_type').values({ name: 'food' }).execute();
   const typeId = (await env.db.selectFrom('tb_shop_type').select('id').executeTakeFirstOrThrow()).id;
-  const shopId = (await call({ method: 'POST', url: '/api/shop', headers: as(admin), payload: { name: 'Noodles', typeId, address: 'West Lake 1', x: 120.15, y: 30.28 } })).data as string;
+  const shopId = (
+    await call({ method: 'POST', url: '/api/shop', headers: as(admin), payload: { name: 'Noodles', typeId, address: 'West Lake 1', x: 120.15, y: 30.28 } })
+  ).data as string;
   const hour = 3_600_000;
-  const voucherId = (await call({
-    method: 'POST',
-    url: '/api/voucher/seckill',
-    headers: as(admin),
-    payload: { shopId, title: '50 off', payValue: 100, actualValue: 200, stock: 10, beginTime: new Date(Date.now() - hour).toISOString(), endTime: new Date(Date.now() + hour).toISOString() },
-  })).data as string;
+  const voucherId = (
+    await call({
+      method: 'POST',
+      url: '/api/voucher/seckill',
+      headers: as(admin),
+      payload: {
+        shopId,
+        title: '50 off',
+        payValue: 100,
+        actualValue: 200,
+        stock: 10,
+        beginTime: new Date(Date.now() - hour).toISOString(),
+        endTime: new Date(Date.now() + hour).toISOString(),
+      },
+    })
+  ).data as string;
   const orderId = (await call({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: as(alice) })).data as string;
   const { worker } = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log: app.log });
   worker.start();
@@ -84,7 +96,8 @@ beforeAll(async () => {
     await worker.stop();
   }
   await call({ method: 'PUT', url: `/api/follow/${alice.id}/true`, headers: as(bob) });
-  const blogId = (await call({ method: 'POST', url: '/api/blog', headers: as(alice), payload: { shopId, title: 'Great noodles', content: 'Really.' } })).data as string;
+  const blogId = (await call({ method: 'POST', url: '/api/blog', headers: as(alice), payload: { shopId, title: 'Great noodles', content: 'Really.' } }))
+    .data as string;
   await call({ method: 'PUT', url: `/api/blog/like/${blogId}`, headers: as(bob) });
   const image = multipartFile(PNG);
   const upload = (await call({ method: 'POST', url: '/api/upload/blog', headers: { ...as(alice), ...image.headers }, payload: image.payload })).data as string;
@@ -127,9 +140,11 @@ function judge(request: Pick<HostileRequest, 'status' | 'orNotFound'>, response:
   } catch {
     return `answered ${status} with a body that is not JSON: ${body.slice(0, 80)}`;
   }
-  if (request.status !== null && status !== request.status && !(request.orNotFound && (status === 404 || status === 414))) return `answered ${status}, expected ${request.status}`;
+  if (request.status !== null && status !== request.status && !(request.orNotFound && (status === 404 || status === 414)))
+    return `answered ${status}, expected ${request.status}`;
   if (status >= 400) {
-    if (json.success !== false || typeof json.errorMsg !== 'string' || json.errorMsg.length === 0) return `answered ${status} outside the {success:false, errorMsg} wrapper`;
+    if (json.success !== false || typeof json.errorMsg !== 'string' || json.errorMsg.length === 0)
+      return `answered ${status} outside the {success:false, errorMsg} wrapper`;
   } else if (status >= 300 || typeof json.success !== 'boolean') {
     return `answered ${status} outside the wrapper`;
   }
@@ -161,7 +176,14 @@ describe('hostile input at every route', () => {
     for (const url of new Set(apiRoutes.map((route) => route.url))) {
       for (const method of ['DELETE', 'PATCH'] as const) {
         if (!apiRoutes.some((route) => route.url === url && route.method === method)) {
-          requests.push({ name: `${method} on ${url}`, route: apiRoutes.find((route) => route.url === url)!, method, url: url.replace(/:\w+/g, ABSENT_ID), headers: as(admin), status: 404 });
+          requests.push({
+            name: `${method} on ${url}`,
+            route: apiRoutes.find((route) => route.url === url)!,
+            method,
+            url: url.replace(/:\w+/g, ABSENT_ID),
+            headers: as(admin),
+            status: 404,
+          });
         }
       }
     }
@@ -171,13 +193,20 @@ describe('hostile input at every route', () => {
     let rateLimited = 0;
     // A few at a time: they change nothing, and waits on MySQL and Redis overlap.
     await forEachConcurrently(requests, 6, async (request) => {
-      const response = await app.inject({ method: request.method as 'GET', url: request.url, headers: request.headers, ...(request.payload !== undefined ? { payload: request.payload } : {}) });
+      const response = await app.inject({
+        method: request.method as 'GET',
+        url: request.url,
+        headers: request.headers,
+        ...(request.payload !== undefined ? { payload: request.payload } : {}),
+      });
       // A rate limit refuses before validation: fine (in the wrapper), but see the count below.
       if (response.statusCode === 429) rateLimited += 1;
       const problem = judge(response.statusCode === 429 ? { status: null } : request, response);
       if (problem) failures.push(`${routeKey(request.route)} ${request.name}: ${problem}: ${response.body.slice(0, 160)}`);
       if (request.name === NORMAL_USER && response.statusCode === 403) {
-        failures.push(`${routeKey(request.route)} refuses a normal user with 403 but its schema is not marked ADMIN_ONLY (src/http/openapi.ts), so the docs do not say so`);
+        failures.push(
+          `${routeKey(request.route)} refuses a normal user with 403 but its schema is not marked ADMIN_ONLY (src/http/openapi.ts), so the docs do not say so`,
+        );
       }
       // A write that was accepted must have changed nothing (e.g. unfollowing someone one does not follow).
       if (response.statusCode < 300 && request.method !== 'GET') {
@@ -203,13 +232,17 @@ describe('hostile input at every route', () => {
     expect(unbounded).toEqual([]);
   });
 
-  it('does not let a user see or act on another user\'s orders, images or follows', async () => {
+  it("does not let a user see or act on another user's orders, images or follows", async () => {
     const checks: Array<[string, InjectOptions, number]> = [
-      ['Bob reads Alice\'s order', { url: `/api/voucher-order/${owned.orderId}`, headers: as(bob) }, 404],
-      ['Bob pays Alice\'s order', { method: 'POST', url: `/api/voucher-order/${owned.orderId}/pay`, headers: as(bob) }, 404],
-      ['Bob deletes Alice\'s image', { url: `/api/upload/blog/delete?name=${encodeURIComponent(owned.upload)}`, headers: as(bob) }, 403],
+      ["Bob reads Alice's order", { url: `/api/voucher-order/${owned.orderId}`, headers: as(bob) }, 404],
+      ["Bob pays Alice's order", { method: 'POST', url: `/api/voucher-order/${owned.orderId}/pay`, headers: as(bob) }, 404],
+      ["Bob deletes Alice's image", { url: `/api/upload/blog/delete?name=${encodeURIComponent(owned.upload)}`, headers: as(bob) }, 403],
       ['Bob follows himself', { method: 'PUT', url: `/api/follow/${bob.id}/true`, headers: as(bob) }, 400],
-      ['Bob creates a voucher for Alice\'s shop', { method: 'POST', url: '/api/voucher', headers: as(bob), payload: { shopId: owned.shopId, title: 't', payValue: 1, actualValue: 2 } }, 403],
+      [
+        "Bob creates a voucher for Alice's shop",
+        { method: 'POST', url: '/api/voucher', headers: as(bob), payload: { shopId: owned.shopId, title: 't', payValue: 1, actualValue: 2 } },
+        403,
+      ],
       ['Bob renames the shop', { method: 'PUT', url: '/api/shop', headers: as(bob), payload: { id: owned.shopId, name: 'Mine now' } }, 403],
     ];
     const failures: string[] = [];
@@ -222,7 +255,7 @@ describe('hostile input at every route', () => {
     expect(failures).toEqual([]);
   });
 
-  it('reveals nothing private when any read is pointed at another user\'s ids', async () => {
+  it("reveals nothing private when any read is pointed at another user's ids", async () => {
     const aliceIds = { user: alice.id, order: owned.orderId, blog: owned.blogId, voucher: owned.voucherId, shop: owned.shopId };
     const failures: string[] = [];
     let reads = 0;
@@ -230,7 +263,9 @@ describe('hostile input at every route', () => {
       const schema = route.schema as { params?: { properties: object }; querystring?: { properties: Record<string, { pattern?: string }> } } | undefined;
       const idFields = [
         ...Object.keys(schema?.params?.properties ?? {}).map((field) => ['params', field] as const),
-        ...Object.entries(schema?.querystring?.properties ?? {}).filter(([, property]) => property.pattern?.startsWith('^[1-9]')).map(([field]) => ['query', field] as const),
+        ...Object.entries(schema?.querystring?.properties ?? {})
+          .filter(([, property]) => property.pattern?.startsWith('^[1-9]'))
+          .map(([field]) => ['query', field] as const),
       ];
       for (const [part, field] of idFields) {
         for (const [kind, id] of Object.entries(aliceIds)) {
@@ -242,7 +277,8 @@ describe('hostile input at every route', () => {
           for (const secret of [alice.phone, alice.token, owned.upload]) {
             if (response.body.includes(secret)) failures.push(`${route.url} with Alice's ${kind} id shows ${secret}`);
           }
-          if (route.url === '/api/voucher-order/:id' && response.statusCode !== 404) failures.push(`${route.url} shows Alice's order to Bob (${response.statusCode})`);
+          if (route.url === '/api/voucher-order/:id' && response.statusCode !== 404)
+            failures.push(`${route.url} shows Alice's order to Bob (${response.statusCode})`);
         }
       }
     }

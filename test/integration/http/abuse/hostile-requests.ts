@@ -176,9 +176,7 @@ function baseOf(schema: Schema | undefined): Values | undefined {
 }
 
 /** Fastify's validator: its defaults (@fastify/ajv-compiler) plus the app's own options, to predict its verdicts. */
-const ajv = addFormats(
-  new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: true, addUsedSchema: false, ...ajvOptions.customOptions }),
-);
+const ajv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: true, addUsedSchema: false, ...ajvOptions.customOptions }));
 
 function passesValidation(schema: object, value: unknown): boolean {
   return ajv.validate(schema, structuredClone(value));
@@ -238,7 +236,7 @@ export interface Context {
  */
 export const ALWAYS_ACT = new Set(['POST /api/user/code', 'POST /api/user/sign', 'POST /api/user/logout']);
 
-export const NORMAL_USER_ON_ADMIN_ROUTE = 'a normal user on an administrators\' route';
+export const NORMAL_USER_ON_ADMIN_ROUTE = "a normal user on an administrators' route";
 export const NORMAL_USER = 'a normal user';
 
 export const routeKey = (route: RouteEntry): string => `${route.method} ${route.url}`;
@@ -290,7 +288,11 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
   add('valid request naming absent things', base, null);
 
   // Each field replaced by each hostile value (texts everywhere, JSON values in bodies).
-  for (const [part, key] of [['params', 'params'], ['querystring', 'query'], ['body', 'body']] as const) {
+  for (const [part, key] of [
+    ['params', 'params'],
+    ['querystring', 'query'],
+    ['body', 'body'],
+  ] as const) {
     const values = base[key] as Values | undefined;
     if (!values) continue;
     for (const field of Object.keys(values)) {
@@ -299,7 +301,12 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
         const changed = { ...values, [field]: value };
         add(`${part}.${field} = ${describe(value)}`, { ...base, [key]: changed }, verdict(part, changed));
       }
-      if (part === 'querystring') add(`querystring.${field} given twice`, { ...base, query: { ...values, [field]: [values[field], values[field]] } }, verdict(part, { ...values, [field]: [values[field], values[field]] }));
+      if (part === 'querystring')
+        add(
+          `querystring.${field} given twice`,
+          { ...base, query: { ...values, [field]: [values[field], values[field]] } },
+          verdict(part, { ...values, [field]: [values[field], values[field]] }),
+        );
       if (part !== 'params' && (schemas?.[part]?.required ?? []).includes(field)) {
         const { [field]: _dropped, ...rest } = values;
         add(`${part}.${field} missing`, { ...base, [key]: rest }, verdict(part, rest));
@@ -322,7 +329,14 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
   return cases;
 }
 
-function bodyAbuse(route: RouteEntry, base: Request, actor: Record<string, string>, context: Context, hasSchema: boolean, alwaysActs: boolean): HostileRequest[] {
+function bodyAbuse(
+  route: RouteEntry,
+  base: Request,
+  actor: Record<string, string>,
+  context: Context,
+  hasSchema: boolean,
+  alwaysActs: boolean,
+): HostileRequest[] {
   const url = urlOf(route, base);
   const limit = route.bodyLimit ?? context.bodyLimit;
   const request = (name: string, contentType: string | undefined, payload: string | Buffer, status: number | null): HostileRequest => ({
@@ -349,9 +363,28 @@ function bodyAbuse(route: RouteEntry, base: Request, actor: Record<string, strin
       request('multipart with no parts', multipartType, `--${boundary}--\r\n`, 400),
       request('multipart with the file in another field', multipartType, `${multipartPart('image', 'a.png', 'x')}--${boundary}--\r\n`, 400),
       request('multipart with a text file', multipartType, `${multipartPart('file', 'a.png', 'not an image')}--${boundary}--\r\n`, 400),
-      request('multipart with a script named .png', multipartType, `${multipartPart('file', '../../x.png', '<?php system($_GET[1]); ?>')}--${boundary}--\r\n`, 400),
-      request('multipart with two files', multipartType, `${multipartPart('file', 'a.png', 'x')}${multipartPart('file', 'b.png', 'y')}--${boundary}--\r\n`, 400),
-      request('multipart file over the upload limit', multipartType, Buffer.concat([Buffer.from(multipartPart('file', 'a.png', '').slice(0, -2)), Buffer.alloc(context.uploadMaxBytes + 1024, 0x89), Buffer.from(`\r\n--${boundary}--\r\n`)]), 413),
+      request(
+        'multipart with a script named .png',
+        multipartType,
+        `${multipartPart('file', '../../x.png', '<?php system($_GET[1]); ?>')}--${boundary}--\r\n`,
+        400,
+      ),
+      request(
+        'multipart with two files',
+        multipartType,
+        `${multipartPart('file', 'a.png', 'x')}${multipartPart('file', 'b.png', 'y')}--${boundary}--\r\n`,
+        400,
+      ),
+      request(
+        'multipart file over the upload limit',
+        multipartType,
+        Buffer.concat([
+          Buffer.from(multipartPart('file', 'a.png', '').slice(0, -2)),
+          Buffer.alloc(context.uploadMaxBytes + 1024, 0x89),
+          Buffer.from(`\r\n--${boundary}--\r\n`),
+        ]),
+        413,
+      ),
     ];
   }
   const cases = [

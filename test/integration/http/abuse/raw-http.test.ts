@@ -47,7 +47,11 @@ describe('malformed HTTP on a real port', () => {
     ['garbage instead of a request line', 'HELLO THERE\r\n\r\n', 400],
     ['a header without a colon', 'GET /api/health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n', 400],
     ['a NUL in a header value', 'GET /api/health HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n', 400],
-    ['Content-Length and Transfer-Encoding together (smuggling)', 'POST /api/user/login HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    [
+      'Content-Length and Transfer-Encoding together (smuggling)',
+      'POST /api/user/login HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+      400,
+    ],
     ['a negative Content-Length', 'POST /api/user/login HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n', 400],
     ['headers over 16 KB', `GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
   ];

@@ -9,8 +9,7 @@ const redis = connectRedis(prefix);
 const locks = new LockClient(redis);
 let n = 0;
 
-const filter = (expectedItems = 1000, falsePositiveRate = 0.01) =>
-  new BloomFilter(redis, { name: `f${++n}`, expectedItems, falsePositiveRate, locks });
+const filter = (expectedItems = 1000, falsePositiveRate = 0.01) => new BloomFilter(redis, { name: `f${++n}`, expectedItems, falsePositiveRate, locks });
 
 /** Ids in batches, as a repository's keyset pages would give them. */
 const batches = (ids: string[], size = 250) =>

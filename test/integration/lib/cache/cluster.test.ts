@@ -57,9 +57,11 @@ describe('cache on a Redis Cluster', () => {
   it('builds a Bloom filter aside and RENAMEs it over the live one within one slot', async () => {
     const bloom = new BloomFilter(cluster, { name: 'shop', expectedItems: 1000, falsePositiveRate: 0.01, locks });
     const ids = Array.from({ length: 500 }, (_, i) => String(i + 1));
-    expect(await bloom.rebuild(async function* () {
-      yield ids;
-    })).toBe(500);
+    expect(
+      await bloom.rebuild(async function* () {
+        yield ids;
+      }),
+    ).toBe(500);
     await bloom.add('100000');
     const answers = await Promise.all([...ids, '100000'].map((id) => bloom.check(id)));
     expect(answers.every((answer) => answer === 'maybe')).toBe(true);

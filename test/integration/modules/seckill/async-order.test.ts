@@ -152,7 +152,9 @@ describe('metrics', () => {
     expect(delta('seckill_requests_total', 'strategy="async",outcome="sold-out"')).toBe(1);
     expect(delta('http_request_duration_seconds_count', 'method="POST",route="/api/voucher-order/seckill/:id",status="200"')).toBe(3);
     // Both instances' workers write orders; together they wrote these two.
-    const written = await Promise.all(instances.map(async (instance) => sample((await instance.inject({ url: '/metrics' })).body, 'seckill_worker_entries_total', 'result="created"')));
+    const written = await Promise.all(
+      instances.map(async (instance) => sample((await instance.inject({ url: '/metrics' })).body, 'seckill_worker_entries_total', 'result="created"')),
+    );
     expect(written.reduce((sum, value) => sum + value, 0)).toBeGreaterThanOrEqual(2);
     expect(after).toMatch(/^seckill_stream_pending\{shard="0"\} \d+$/m);
     expect(after).toContain('process_cpu_user_seconds_total');

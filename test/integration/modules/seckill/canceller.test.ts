@@ -44,7 +44,12 @@ describe('unpaid order cancellation', () => {
     expect(sweeps.reduce((sum, sweep) => sum + sweep.released, 0)).toBe(3);
 
     const orders = await mysqlOrders(env, voucherId);
-    expect(orders.filter((order) => order.status === 4).map((order) => order.user_id).sort()).toEqual(['1', '2', '3']);
+    expect(
+      orders
+        .filter((order) => order.status === 4)
+        .map((order) => order.user_id)
+        .sort(),
+    ).toEqual(['1', '2', '3']);
     expect(orders.find((order) => order.user_id === '4')?.status).toBe(2);
     expect(orders.every((order) => order.status !== 4 || (order.live === null && order.stock_released === 1))).toBe(true);
     expect(await mysqlStock(env, voucherId)).toBe(9);

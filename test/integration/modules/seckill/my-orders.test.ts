@@ -18,14 +18,21 @@ beforeAll(async () => {
   ({ app } = await buildTestApp(env));
   for (let i = 1; i <= 12; i++) {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    await env.db.updateTable('tb_voucher').set({ title: `voucher ${i}`, pay_value: String(100 * i) }).where('id', '=', voucherId).execute();
+    await env.db
+      .updateTable('tb_voucher')
+      .set({ title: `voucher ${i}`, pay_value: String(100 * i) })
+      .where('id', '=', voucherId)
+      .execute();
     const body = (await buy(app, alice.token, voucherId)).json();
     expect(body).toMatchObject({ success: true });
     placed.push({ orderId: body.data, voucherId });
   }
   expect((await buy(app, bob.token, placed[0]!.voucherId)).json()).toMatchObject({ success: true });
   await eventually(async () => {
-    const count = await env.db.selectFrom('tb_voucher_order').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    const count = await env.db
+      .selectFrom('tb_voucher_order')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(13);
   });
 });
@@ -38,7 +45,7 @@ afterAll(async () => {
 const myOrders = (token: string, query = '') => app.inject({ url: `/api/voucher-order/of/me${query}`, headers: { authorization: token } });
 
 describe('GET /api/voucher-order/of/me', () => {
-  it('lists the caller\'s orders newest first, 10 a page, with the total and each voucher\'s title, shop and price', async () => {
+  it("lists the caller's orders newest first, 10 a page, with the total and each voucher's title, shop and price", async () => {
     const first = (await myOrders(alice.token)).json();
     expect(first.success).toBe(true);
     expect(first.total).toBe(12);
@@ -61,9 +68,11 @@ describe('GET /api/voucher-order/of/me', () => {
     expect((await myOrders(alice.token, '?current=3')).json()).toEqual({ success: true, data: [], total: 12 });
   });
 
-  it('shows each order\'s state as GET /voucher-order/{id} does: paid with its time, cancelled', async () => {
+  it("shows each order's state as GET /voucher-order/{id} does: paid with its time, cancelled", async () => {
     const [paid, cancelled] = [placed[11]!.orderId, placed[10]!.orderId];
-    expect((await app.inject({ method: 'POST', url: `/api/voucher-order/${paid}/pay`, headers: { authorization: alice.token } })).json()).toMatchObject({ success: true });
+    expect((await app.inject({ method: 'POST', url: `/api/voucher-order/${paid}/pay`, headers: { authorization: alice.token } })).json()).toMatchObject({
+      success: true,
+    });
     await env.db.updateTable('tb_voucher_order').set({ status: OrderStatus.cancelled, live: null }).where('id', '=', cancelled).execute();
 
     const [newest, next] = (await myOrders(alice.token)).json().data;
@@ -76,7 +85,7 @@ describe('GET /api/voucher-order/of/me', () => {
     }
   });
 
-  it('shows only the caller\'s own orders', async () => {
+  it("shows only the caller's own orders", async () => {
     const bobs = (await myOrders(bob.token)).json();
     expect(bobs.total).toBe(1);
     expect(bobs.data).toEqual([expect.objectContaining({ voucherId: placed[0]!.voucherId, title: 'voucher 1' })]);

@@ -119,7 +119,11 @@ describe('reconcileSeckill', () => {
     // The canceller's MySQL step (status, live, stock + 1) without its Redis release yet.
     await env.db.transaction().execute(async (trx) => {
       await trx.updateTable('tb_voucher_order').set({ status: OrderStatus.cancelled, live: null }).where('id', '=', order.id).execute();
-      await trx.updateTable('tb_seckill_voucher').set((eb) => ({ stock: eb('stock', '+', 1) })).where('voucher_id', '=', voucherId).execute();
+      await trx
+        .updateTable('tb_seckill_voucher')
+        .set((eb) => ({ stock: eb('stock', '+', 1) }))
+        .where('voucher_id', '=', voucherId)
+        .execute();
     });
     expect((await check([voucherId])).drifted).toEqual([]);
     await env.redis.sadd(store.keys.voucher(voucherId).buyers, '123'); // some drift so that the repair writes

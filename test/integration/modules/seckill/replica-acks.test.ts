@@ -39,7 +39,11 @@ beforeAll(async () => {
   redis = createRedis(config);
   clusterEnv = { ...env, config, redis };
   app = (await buildTestApp(clusterEnv)).app;
-  store = new SaleStore(redis, new SaleKeys(SHARDS), { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) });
+  store = new SaleStore(redis, new SaleKeys(SHARDS), {
+    acks: 1,
+    timeoutMs: TIMEOUT_MS,
+    onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }),
+  });
 }, 90_000);
 
 afterAll(async () => {
@@ -96,7 +100,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     }
   });
 
-  it('a stalled replica makes only its own master\'s orders wait (and be counted), then they are answered', async () => {
+  it("a stalled replica makes only its own master's orders wait (and be counted), then they are answered", async () => {
     // Two shards on different masters.
     const stalledShard = 0;
     const masters = await Promise.all([0, 1, 2, 3].map(async (shard) => (await shardNode(shard)).masterPort));

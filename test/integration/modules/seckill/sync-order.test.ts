@@ -22,9 +22,7 @@ afterAll(async () => {
 describe('sync seckill (per-user lock + MySQL transaction)', () => {
   it('2,000 concurrent requests from 1,000 users on stock 100: exactly 100 orders, all written before the answer', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 100 });
-    const responses = await Promise.all(
-      Array.from({ length: 2000 }, (_, i) => buy(instances[i % 2]!, users[i % 1000]!.token, voucherId)),
-    );
+    const responses = await Promise.all(Array.from({ length: 2000 }, (_, i) => buy(instances[i % 2]!, users[i % 1000]!.token, voucherId)));
     const bodies = responses.map((response) => response.json());
     expect(responses.every((response) => response.statusCode === 200)).toBe(true);
     const accepted = bodies.filter((body) => body.success).map((body) => body.data as string);

@@ -31,8 +31,14 @@ afterAll(async () => {
 
 const normal = { shopId: '7', title: '50元代金券', subTitle: '周一至周日可用', rules: '不找零', payValue: 4750, actualValue: 5000 };
 const seckill = (overrides: Record<string, unknown> = {}) => ({
-  ...normal, title: '100元秒杀券', payValue: 8000, actualValue: 10000, stock: 20,
-  beginTime: iso(-HOUR), endTime: iso(HOUR), ...overrides,
+  ...normal,
+  title: '100元秒杀券',
+  payValue: 8000,
+  actualValue: 10000,
+  stock: 20,
+  beginTime: iso(-HOUR),
+  endTime: iso(HOUR),
+  ...overrides,
 });
 
 function post(url: string, payload: object, headers = admin) {
@@ -52,8 +58,18 @@ describe('vouchers', () => {
     expect(list.json().data).toEqual([
       { id: normalId, shopId: '7', title: '50元代金券', subTitle: '周一至周日可用', rules: '不找零', payValue: 4750, actualValue: 5000, type: 0, status: 1 },
       {
-        id: seckillId, shopId: '7', title: '100元秒杀券', subTitle: '周一至周日可用', rules: '不找零', payValue: 8000, actualValue: 10000,
-        type: 1, status: 1, stock: 20, beginTime: '2026-01-01T02:00:00.000Z', endTime: '2099-01-01T00:00:00.000Z',
+        id: seckillId,
+        shopId: '7',
+        title: '100元秒杀券',
+        subTitle: '周一至周日可用',
+        rules: '不找零',
+        payValue: 8000,
+        actualValue: 10000,
+        type: 1,
+        status: 1,
+        stock: 20,
+        beginTime: '2026-01-01T02:00:00.000Z',
+        endTime: '2099-01-01T00:00:00.000Z',
       },
     ]);
   });

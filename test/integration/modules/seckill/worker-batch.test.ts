@@ -67,7 +67,11 @@ describe('order worker batches', () => {
     await seckill.orders.persist({ orderId: fresh[0]!, userId: '1', voucherId: voucher });
     // A conflict: Redis lost user 9's buyer mark and accepted a second order; MySQL holds the first.
     await env.db.insertInto('tb_voucher_order').values({ id: '77', user_id: '9', voucher_id: voucher }).execute();
-    await env.db.updateTable('tb_seckill_voucher').set({ stock: 10 - 2 }).where('voucher_id', '=', voucher).execute(); // orders 77 and fresh[0]
+    await env.db
+      .updateTable('tb_seckill_voucher')
+      .set({ stock: 10 - 2 })
+      .where('voucher_id', '=', voucher)
+      .execute(); // orders 77 and fresh[0]
     const second = await seckill.orderService.placeSeckillOrder('9', voucher);
     const redisStockBefore = (await seckill.store.read(voucher))!.stock;
 

@@ -67,9 +67,9 @@ async function deliverWithoutAck(consumer: string, count: number): Promise<numbe
   let delivered = 0;
   for (const shard of [0, 1]) {
     await seckill.stream.ensureGroup(shard);
-    const reply = (await env.redis.xreadgroup(
-      'GROUP', ORDER_GROUP, consumer, 'COUNT', count, 'STREAMS', seckill.keys.shard(shard).stream, '>',
-    )) as Array<[string, unknown[]]> | null;
+    const reply = (await env.redis.xreadgroup('GROUP', ORDER_GROUP, consumer, 'COUNT', count, 'STREAMS', seckill.keys.shard(shard).stream, '>')) as Array<
+      [string, unknown[]]
+    > | null;
     delivered += reply?.[0]?.[1].length ?? 0;
   }
   return delivered;

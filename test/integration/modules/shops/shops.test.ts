@@ -59,14 +59,25 @@ describe('shop types', () => {
 });
 
 describe('reading shops', () => {
-  it('GET /api/shop/{id} answers the shop as hmdp\'s front end reads it', async () => {
+  it("GET /api/shop/{id} answers the shop as hmdp's front end reads it", async () => {
     const response = await get('/api/shop/1');
     expect(response.statusCode).toBe(200);
     expect(response.json().data).toEqual({
-      id: '1', name: expect.stringContaining('103茶餐厅'), typeId: '1', images: '', area: expect.any(String),
-      address: expect.any(String), x: expect.any(Number), y: expect.any(Number), avgPrice: expect.any(Number),
-      sold: expect.any(Number), comments: expect.any(Number), score: expect.any(Number), openHours: '10:00-22:00',
-      createTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), updateTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      id: '1',
+      name: expect.stringContaining('103茶餐厅'),
+      typeId: '1',
+      images: '',
+      area: expect.any(String),
+      address: expect.any(String),
+      x: expect.any(Number),
+      y: expect.any(Number),
+      avgPrice: expect.any(Number),
+      sold: expect.any(Number),
+      comments: expect.any(Number),
+      score: expect.any(Number),
+      openHours: '10:00-22:00',
+      createTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      updateTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
   });
 

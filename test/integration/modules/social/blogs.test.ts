@@ -39,9 +39,19 @@ describe('blogs', () => {
     const response = await http.get(`/api/blog/${id}`, auth(reader!));
     expect(response.statusCode).toBe(200);
     expect(response.json().data).toEqual({
-      id, shopId: '1', userId: author!.id, title: '茶餐厅', images: '/blogs/1/2/a.png,/blogs/3/4/b.jpg', content: 'good food',
-      liked: 0, comments: 0, createTime: expect.any(String), updateTime: expect.any(String),
-      name: expect.stringMatching(/^u\d+$/), icon: '', isLike: false,
+      id,
+      shopId: '1',
+      userId: author!.id,
+      title: '茶餐厅',
+      images: '/blogs/1/2/a.png,/blogs/3/4/b.jpg',
+      content: 'good food',
+      liked: 0,
+      comments: 0,
+      createTime: expect.any(String),
+      updateTime: expect.any(String),
+      name: expect.stringMatching(/^u\d+$/),
+      icon: '',
+      isLike: false,
     });
   });
 
@@ -59,7 +69,11 @@ describe('blogs', () => {
     const noTitle = await http.post('/api/blog', { shopId: '1', content: 'c' }, auth(author!));
     expect(noTitle.statusCode).toBe(400);
     expect(noTitle.json().errorMsg).toContain('body.title');
-    const tooMany = await http.post('/api/blog', { shopId: '1', title: 't', content: 'c', images: Array.from({ length: 10 }, (_, i) => `/blogs/1/1/${i}.png`).join(',') }, auth(author!));
+    const tooMany = await http.post(
+      '/api/blog',
+      { shopId: '1', title: 't', content: 'c', images: Array.from({ length: 10 }, (_, i) => `/blogs/1/1/${i}.png`).join(',') },
+      auth(author!),
+    );
     expect(tooMany.statusCode).toBe(400);
     expect(tooMany.json().errorMsg).toContain('body.images');
     expect((await http.post('/api/blog', { shopId: '1', title: 't', content: 'c' })).statusCode).toBe(401);
@@ -123,7 +137,7 @@ describe('likes', () => {
 });
 
 describe('lists', () => {
-  it('GET /api/blog/hot pages by likes (10 a page) and is public; of/me and of/user page a user\'s blogs', async () => {
+  it("GET /api/blog/hot pages by likes (10 a page) and is public; of/me and of/user page a user's blogs", async () => {
     const local = await createTestEnv();
     try {
       await loadDemoData(local.db);

@@ -58,7 +58,14 @@ describe('feed (push model)', () => {
     await http.put(`/api/follow/${authorB!.id}/true`, auth(reader!));
     const published: string[] = [];
     // 25 blogs on 6 timestamps: runs of 12, 1, 7 (across page boundaries of 10), 3, 1, 1.
-    for (const [run, ms] of [[12, 0], [1, 5], [7, 9], [3, 20], [1, 21], [1, 30]] as const) {
+    for (const [run, ms] of [
+      [12, 0],
+      [1, 5],
+      [7, 9],
+      [3, 20],
+      [1, 21],
+      [1, 30],
+    ] as const) {
       clock = Date.UTC(2026, 5, 1, 4, 0, 0) + ms;
       for (let i = 0; i < run; i += 1) published.push(await publish(i % 2 === 0 ? authorA! : authorB!, `t${ms}-${i}`));
     }

@@ -31,7 +31,10 @@ describe('follows', () => {
     expect((await http.put(`/api/follow/${b!.id}/true`, auth(a!))).statusCode).toBe(200);
     expect((await http.put(`/api/follow/${b!.id}/true`, auth(a!))).statusCode).toBe(200); // no duplicate row
     expect(await follows(a!, b!)).toBe(true);
-    const { n } = await env.db.selectFrom('tb_follow').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const { n } = await env.db
+      .selectFrom('tb_follow')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
     expect(Number(n)).toBe(1);
     expect((await http.get(`/api/follow/or/not/${b!.id}`, auth(a!))).json().data).toBe(true);
     expect((await http.get(`/api/follow/or/not/${a!.id}`, auth(b!))).json().data).toBe(false); // one-way
@@ -63,7 +66,12 @@ describe('follows', () => {
     await env.redis.del(followsKey(g!.id)); // one side rebuilt from MySQL on the way
     const common = await http.get(`/api/follow/common/${g!.id}`, auth(f!));
     expect(common.statusCode).toBe(200);
-    expect(common.json().data.map((user: { id: string }) => user.id).sort()).toEqual([y.id, z.id].sort());
+    expect(
+      common
+        .json()
+        .data.map((user: { id: string }) => user.id)
+        .sort(),
+    ).toEqual([y.id, z.id].sort());
     expect(common.json().data[0]).toEqual({ id: expect.any(String), nickName: expect.stringMatching(/^u\d+$/), icon: '' });
     expect((await http.get(`/api/follow/common/${h!.id}`, auth(f!))).json().data).toEqual([]);
   });

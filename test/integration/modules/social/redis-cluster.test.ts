@@ -49,7 +49,12 @@ describe('social features on Redis Cluster', () => {
     await http.put(`/api/follow/${users[5]!.id}/true`, auth(followers[1]!));
     const common = await http.get(`/api/follow/common/${followers[1]!.id}`, auth(followers[0]!));
     expect(common.statusCode, common.body).toBe(200);
-    expect(common.json().data.map((user: { id: string }) => user.id).sort()).toEqual([author!.id, users[5]!.id].sort());
+    expect(
+      common
+        .json()
+        .data.map((user: { id: string }) => user.id)
+        .sort(),
+    ).toEqual([author!.id, users[5]!.id].sort());
 
     const blog = (await http.post('/api/blog', { shopId: '1', title: 't', content: 'c' }, auth(author!))).json().data as string;
     for (const follower of followers) expect(await redis.zscore(feedKey(follower.id), blog)).not.toBeNull();

@@ -35,7 +35,7 @@ async function signOn(user: { token: string }, year: number, month: number, day:
 const streak = async (user: { token: string }) => (await http.get('/api/user/sign/count', auth(user))).json().data as number;
 
 describe('sign-in', () => {
-  it('POST /api/user/sign sets today\'s bit in sign:{yyyyMM}:{userId}; twice is harmless', async () => {
+  it("POST /api/user/sign sets today's bit in sign:{yyyyMM}:{userId}; twice is harmless", async () => {
     const [u] = users;
     expect(await signOn(u!, 2026, 3, 5)).toEqual({ alreadySigned: false });
     expect(await signOn(u!, 2026, 3, 5)).toEqual({ alreadySigned: true });
@@ -73,7 +73,12 @@ describe('sign-in', () => {
     const [, u] = users;
     clock = shanghaiNoon(2026, 3, 2);
     expect((await http.get('/api/user/sign/month', auth(u!))).json().data).toEqual({ month: '202603', daysInMonth: 31, signedDays: [1, 2], today: 2 });
-    expect((await http.get('/api/user/sign/month?month=202602', auth(u!))).json().data).toEqual({ month: '202602', daysInMonth: 28, signedDays: [20, 26, 27, 28], today: null });
+    expect((await http.get('/api/user/sign/month?month=202602', auth(u!))).json().data).toEqual({
+      month: '202602',
+      daysInMonth: 28,
+      signedDays: [20, 26, 27, 28],
+      today: null,
+    });
     const bad = await http.get('/api/user/sign/month?month=2026-2', auth(u!));
     expect(bad.statusCode).toBe(400);
     expect(bad.json().errorMsg).toContain('querystring.month');

@@ -64,13 +64,16 @@ describe('blog image upload', () => {
     expect(wrongField.json().errorMsg).toContain('body.file');
   });
 
-  it('answers malformed multipart bodies with 400 (busboy\'s parse errors are the client\'s), storing nothing', async () => {
+  it("answers malformed multipart bodies with 400 (busboy's parse errors are the client's), storing nothing", async () => {
     const [owner] = users;
     const before = await env.db.selectFrom('tb_upload').select('id').execute();
     const boundary = '----b';
     const bodies: Array<[string, string]> = [
       ['multipart/form-data', 'no boundary'],
-      [`multipart/form-data; boundary=${boundary}`, `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n${PNG.toString('latin1')}`],
+      [
+        `multipart/form-data; boundary=${boundary}`,
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\n${PNG.toString('latin1')}`,
+      ],
       [`multipart/form-data; boundary=${boundary}`, 'garbage \u0000 garbage'],
     ];
     for (const [contentType, payload] of bodies) {
@@ -91,7 +94,7 @@ describe('blog image upload', () => {
     expect(await env.db.selectFrom('tb_upload').select('id').execute()).toHaveLength(before.length);
   });
 
-  it('deletes only the owner\'s images, refuses path traversal and unknown names', async () => {
+  it("deletes only the owner's images, refuses path traversal and unknown names", async () => {
     const [owner, other] = users;
     const name = (await upload(owner!, PNG)).json().data as string;
     const file = join(env.config.upload.dir, name);

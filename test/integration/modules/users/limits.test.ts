@@ -24,7 +24,6 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-
 function requestCode(phone: string, remoteAddress = '10.0.0.1') {
   return app.inject({ method: 'POST', url: `/api/user/code?phone=${phone}`, remoteAddress });
 }
@@ -90,7 +89,11 @@ describe('first login races', () => {
     const users = new UserRepository(env.db);
     const rows = await Promise.all(Array.from({ length: 10 }, (_, i) => users.findOrCreateByPhone('13900000041', `n${i}`)));
     expect(new Set(rows.map((row) => row.id)).size).toBe(1);
-    const count = await env.db.selectFrom('tb_user').select((eb) => eb.fn.countAll().as('n')).where('phone', '=', '13900000041').executeTakeFirstOrThrow();
+    const count = await env.db
+      .selectFrom('tb_user')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('phone', '=', '13900000041')
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(1);
   });
 });

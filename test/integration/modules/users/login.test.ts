@@ -72,9 +72,7 @@ describe('SMS-code login over HTTP', () => {
     await env.redis.del(`rl:sms:phone:interval:${phone}`); // skip the 60 s wait between codes
     const second = await loginAsNewUser(phone);
     expect(second).not.toBe(first);
-    const [a, b] = await Promise.all(
-      [first, second].map((token) => app.inject({ url: '/api/user/me', headers: { authorization: token } })),
-    );
+    const [a, b] = await Promise.all([first, second].map((token) => app.inject({ url: '/api/user/me', headers: { authorization: token } })));
     expect(a!.json().data.id).toBe(b!.json().data.id);
     const rows = await env.db.selectFrom('tb_user').select('id').where('phone', '=', phone).execute();
     expect(rows).toHaveLength(1);

@@ -49,15 +49,16 @@ async function login(phone: string): Promise<string> {
 const me = async (token: string) => (await app.inject({ url: '/api/user/me', headers: { authorization: token } })).json().data;
 /** An administrators-only route (visitor statistics): 200 for an admin, 403 for anyone else. */
 const adminRouteStatus = async (token: string) => (await app.inject({ url: '/api/stats/uv', headers: { authorization: token } })).statusCode;
-const roleInDb = async (phone: string) =>
-  (await env.db.selectFrom('tb_user').select('role').where('phone', '=', phone).executeTakeFirst())?.role;
+const roleInDb = async (phone: string) => (await env.db.selectFrom('tb_user').select('role').where('phone', '=', phone).executeTakeFirst())?.role;
 
 describe('npm run admin (the command function)', () => {
   it('grants a phone that never logged in: the user is created as an admin, and a login gets an admin session', async () => {
     const phone = newPhone();
     const granted = await admin('grant', phone);
     expect(granted.code).toBe(0);
-    expect(granted.out).toEqual([expect.stringMatching(new RegExp(`^${phone} \\(user \\d+, user_\\S+\\) is an administrator \\(new user\\); 0 live sessions updated$`))]);
+    expect(granted.out).toEqual([
+      expect.stringMatching(new RegExp(`^${phone} \\(user \\d+, user_\\S+\\) is an administrator \\(new user\\); 0 live sessions updated$`)),
+    ]);
     expect(await roleInDb(phone)).toBe('admin');
 
     const token = await login(phone);

@@ -15,7 +15,7 @@ function hashedPart(key: string): string {
 describe('SaleKeys', () => {
   const keys = new SaleKeys(4);
 
-  it('gives every key of one voucher, and its shard\'s stream, one {seckill:N} hash tag: one cluster slot', () => {
+  it("gives every key of one voucher, and its shard's stream, one {seckill:N} hash tag: one cluster slot", () => {
     const voucher = keys.voucher('10');
     const all = [voucher.voucher, voucher.buyers, voucher.stream, voucher.deadLetters, voucher.queued, keys.releaseMarker({ orderId: '77', voucherId: '10' })];
     expect(voucher.tag).toBe('{seckill:2}'); // 10 mod 4
@@ -38,7 +38,12 @@ describe('SaleKeys', () => {
       const shard = keys.shardOf(String(id));
       counts.set(shard, (counts.get(shard) ?? 0) + 1);
     }
-    expect([...counts.entries()].sort(([a], [b]) => a - b)).toEqual([[0, 250], [1, 250], [2, 250], [3, 250]]);
+    expect([...counts.entries()].sort(([a], [b]) => a - b)).toEqual([
+      [0, 250],
+      [1, 250],
+      [2, 250],
+      [3, 250],
+    ]);
   });
 
   it('computes the shard of a 64-bit id exactly (a JavaScript number would round it)', () => {
@@ -47,7 +52,7 @@ describe('SaleKeys', () => {
     expect(new SaleKeys(3).shardOf('9007199254740993')).toBe(Number(9007199254740993n % 3n));
   });
 
-  it('puts an order\'s release marker on its voucher\'s shard, one marker per order', () => {
+  it("puts an order's release marker on its voucher's shard, one marker per order", () => {
     const marker = keys.releaseMarker({ orderId: '123456789012345678', voucherId: '6' });
     expect(marker).toBe(`${shardTag(2)}:released:123456789012345678`);
     expect(keys.releaseMarker({ orderId: '1', voucherId: '6' })).not.toBe(keys.releaseMarker({ orderId: '2', voucherId: '6' }));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrder } from '../../../../src/modules/seckill/order-stream.js';
 
-describe('parseOrder: a stream entry\'s fields as an order', () => {
+describe("parseOrder: a stream entry's fields as an order", () => {
   it('reads the three ids whatever the field order, ignoring other fields', () => {
     const order = { orderId: '9223372036854775807', userId: '1', voucherId: '20' };
     expect(parseOrder(['orderId', order.orderId, 'userId', '1', 'voucherId', '20'])).toEqual(order);
@@ -17,9 +17,12 @@ describe('parseOrder: a stream entry\'s fields as an order', () => {
     expect(parseOrder([])).toBeNull();
   });
 
-  it.each([['0'], ['01'], ['-1'], ['1.5'], [' 1'], ['1e3'], [''], ['abc'], ['123456789012345678901']])('returns null for the id %j (not a positive decimal id of up to 20 digits)', (bad) => {
-    expect(parseOrder(['orderId', bad, 'userId', '2', 'voucherId', '3'])).toBeNull();
-    expect(parseOrder(['orderId', '1', 'userId', bad, 'voucherId', '3'])).toBeNull();
-    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', bad])).toBeNull();
-  });
+  it.each([['0'], ['01'], ['-1'], ['1.5'], [' 1'], ['1e3'], [''], ['abc'], ['123456789012345678901']])(
+    'returns null for the id %j (not a positive decimal id of up to 20 digits)',
+    (bad) => {
+      expect(parseOrder(['orderId', bad, 'userId', '2', 'voucherId', '3'])).toBeNull();
+      expect(parseOrder(['orderId', '1', 'userId', bad, 'voucherId', '3'])).toBeNull();
+      expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', bad])).toBeNull();
+    },
+  );
 });

@@ -10,7 +10,9 @@ const header = reserveLua.slice(0, reserveLua.indexOf(']]'));
 describe('reserve.lua as a typed function', () => {
   it('reads each return code the way reserve.lua documents it', () => {
     // "Returns 0 accepted, 1 not started, 2 ended, ..." up to the first parenthesis.
-    const documented = [...(/Returns ([^(]*)/.exec(header)?.[1] ?? '').matchAll(/(\d+) ([a-z ]+?)(?:,|$)/gm)].map((match) => [Number(match[1]), match[2]!.trim().replaceAll(' ', '-')] as const);
+    const documented = [...(/Returns ([^(]*)/.exec(header)?.[1] ?? '').matchAll(/(\d+) ([a-z ]+?)(?:,|$)/gm)].map(
+      (match) => [Number(match[1]), match[2]!.trim().replaceAll(' ', '-')] as const,
+    );
     expect(documented.length).toBeGreaterThanOrEqual(7);
     for (const [code, outcome] of documented) expect(toReserveOutcome(code), `code ${code}`).toBe(outcome);
   });
@@ -20,7 +22,7 @@ describe('reserve.lua as a typed function', () => {
     expect(() => toReserveOutcome(-1)).toThrow(/unexpected -1/);
   });
 
-  it('passes the keys in the order of the header\'s KEYS lines, all on the voucher\'s shard, then the order', () => {
+  it("passes the keys in the order of the header's KEYS lines, all on the voucher's shard, then the order", () => {
     const keys = new SaleKeys(8);
     const order = { orderId: '4611686018427387904', userId: '42', voucherId: '13' };
     const args = reserveArgs(keys, order);
