@@ -45,7 +45,7 @@ end
 local count = redis.call('HINCRBY', KEYS[1], member, 1)
 -- GT: a re-entry may lengthen the hold's lease but never shortens what an outer hold asked for.
 redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[3]), member)
-settle(KEYS[1], KEYS[2], now)
+outlive(KEYS[1], KEYS[2], tonumber(ARGV[3]))
 if count == 1 then return {1, next_fence(KEYS[3], ARGV[4])} end
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return {2, redis.call('GET', KEYS[3]) or '0'}

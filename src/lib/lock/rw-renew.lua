@@ -19,6 +19,6 @@ if not redis.call('ZSCORE', KEYS[2], member) then
   return 0
 end
 redis.call('ZADD', KEYS[2], 'GT', now + tonumber(ARGV[3]), member)
-settle(KEYS[1], KEYS[2], now)
+outlive(KEYS[1], KEYS[2], tonumber(ARGV[3]))
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1

@@ -41,3 +41,10 @@ local function settle(lock_key, leases_key, now)
   redis.call('PEXPIRE', leases_key, ttl)
   return mode
 end
+
+-- After a hold's lease was set to end in ms from now: both keys must live at least that long.
+local function outlive(lock_key, leases_key, ms)
+  for _, key in ipairs({lock_key, leases_key}) do
+    if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+  end
+end
