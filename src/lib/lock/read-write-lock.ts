@@ -118,12 +118,17 @@ export class RwHalf implements Lock {
         sleepCapMs: this.engine.pollMs,
         attempt: async (queued) => {
           const attempt = await this.attempt(owner, options.leaseMs);
-          // Readers may enter now: tell the other readers of this process that are asleep.
-          if (queued && (reader ? attempt.handle !== null : attempt.modeHeld === 'read')) wakeReaders(this.engine, channel);
+          // A writer kept out by readers: the sleeping readers of this process may enter.
+          if (queued && !reader && attempt.modeHeld === 'read') wakeReaders(this.engine, channel);
           return attempt;
         },
         joined: (waiter) => reader && readersOf(this.engine, channel).add(waiter),
-        left: (waiter) => reader && forgetReader(this.engine, channel, waiter),
+        left: (waiter, acquired) => {
+          if (!reader) return;
+          forgetReader(this.engine, channel, waiter);
+          // A reader got in after waiting: so may the other sleeping readers of this process.
+          if (acquired) wakeReaders(this.engine, channel);
+        },
       },
       options,
     );

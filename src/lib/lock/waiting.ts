@@ -24,8 +24,8 @@ export interface WaitSpec {
   joined?(waiter: Waiter): void;
   /** Called when waiting ended without the lock (timeout, abort, close, error): leave a queue. */
   gaveUp?(): Promise<unknown>;
-  /** Called when waiting ended, either way. */
-  left?(waiter: Waiter): void;
+  /** Called when waiting ended, either way (`acquired`: with the lock). */
+  left?(waiter: Waiter, acquired: boolean): void;
 }
 
 const now = (): number => performance.now();
@@ -64,7 +64,7 @@ async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSig
       await waiter.sleep(Math.max(1, Math.min(untilChange, spec.sleepCapMs, remainingMs)), signal);
     }
   } finally {
-    spec.left?.(waiter);
+    spec.left?.(waiter, handle !== null);
     waiter.leave();
     if (!handle) await spec.gaveUp?.().catch(() => undefined); // Redis unreachable: the queue entry expires
   }
