@@ -18,7 +18,9 @@
                      or the head's waiter lease when the lock is free and the head has not taken it).
 ]]
 local now = server_now_ms()
-drop_dead_waiters(KEYS[3], KEYS[4], now)
+-- Uncontended locks have no queue: skip its upkeep.
+local has_queue = redis.call('EXISTS', KEYS[3]) == 1
+if has_queue then drop_dead_waiters(KEYS[3], KEYS[4], now) end
 
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
@@ -30,7 +32,7 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {2, redis.call('GET', KEYS[2]) or '0'}
 end
 
-local head = redis.call('LINDEX', KEYS[3], 0)
+local head = has_queue and redis.call('LINDEX', KEYS[3], 0)
 if redis.call('EXISTS', KEYS[1]) == 0 and (not head or head == ARGV[1]) then
   if head then
     redis.call('LPOP', KEYS[3])
@@ -43,8 +45,9 @@ end
 
 local waiter_lease = tonumber(ARGV[4])
 if waiter_lease > 0 then
-  -- ZADD answers 1 only for a new member: an owner already queued keeps its place.
-  if redis.call('ZADD', KEYS[4], now + waiter_lease, ARGV[1]) == 1 then
+  -- ZADD answers 1 only for a new member: an owner already queued keeps its place (and one
+  -- left in the sorted set by a queue that expired apart from it queues again).
+  if redis.call('ZADD', KEYS[4], now + waiter_lease, ARGV[1]) == 1 or not has_queue then
     redis.call('RPUSH', KEYS[3], ARGV[1])
   end
   -- The queue keys vanish by themselves once every waiter is gone (they all refresh within their lease).

@@ -18,6 +18,8 @@ if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
   return 0
 end
 redis.call('DEL', KEYS[1])
-drop_dead_waiters(KEYS[2], KEYS[3], server_now_ms())
-wake_head(KEYS[1], KEYS[2], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  drop_dead_waiters(KEYS[2], KEYS[3], server_now_ms())
+  wake_head(KEYS[1], KEYS[2], ARGV[2])
+end
 return 1

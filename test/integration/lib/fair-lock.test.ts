@@ -189,6 +189,17 @@ describe('fair lock', () => {
     await (await waiter).release();
   });
 
+  it('re-queues a waiter whose queue entry vanished (the queue key lost apart from its liveness set)', async () => {
+    const { redis, locks } = world({ pollMs: 10_000 });
+    const holder = await locks.fairLock('lost').lock({ leaseMs: 20_000 });
+    const waiter = locks.runInContext(() => locks.fairLock('lost', { waiterLeaseMs: 300 }).lock({ waitMs: 10_000, leaseMs: 5_000 }));
+    await expect.poll(() => redis.llen(fairQueueKey('lost')), { interval: 5 }).toBe(1);
+    await redis.del(fairQueueKey('lost'));
+    await expect.poll(() => redis.llen(fairQueueKey('lost')), { interval: 20, timeout: 2_000 }).toBe(1);
+    await holder.release();
+    await (await waiter).release();
+  });
+
   it('rejects names that would move the Cluster hash tag', () => {
     const { locks } = world();
     expect(() => locks.fairLock('a{b}')).toThrow(TypeError);
