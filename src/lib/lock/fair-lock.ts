@@ -123,6 +123,13 @@ export class FairLock implements Lock {
     if (!handle || !(await handle.release())) throw new LockNotHeldError(this.name);
   }
 
+  /** Holds of the current async context according to Redis (0 when it does not hold the lock). */
+  async holdCount(): Promise<number> {
+    const contextId = currentContextId();
+    if (!contextId) return 0;
+    return Number((await this.engine.redis.hget(lockKey(this.name), `${this.engine.instanceId}:${contextId}`)) ?? 0);
+  }
+
   private get scripts(): FairScripts {
     return fairScripts(this.engine.redis);
   }

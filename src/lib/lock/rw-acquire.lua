@@ -19,7 +19,8 @@
 ]]
 local owner, wanted = ARGV[1], ARGV[2]
 local now = server_now_ms()
-local mode = settle(KEYS[1], KEYS[2], now)
+-- A free lock (the common case) has nothing to settle.
+local mode = redis.call('EXISTS', KEYS[1]) == 1 and settle(KEYS[1], KEYS[2], now)
 
 local granted
 if not mode then

@@ -13,14 +13,16 @@
          -1 when the owner does not hold it (lease expired, or never held).
 ]]
 local now = server_now_ms()
-local before = settle(KEYS[1], KEYS[2], now)
 local member = ARGV[1] .. (ARGV[2] == 'read' and ':r' or ':w')
-if redis.call('HEXISTS', KEYS[1], member) == 0 then
+local lease_end = redis.call('ZSCORE', KEYS[2], member)
+if not lease_end or tonumber(lease_end) <= now then
+  settle(KEYS[1], KEYS[2], now) -- tidy up what expired
   return -1
 end
 if redis.call('HINCRBY', KEYS[1], member, -1) > 0 then
   return 0
 end
+local before = redis.call('HGET', KEYS[1], 'mode')
 redis.call('HDEL', KEYS[1], member)
 redis.call('ZREM', KEYS[2], member)
 local after = settle(KEYS[1], KEYS[2], now)

@@ -65,6 +65,7 @@ describe('fair lock', () => {
       const inner = await lock.lock({ leaseMs: 10_000 });
       expect(inner.fencingToken).toBe(outer.fencingToken);
       expect(await redis.hvals(lockKey('res'))).toEqual(['2']);
+      expect(await lock.holdCount()).toBe(2);
       // Another owner (a new context) neither gets it nor, with waitMs 0, joins the queue.
       expect(await locks.runInContext(() => lock.tryLock())).toBeNull();
       expect(await redis.exists(fairQueueKey('res'))).toBe(0);
