@@ -167,6 +167,36 @@ describe('read-write lock', () => {
     await handle.release();
   });
 
+  it('lets readers in within one lease after the writer process is killed (the watchdog kept it before)', async () => {
+    const { prefix, locks } = world({ pollMs: 200 });
+    const rw = locks.readWriteLock('pair');
+    const writer = runFixture(workerFixture, [prefix, 'hold-write', '0', '1500']);
+    await writer.waitForLine(/^writing$/);
+    await sleep(3_000); // twice the lease: only renewals keep it
+    expect(await rw.writeLock().isLocked()).toBe(true);
+    const readers = [0, 1].map(() => as(locks, () => rw.readLock().lock({ waitMs: 10_000, leaseMs: 5_000 })));
+    writer.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    const handles = await Promise.all(readers);
+    expect(Date.now() - killedAt).toBeLessThan(1_500 + 1_000);
+    await Promise.all(handles.map((handle) => handle.release()));
+  });
+
+  it('gives up waiting on abort and after waitMs, naming the lock', async () => {
+    const { locks } = world();
+    const rw = locks.readWriteLock('busy');
+    const writer = await as(locks, () => rw.writeLock().lock({ leaseMs: 10_000 }));
+    const controller = new AbortController();
+    const aborted = as(locks, () => rw.readLock().lock({ signal: controller.signal }));
+    await sleep(100);
+    controller.abort(new Error('caller gave up'));
+    await expect(aborted).rejects.toThrow('caller gave up');
+    const startedAt = Date.now();
+    await expect(as(locks, () => rw.writeLock().lock({ waitMs: 300 }))).rejects.toThrow('Could not acquire lock "busy" within 300 ms');
+    expect(Date.now() - startedAt).toBeLessThan(1_000);
+    await writer.release();
+  });
+
   it('never shows a reader a half-written pair, never lets a writer see a reader, and shares reads, across 4 processes', async () => {
     const { prefix, redis } = world();
     const workers = Array.from({ length: 4 }, () => runFixture(workerFixture, [prefix, 'mix', '40']));
