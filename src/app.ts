@@ -29,7 +29,7 @@ export interface AppDeps {
   config: Config;
   redis: RedisClient;
   db: Db;
-  /** Defaults to a sender that logs the code. */
+  /** Defaults to the sender SMS_SENDER chooses (src/modules/users/sms-sender.ts). */
   sms?: SmsSender;
   logger?: FastifyServerOptions['logger'];
   /** Distributed locks for the sync seckill strategy. */
