@@ -447,7 +447,9 @@ function readSms(read: EnvReader): Config['sms'] {
   try {
     JSON.parse(renderSmsBody(http.bodyTemplate, { phone: '13800000000', code: '000000', minutes: '2' }));
   } catch {
-    throw new ConfigError(`Invalid environment variable SMS_HTTP_BODY=${JSON.stringify(http.bodyTemplate)}: expected JSON with {{phone}}, {{code}}, {{minutes}}`);
+    throw new ConfigError(
+      `Invalid environment variable SMS_HTTP_BODY=${JSON.stringify(http.bodyTemplate)}: expected JSON with {{phone}}, {{code}}, {{minutes}}`,
+    );
   }
   return { sender, http };
 }

@@ -13,22 +13,25 @@ export class BlogRepository {
    * that no blog shows yet. Returns the id, or null (nothing saved) when an image is not such an upload.
    */
   async insertWithImages(blog: NewBlog, images: readonly string[]): Promise<string | null> {
-    return this.db.transaction().execute(async (trx) => {
-      const id = String((await trx.insertInto('tb_blog').values(blog).executeTakeFirstOrThrow()).insertId);
-      if (images.length === 0) return id;
-      const attached = await trx
-        .updateTable('tb_upload')
-        .set({ blog_id: id })
-        .where('name', 'in', images)
-        .where('user_id', '=', blog.user_id)
-        .where('blog_id', 'is', null)
-        .executeTakeFirst();
-      if (Number(attached.numUpdatedRows) === images.length) return id;
-      throw new ImagesNotOwned();
-    }).catch((err: unknown) => {
-      if (err instanceof ImagesNotOwned) return null;
-      throw err;
-    });
+    return this.db
+      .transaction()
+      .execute(async (trx) => {
+        const id = String((await trx.insertInto('tb_blog').values(blog).executeTakeFirstOrThrow()).insertId);
+        if (images.length === 0) return id;
+        const attached = await trx
+          .updateTable('tb_upload')
+          .set({ blog_id: id })
+          .where('name', 'in', images)
+          .where('user_id', '=', blog.user_id)
+          .where('blog_id', 'is', null)
+          .executeTakeFirst();
+        if (Number(attached.numUpdatedRows) === images.length) return id;
+        throw new ImagesNotOwned();
+      })
+      .catch((err: unknown) => {
+        if (err instanceof ImagesNotOwned) return null;
+        throw err;
+      });
   }
 
   async findById(id: string): Promise<BlogRow | undefined> {

@@ -31,8 +31,10 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
     async (request) => ok(await service.create(currentUser(request), request.body)),
   );
 
-  app.put('/blog/like/:id', { schema: { summary: 'Like or unlike a blog (toggle)', params: IdParams }, preHandler: limits.preHandler('like') }, async (request) =>
-    ok(await service.toggleLike(request.params.id, currentUser(request).id)),
+  app.put(
+    '/blog/like/:id',
+    { schema: { summary: 'Like or unlike a blog (toggle)', params: IdParams }, preHandler: limits.preHandler('like') },
+    async (request) => ok(await service.toggleLike(request.params.id, currentUser(request).id)),
   );
 
   app.get('/blog/likes/:id', { schema: { summary: 'The first five users who liked a blog', params: IdParams } }, async (request) =>
