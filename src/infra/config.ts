@@ -208,7 +208,12 @@ export const ENV_VARS: readonly EnvVar[] = [
     meaning:
       'how login codes are sent: `http` (the gateway below) or `log` (the code is logged only when `NODE_ENV=development`). Production refuses to start unless it is set, so `log` there must be chosen explicitly',
   },
-  { name: 'SMS_HTTP_URL', default: '', meaning: 'SMS gateway endpoint (`SMS_SENDER=http`; required then): a JSON `POST` per code; non-2xx or timeout → 503' },
+  {
+    name: 'SMS_HTTP_URL',
+    default: '',
+    meaning:
+      'SMS gateway endpoint (`SMS_SENDER=http`; required then; `https://` in production unless loopback): a JSON `POST` per code; non-2xx or timeout → 503',
+  },
   { name: 'SMS_HTTP_AUTH_HEADER', default: 'authorization', meaning: 'request header carrying `SMS_HTTP_AUTH_TOKEN`' },
   { name: 'SMS_HTTP_AUTH_TOKEN', default: '', meaning: 'credential sent in `SMS_HTTP_AUTH_HEADER` (e.g. `Bearer …`; empty: no header). Never logged' },
   {

@@ -93,11 +93,22 @@ export class HttpSmsSender implements SmsSender {
  */
 export function createSmsSender(config: Pick<Config, 'nodeEnv' | 'sms' | 'auth'>, log: Pick<Log, 'info'>): SmsSender {
   const { sender, http } = config.sms;
-  if (sender === 'http') return new HttpSmsSender({ ...http, codeTtlSeconds: config.auth.loginCodeTtlSeconds });
+  if (sender === 'http') {
+    // A login code is a credential: in production it travels over TLS, or stays on this machine (a local relay).
+    if (config.nodeEnv === 'production' && !encryptedOrLocal(http.url)) {
+      throw new ConfigError(`SMS_HTTP_URL must be an https:// URL in production (or a loopback address): got ${new URL(http.url).origin}`);
+    }
+    return new HttpSmsSender({ ...http, codeTtlSeconds: config.auth.loginCodeTtlSeconds });
+  }
   if (sender === undefined && config.nodeEnv === 'production') {
     throw new ConfigError(
       'SMS_SENDER is not set: in production set SMS_SENDER=http (an SMS gateway, with SMS_HTTP_URL) or SMS_SENDER=log explicitly (codes are then neither sent nor logged)',
     );
   }
   return new LogSmsSender(log, config.nodeEnv === 'development');
+}
+
+function encryptedOrLocal(url: string): boolean {
+  const { protocol, hostname } = new URL(url);
+  return protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(hostname);
 }

@@ -155,6 +155,11 @@ describe('choosing the sender (SMS_SENDER)', () => {
     expect(createSmsSender(config({ NODE_ENV: 'production', SMS_SENDER: 'log' }), silent)).toBeInstanceOf(LogSmsSender);
     expect(createSmsSender(config({ NODE_ENV: 'development' }), silent)).toBeInstanceOf(LogSmsSender);
     expect(createSmsSender(config({ SMS_SENDER: 'http', SMS_HTTP_URL: 'https://sms.example.com/send' }), silent)).toBeInstanceOf(HttpSmsSender);
+    // Codes are credentials: plain HTTP in production only to a loopback relay.
+    const production = (url: string) => config({ NODE_ENV: 'production', SMS_SENDER: 'http', SMS_HTTP_URL: url });
+    expect(() => createSmsSender(production('http://sms.example.com/send'), silent)).toThrow(/SMS_HTTP_URL must be an https/);
+    expect(createSmsSender(production('http://127.0.0.1:8025/send'), silent)).toBeInstanceOf(HttpSmsSender);
+    expect(createSmsSender(production('https://sms.example.com/send'), silent)).toBeInstanceOf(HttpSmsSender);
   });
 
   it('refuses a gateway without a URL, a bad URL and a body template that is not JSON', () => {
