@@ -10,6 +10,7 @@ import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
 import { trackRoutes } from './http/route-table.js';
+import { validatorPerHttpPart } from './http/validation.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from './http/security-headers.js';
 import { serveWeb } from './http/web.js';
 import type { Config } from './infra/config.js';
@@ -65,6 +66,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     connectionTimeout: config.http.connectionTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     ajv: ajvOptions,
+    // Query strings and params are coerced to their schema types, JSON bodies are not.
+    schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart() } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors,
     clientErrorHandler,

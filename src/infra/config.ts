@@ -17,9 +17,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**
    * Whose X-Forwarded-For to believe when finding the client IP (rate limits are per IP):
-   * false (direct clients), true (any proxy) or a comma-separated list of proxy addresses/CIDRs.
+   * false (direct clients), a number of proxy hops in front of the app, or a comma-separated list
+   * of proxy addresses/CIDRs. Never `true`: that believes the left-most address, which the client writes.
    */
-  trustProxy: boolean | string;
+  trustProxy: boolean | number | string;
   redisUrl: string;
   /** Comma-separated host:port list; when set, the app talks to a Redis Cluster instead. */
   redisClusterNodes: string[];
@@ -160,7 +161,12 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'MYSQL_URL', default: 'mysql://root@127.0.0.1:3306/hmdp', meaning: 'MySQL 8 or MariaDB 10.11' },
   { name: 'MYSQL_POOL_SIZE', default: '10', meaning: 'connections per instance' },
   { name: 'LOG_LEVEL', default: 'info', shown: '`info` (`silent` in tests)', meaning: 'pino level' },
-  { name: 'TRUST_PROXY', default: 'false', meaning: '`true` or proxy addresses/CIDRs whose `X-Forwarded-For` names the client' },
+  {
+    name: 'TRUST_PROXY',
+    default: 'false',
+    meaning:
+      "proxies whose `X-Forwarded-For` names the client: their number in front of the app (`1` behind one nginx that appends `$remote_addr`) or their addresses/CIDRs (`127.0.0.1`). `true` is refused: it believes the left-most address, which the client writes ([docs/operations.md](docs/operations.md#client-ip-behind-a-proxy))",
+  },
   { name: 'SESSION_TTL_SECONDS', default: '1800', meaning: 'session lifetime after the last request' },
   { name: 'LOGIN_CODE_TTL_SECONDS', default: '120', meaning: 'login code lifetime' },
   { name: 'LOGIN_CODE_MAX_ATTEMPTS', default: '5', meaning: 'wrong codes before a code is burnt' },
@@ -468,12 +474,19 @@ class EnvReader {
     return origins;
   }
 
-  trustProxy(name: string, fallback: boolean): boolean | string {
+  trustProxy(name: string, fallback: boolean): boolean | number | string {
     const value = this.raw(name);
     if (value === undefined) return fallback;
-    if (value === 'true') return true;
+    if (value === 'true') {
+      // Any X-Forwarded-For would be believed, so its left-most address (the client's own writing)
+      // would become the IP that every per-IP limit counts: one client, unlimited addresses.
+      throw new ConfigError(
+        `Invalid environment variable ${name}=true: it trusts an X-Forwarded-For the client writes itself. Set the number of proxies in front of the app (1 behind one nginx) or their addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8)`,
+      );
+    }
     if (value === 'false') return false;
+    if (/^\d{1,2}$/.test(value)) return Number(value); // hops, counted from the app's socket
     if (/^[\d.:a-fA-F/]+(,[\d.:a-fA-F/]+)*$/.test(value.replace(/\s/g, ''))) return value.replace(/\s/g, '');
-    return this.fail(name, value, 'true, false or a comma-separated list of proxy addresses/CIDRs');
+    return this.fail(name, value, 'false, a number of proxy hops or a comma-separated list of proxy addresses/CIDRs');
   }
 }

@@ -86,6 +86,7 @@ describe('loadConfig', () => {
     ['SESSION_TTL_SECONDS', '0', 'SESSION_TTL_SECONDS'],
     ['REDIS_CLUSTER_NODES', 'a,b', 'REDIS_CLUSTER_NODES'],
     ['TRUST_PROXY', 'maybe', 'TRUST_PROXY'],
+    ['TRUST_PROXY', 'true', 'TRUST_PROXY=true: it trusts an X-Forwarded-For the client writes itself'],
     ['SHOP_CACHE_STRATEGY', 'lru', 'expected one of mutex, logical'],
     ['CACHE_TTL_JITTER_PERCENT', '101', 'CACHE_TTL_JITTER_PERCENT'],
     ['SHOP_BLOOM', 'yes', 'expected true or false'],
@@ -95,5 +96,13 @@ describe('loadConfig', () => {
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('TRUST_PROXY (issue #17)', () => {
+  it('reads a number of proxy hops, addresses, or nothing', () => {
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' }).trustProxy).toBe('127.0.0.1,10.0.0.0/8');
+    expect(loadConfig({}).trustProxy).toBe(false);
   });
 });
