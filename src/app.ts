@@ -52,6 +52,18 @@ export interface AppDeps {
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
 
 /**
+ * TRUST_PROXY=n: the n hops nearest the app are proxies (what Fastify does with a number, which
+ * its types do not declare), so the client is the n-th address from the right of X-Forwarded-For.
+ */
+const trustHops =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
+
+/** How often Node looks for requests over their time: a tenth of the timeout, 100 ms to 1 s. */
+const timeoutCheckingInterval = (requestTimeoutMs: number): number => Math.min(1_000, Math.max(100, Math.round(requestTimeoutMs / 10)));
+
+/**
  * The HTTP application, without listening. Connections are passed in and owned by the caller
  * (main.ts or a test), which closes them after `app.close()`.
  */
@@ -60,9 +72,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // Tokens redacted, phone numbers masked (src/infra/logging.ts), whoever supplies the options.
     logger: secureLoggerOptions(deps.logger, config.logLevel),
-    trustProxy: config.trustProxy,
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
+    // Node checks the request timeout of open requests only every connectionsCheckingInterval
+    // (30 s by default), so a body trickled a byte at a time held a socket up to twice the
+    // timeout: checking every tenth of it (0.1 to 1 s) keeps the bound within a second. The
+    // timeout is also given here, where Node derives headersTimeout from it: set only afterwards
+    // (as Fastify does), headersTimeout stays 60 s and Node never expires a request before that.
+    http: { requestTimeout: config.http.requestTimeoutMs, connectionsCheckingInterval: timeoutCheckingInterval(config.http.requestTimeoutMs) },
     connectionTimeout: config.http.connectionTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     ajv: ajvOptions,
