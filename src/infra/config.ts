@@ -95,6 +95,8 @@ export interface Config {
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
     sessionTtlSeconds: number;
+    /** Absolute session lifetime from the login, however active the session. */
+    sessionMaxAgeSeconds: number;
     /** Login code (login:code:*) time to live. */
     loginCodeTtlSeconds: number;
     /** Wrong codes tolerated before the code is burnt and a new one must be requested. */
@@ -165,9 +167,14 @@ export const ENV_VARS: readonly EnvVar[] = [
     name: 'TRUST_PROXY',
     default: 'false',
     meaning:
-      "proxies whose `X-Forwarded-For` names the client: their number in front of the app (`1` behind one nginx that appends `$remote_addr`) or their addresses/CIDRs (`127.0.0.1`). `true` is refused: it believes the left-most address, which the client writes ([docs/operations.md](docs/operations.md#client-ip-behind-a-proxy))",
+      'proxies whose `X-Forwarded-For` names the client: their number in front of the app (`1` behind one nginx that appends `$remote_addr`) or their addresses/CIDRs (`127.0.0.1`). `true` is refused: it believes the left-most address, which the client writes ([docs/operations.md](docs/operations.md#client-ip-behind-a-proxy))',
   },
   { name: 'SESSION_TTL_SECONDS', default: '1800', meaning: 'session lifetime after the last request' },
+  {
+    name: 'SESSION_MAX_AGE_SECONDS',
+    default: '43200',
+    meaning: 'absolute session lifetime from the login, however active (12 h: OWASP ASVS level 2); `POST /api/user/logout-all` ends every session sooner',
+  },
   { name: 'LOGIN_CODE_TTL_SECONDS', default: '120', meaning: 'login code lifetime' },
   { name: 'LOGIN_CODE_MAX_ATTEMPTS', default: '5', meaning: 'wrong codes before a code is burnt' },
   { name: 'SMS_INTERVAL_SECONDS', default: '60', meaning: 'minimum gap between two codes for one phone (`0`: none)' },
@@ -337,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
+      sessionMaxAgeSeconds: read.int('SESSION_MAX_AGE_SECONDS', 12 * 3600, { min: 1, max: 366 * 86_400 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
       loginCodeMaxAttempts: read.int('LOGIN_CODE_MAX_ATTEMPTS', 5, { min: 1, max: 100 }),
       smsDailyLimitPerPhone: read.int('SMS_DAILY_LIMIT_PER_PHONE', 10, { min: 0 }),

@@ -115,7 +115,7 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
   }
   const rows = await testEnv.db.selectFrom('tb_user').select(['id', 'phone', 'nick_name']).where('phone', 'in', phones).execute();
   const byPhone = new Map(rows.map((row) => [row.phone, row]));
-  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds);
   return Promise.all(
     phones.map(async (phone) => {
       const row = byPhone.get(phone)!;
@@ -129,13 +129,16 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
  * (admin routes read the role from the session; granting it is tested in roles.test.ts).
  */
 export async function sessionOf(testEnv: TestEnv, userId: string, role: UserRole = 'user'): Promise<{ authorization: string }> {
-  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds);
   return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '', role }) };
 }
 
 /** The role service of `npm run admin`, on the env's database and Redis. */
 export function roleService(testEnv: TestEnv): RoleService {
-  return new RoleService({ users: new UserRepository(testEnv.db), sessions: new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds) });
+  return new RoleService({
+    users: new UserRepository(testEnv.db),
+    sessions: new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds),
+  });
 }
 
 /** Makes the user with this phone an administrator, as `npm run admin -- grant <phone>` does (live sessions included). */

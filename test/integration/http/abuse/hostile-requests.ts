@@ -242,7 +242,7 @@ export interface Context {
  * Routes whose valid request does something whatever its values (there is no id to point
  * elsewhere): only requests that fail validation or authentication are sent to them.
  */
-export const ALWAYS_ACT = new Set(['POST /api/user/code', 'POST /api/user/sign', 'POST /api/user/logout']);
+export const ALWAYS_ACT = new Set(['POST /api/user/code', 'POST /api/user/sign', 'POST /api/user/logout', 'POST /api/user/logout-all']);
 
 export const NORMAL_USER_ON_ADMIN_ROUTE = "a normal user on an administrators' route";
 export const NORMAL_USER = 'a normal user';
