@@ -139,7 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await locks.close();
   });
 
-  installMetricsRoute(app, metrics);
+  installMetricsRoute(app, metrics, config.metricsToken);
   // Uploaded images, public and outside /api like hmdp's nginx /imgs/ folder.
   mkdirSync(social.uploadService.root, { recursive: true });
   await app.register(fastifyStatic, { root: social.uploadService.root, prefix: '/imgs/', decorateReply: false, index: false, dotfiles: 'deny' });

@@ -120,6 +120,8 @@ export interface Config {
     apiPerIp: number;
     apiWindowSeconds: number;
   };
+  /** Bearer token of `GET /metrics`; empty: no /metrics route at all. */
+  metricsToken: string;
   http: {
     /** Origins allowed to call the API from a browser (CORS); empty: same origin only. */
     corsOrigins: string[];
@@ -211,6 +213,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     shown: '(empty: same origin only)',
     meaning: 'comma-separated origins (`https://shop.example.com`) whose pages may call the API from a browser',
   },
+  {
+    name: 'METRICS_TOKEN',
+    default: '',
+    shown: '(empty: no `/metrics`)',
+    meaning:
+      'bearer token the Prometheus scraper sends to `GET /metrics` (`authorization: Bearer <token>`, at least 16 characters); without it the route does not exist',
+  },
   { name: 'BODY_LIMIT_BYTES', default: '65536', meaning: 'largest JSON request body (larger → 413); image uploads are bounded by `UPLOAD_MAX_BYTES`' },
   { name: 'HTTP_REQUEST_TIMEOUT_MS', default: '30000', meaning: 'longest time to receive a whole request (slow clients get 408; `0`: none)' },
   {
@@ -261,9 +270,9 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'CACHE_REBUILD_WAIT_MS', default: '2000', meaning: "longest wait for another instance's rebuild of a key before loading it anyway" },
   {
     name: 'SHOP_BLOOM',
-    default: 'false',
+    default: 'true',
     meaning:
-      'check the shop id Bloom filter before loading a shop Redis lacks (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`)',
+      'check the shop id Bloom filter before loading a shop Redis lacks, so that unknown ids (cache penetration) reach neither MySQL nor the cache (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`); `false` leaves only the null markers of `CACHE_NULL_TTL_SECONDS`',
   },
   { name: 'SHOP_BLOOM_EXPECTED_ITEMS', default: '1000000', meaning: 'shops the Bloom filter is sized for (n)' },
   {
@@ -329,7 +338,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheStrategy: read.oneOf('SHOP_CACHE_STRATEGY', ['mutex', 'logical'] as const, 'mutex'),
       cacheTtlSeconds: read.int('SHOP_CACHE_TTL_SECONDS', 30 * 60, { min: 1, max: 30 * 86_400 }),
       typeCacheTtlSeconds: read.int('SHOP_TYPE_CACHE_TTL_SECONDS', 3600, { min: 1, max: 30 * 86_400 }),
-      bloom: read.bool('SHOP_BLOOM', false),
+      bloom: read.bool('SHOP_BLOOM', true),
       bloomExpectedItems: read.int('SHOP_BLOOM_EXPECTED_ITEMS', 1_000_000, { min: 1, max: 100_000_000 }),
       bloomFalsePositiveRate: read.number('SHOP_BLOOM_FALSE_POSITIVE_RATE', 0.01, { minExclusive: 0, maxExclusive: 1 }),
     },
@@ -358,6 +367,7 @@ export function loadConfig(env: Env = process.env): Config {
       apiPerIp: read.int('API_RATE_LIMIT_PER_IP', 0, { min: 0 }),
       apiWindowSeconds: read.int('API_RATE_LIMIT_WINDOW_SECONDS', 60, { min: 1, max: 86_400 }),
     },
+    metricsToken: read.secret('METRICS_TOKEN', 16),
     http: readHttp(read),
   };
 }
@@ -453,6 +463,16 @@ class EnvReader {
     if (value === 'true' || value === '1') return true;
     if (value === 'false' || value === '0') return false;
     return this.fail(name, value, 'true or false');
+  }
+
+  /** A secret: empty (unset) or at least `minLength` characters, never echoed in the message. */
+  secret(name: string, minLength: number): string {
+    const value = this.raw(name);
+    if (value === undefined) return '';
+    if (value.length < minLength || /\s/.test(value)) {
+      throw new ConfigError(`Invalid environment variable ${name}: expected at least ${minLength} characters without spaces (e.g. openssl rand -hex 32)`);
+    }
+    return value;
   }
 
   /** A variable that no longer does anything: stop rather than silently ignore what its setter meant. */

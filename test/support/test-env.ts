@@ -15,6 +15,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis
 import type { SmsSender } from '../../src/modules/users/sms-sender.js';
 import type { UserRole } from '../../src/infra/schema.js';
 import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
+import { testAppLogger } from './app-logs.js';
 import { deleteKeys } from './redis.js';
 
 /**
@@ -32,6 +33,10 @@ export interface TestEnv {
   mysqlUrl: string;
   cleanup(): Promise<void>;
 }
+
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789';
+/** Headers of a Prometheus scrape of a test app's `GET /metrics`. */
+export const metricsAuth = { authorization: `Bearer ${TEST_METRICS_TOKEN}` } as const;
 
 export async function createTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
   const name = `hmdp_test_${randomBytes(4).toString('hex')}`;
@@ -52,6 +57,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     SECKILL_ADMISSION_RATE: '0',
     // Uploaded images in a folder of this env's own, removed by cleanup().
     UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
+    // /metrics exists only with a token: scrape it with `metricsAuth`.
+    METRICS_TOKEN: TEST_METRICS_TOKEN,
     ...env,
   });
   await ensureDatabase(mysqlUrl);
@@ -98,7 +105,8 @@ export async function buildTestApp(
   sms = new InboxSmsSender(),
   extra: Partial<AppDeps> = {},
 ): Promise<{ app: FastifyInstance; sms: InboxSmsSender }> {
-  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: false, ...extra });
+  // Logs go to the run's log folder, which the global setup scans for phones and tokens in clear.
+  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: testAppLogger(), ...extra });
   await app.ready();
   return { app, sms };
 }

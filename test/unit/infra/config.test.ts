@@ -19,10 +19,10 @@ describe('loadConfig', () => {
   });
 
   it('reads the cache settings (defaults and overrides)', () => {
-    expect(loadConfig({}).shop).toMatchObject({ cacheStrategy: 'mutex', cacheTtlSeconds: 1800, bloom: false, bloomFalsePositiveRate: 0.01 });
+    expect(loadConfig({}).shop).toMatchObject({ cacheStrategy: 'mutex', cacheTtlSeconds: 1800, bloom: true, bloomFalsePositiveRate: 0.01 });
     expect(loadConfig({}).cache).toEqual({ ttlJitterPercent: 10, nullTtlSeconds: 60, rebuildWaitMs: 2000 });
-    const config = loadConfig({ SHOP_CACHE_STRATEGY: 'logical', SHOP_BLOOM: 'true', SHOP_BLOOM_FALSE_POSITIVE_RATE: '0.001', CACHE_NULL_TTL_SECONDS: '120' });
-    expect(config.shop).toMatchObject({ cacheStrategy: 'logical', bloom: true, bloomFalsePositiveRate: 0.001 });
+    const config = loadConfig({ SHOP_CACHE_STRATEGY: 'logical', SHOP_BLOOM: 'false', SHOP_BLOOM_FALSE_POSITIVE_RATE: '0.001', CACHE_NULL_TTL_SECONDS: '120' });
+    expect(config.shop).toMatchObject({ cacheStrategy: 'logical', bloom: false, bloomFalsePositiveRate: 0.001 });
     expect(config.cache.nullTtlSeconds).toBe(120);
   });
 
