@@ -60,8 +60,22 @@ const trustHops =
   (_address: string, hop: number): boolean =>
     hop < hops;
 
-/** How often Node looks for requests over their time: a tenth of the timeout, 100 ms to 1 s. */
-const timeoutCheckingInterval = (requestTimeoutMs: number): number => Math.min(1_000, Math.max(100, Math.round(requestTimeoutMs / 10)));
+/**
+ * Options of Node's HTTP server for HTTP_REQUEST_TIMEOUT_MS: Node checks open requests against the
+ * timeout only every connectionsCheckingInterval (30 s by default), so a body trickled a byte at
+ * a time held a socket up to twice the timeout; checking every tenth of it (0.1 to 1 s) keeps the
+ * bound within a second. headersTimeout must be given here too: set only after the server exists
+ * (as Fastify sets the request timeout), it stays 60 s and Node expires no request before that.
+ * 0 (no timeout): Node's defaults.
+ */
+const requestTimeoutOptions = (requestTimeoutMs: number) =>
+  requestTimeoutMs === 0
+    ? {}
+    : {
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: Math.min(60_000, requestTimeoutMs),
+        connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.round(requestTimeoutMs / 10))),
+      };
 
 /**
  * The HTTP application, without listening. Connections are passed in and owned by the caller
@@ -75,12 +89,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
-    // Node checks the request timeout of open requests only every connectionsCheckingInterval
-    // (30 s by default), so a body trickled a byte at a time held a socket up to twice the
-    // timeout: checking every tenth of it (0.1 to 1 s) keeps the bound within a second. The
-    // timeout is also given here, where Node derives headersTimeout from it: set only afterwards
-    // (as Fastify does), headersTimeout stays 60 s and Node never expires a request before that.
-    http: { requestTimeout: config.http.requestTimeoutMs, connectionsCheckingInterval: timeoutCheckingInterval(config.http.requestTimeoutMs) },
+    // Slow bodies get 408 within the timeout plus a second (see requestTimeoutOptions).
+    http: requestTimeoutOptions(config.http.requestTimeoutMs),
     connectionTimeout: config.http.connectionTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     ajv: ajvOptions,

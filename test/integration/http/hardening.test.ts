@@ -81,9 +81,21 @@ describe('body size and timeouts', () => {
 
   it('applies the configured timeouts to the server', async () => {
     expect(app.server.requestTimeout).toBe(env.config.http.requestTimeoutMs);
+    // Slow headers are bounded by the request timeout as well (issue #17; slow bodies: abuse/slow-requests.test.ts).
+    expect(app.server.headersTimeout).toBe(Math.min(60_000, env.config.http.requestTimeoutMs));
     expect(app.server.keepAliveTimeout).toBe(env.config.http.keepAliveTimeoutMs);
     expect(app.server.timeout).toBe(env.config.http.connectionTimeoutMs);
     expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000', HTTP_CONNECTION_TIMEOUT_MS: '60000' })).toThrow(/HTTP_CONNECTION_TIMEOUT_MS/);
+  });
+
+  it("keeps Node's header timeout when the request timeout is off (HTTP_REQUEST_TIMEOUT_MS=0)", async () => {
+    const { app: untimed } = await buildTestApp({ ...env, config: { ...env.config, http: { ...env.config.http, requestTimeoutMs: 0 } } });
+    try {
+      expect(untimed.server.requestTimeout).toBe(0);
+      expect(untimed.server.headersTimeout).toBe(60_000);
+    } finally {
+      await untimed.close();
+    }
   });
 });
 
