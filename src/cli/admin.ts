@@ -16,7 +16,10 @@ await runCli(async () => {
   const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 1 });
   const redis = createRedis(config);
   try {
-    const roles = new RoleService({ users: new UserRepository(db), sessions: new SessionStore(redis, config.auth.sessionTtlSeconds) });
+    const roles = new RoleService({
+      users: new UserRepository(db),
+      sessions: new SessionStore(redis, config.auth.sessionTtlSeconds, config.auth.sessionMaxAgeSeconds),
+    });
     process.exitCode = await runAdminCommand(process.argv.slice(2), roles, console);
   } finally {
     await closeRedis(redis);
