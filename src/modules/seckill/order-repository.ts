@@ -81,6 +81,11 @@ export class OrderRepository {
     });
   }
 
+  /** The order worker's circuit-breaker probe: is MySQL answering? */
+  async ping(): Promise<void> {
+    await sql`SELECT 1`.execute(this.db);
+  }
+
   async findForUser(orderId: string, userId: string): Promise<OrderRow | undefined> {
     return this.db.selectFrom('tb_voucher_order').selectAll().where('id', '=', orderId).where('user_id', '=', userId).executeTakeFirst();
   }
