@@ -17,6 +17,11 @@ export interface OrderWorkerOptions {
   claimIdleMs: number;
   /** Wait before retrying an entry of our own that failed. */
   retryDelayMs?: number;
+  /**
+   * A sync order held in Redis this long (its request writes MySQL itself) is streamed for this
+   * worker to write: its request died before settling it. Far longer than a request can last.
+   */
+  handOffHeldAfterMs?: number;
   /** Longest XREADGROUP block; bounds how late stop() and maintenance run. */
   blockMs?: number;
   log: Log;
@@ -86,6 +91,7 @@ export class OrderWorker {
       await this.stream.ensureGroup(shard);
       await this.readOwnPending(shard);
       await this.readNew(shard);
+      await this.handOffStale(shard);
       await this.retryOwn(shard);
       await this.claimAbandoned(shard);
       await this.stream.trimAcknowledged(shard);
@@ -115,6 +121,7 @@ export class OrderWorker {
         }
         await this.readNew(shard, reader, this.options.blockMs ?? 1000);
         if (Date.now() >= maintenanceDue) {
+          await this.handOffStale(shard);
           await this.retryOwn(shard);
           await this.claimAbandoned(shard);
           maintenanceDue = Date.now() + this.retryDelayMs;
@@ -134,6 +141,12 @@ export class OrderWorker {
 
   private get retryDelayMs(): number {
     return this.options.retryDelayMs ?? 1000;
+  }
+
+  /** Sync orders whose request never settled them (its instance died) go to the stream; the write is idempotent. */
+  private async handOffStale(shard: number): Promise<void> {
+    const handed = await this.store.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.batchSize);
+    if (handed > 0) this.options.log.warn({ shard, count: handed }, 'order worker: streamed sync orders their request left unsettled');
   }
 
   /** After a restart: entries delivered to this consumer before the crash and never acknowledged. */
