@@ -1,4 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
+import { isTransient } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
@@ -179,10 +180,11 @@ export class OrderService {
   }
 
   /**
-   * Writes an order reserved with `hold` to MySQL. Refused by MySQL (Redis had drifted from it):
-   * the unit and buyer mark go back and the answer is the refusal. Failed, or its outcome unknown
-   * (the commit may have landed): the order is handed to the worker through the stream, whose
-   * write is idempotent, and answered as accepted (state `queued` until written); never dropped.
+   * Writes an order reserved with `hold` to MySQL. Refused by MySQL (Redis had drifted from it) or
+   * failed for a reason of its own (rolled back): the unit and buyer mark go back and the answer is
+   * the refusal or the error. MySQL unreachable or busy, so the outcome may be unknown (the commit
+   * may have landed): the order is handed to the worker through the stream, whose write is
+   * idempotent, and answered as accepted (state `queued` until written); never dropped.
    */
   private async writeHeld(order: QueuedOrder): Promise<ReserveOutcome> {
     let written: Awaited<ReturnType<OrderRepository['persist']>>;
@@ -192,6 +194,10 @@ export class OrderService {
       if (error instanceof OutOfStockInDatabase) {
         await this.deps.store.release(order);
         return 'sold-out';
+      }
+      if (!isTransient(error)) {
+        await this.deps.store.release(order);
+        throw error;
       }
       try {
         await this.deps.store.handOff(order);

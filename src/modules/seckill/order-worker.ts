@@ -165,12 +165,25 @@ export class OrderWorker {
     if (entries.length > 0) await this.handleBatch(shard, entries);
   }
 
-  /** Our own failed entries: retried after a pause (together), dead-lettered after too many deliveries. */
+  /**
+   * Our own failed entries: retried after a pause, a batch at a time until none is idle (after an
+   * outage the whole backlog of them at once), dead-lettered after too many deliveries. A claim
+   * resets an entry's idle time, so each page is new entries and the loop ends.
+   */
   private async retryOwn(shard: number): Promise<void> {
+    for (;;) {
+      const fullPage = await this.retryOwnPage(shard);
+      if (!fullPage || !this.breaker.closed || !this.running) return;
+    }
+  }
+
+  /** One page of retryOwn; true if the page was full (more may be waiting). */
+  private async retryOwnPage(shard: number): Promise<boolean> {
     const { consumer, batchSize, maxDeliveries } = this.options;
     const retries: Entry[] = [];
-    for (const { id, deliveries } of await this.stream.pendingOf(shard, consumer, this.retryDelayMs, batchSize)) {
-      if (!this.breaker.closed) return; // claiming them now would only count deliveries
+    const page = await this.stream.pendingOf(shard, consumer, this.retryDelayMs, batchSize);
+    for (const { id, deliveries } of page) {
+      if (!this.breaker.closed) return false; // claiming them now would only count deliveries
       const entry = await this.stream.claim(shard, consumer, this.retryDelayMs, id);
       // Nothing claimed: another consumer took the entry over (XAUTOCLAIM) since XPENDING, so it
       // is not idle enough, or it was deleted from the stream (Redis 7 then drops it from the
@@ -186,6 +199,7 @@ export class OrderWorker {
       else retries.push([id, fields]);
     }
     if (retries.length > 0) await this.handleBatch(shard, retries);
+    return page.length === batchSize;
   }
 
   /** Entries left pending by consumers that stopped answering (crashed instances). */

@@ -8,7 +8,7 @@ export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-
 export interface WriteBreakerOptions {
   /** Consecutive failed MySQL attempts (connection lost, refused, timed out, deadlock) that open the circuit. */
   failuresToOpen?: number;
-  /** First wait before a probe; each failed probe waits longer (exponential, decorrelated jitter), up to probeMaxMs. */
+  /** Scale of the waits before a probe: about this, then roughly doubling with each failed probe (decorrelated jitter), up to probeMaxMs. */
   probeAfterMs?: number;
   probeMaxMs?: number;
   /** How often a waiting worker loop looks whether the probe is due (no MySQL call unless it is). */
@@ -41,7 +41,7 @@ export class WriteBreaker {
     this.pollMs = options.pollMs ?? 100;
     this.policy = circuitBreaker(handleWhen(isTransient), {
       breaker: new ConsecutiveBreaker(options.failuresToOpen ?? 5),
-      halfOpenAfter: new ExponentialBackoff({ initialDelay: options.probeAfterMs ?? 500, maxDelay: options.probeMaxMs ?? 10_000 }),
+      halfOpenAfter: new ExponentialBackoff({ initialDelay: options.probeAfterMs ?? 500, maxDelay: options.probeMaxMs ?? 5_000 }),
     });
     this.policy.onStateChange((state) => options.onStateChange?.(toBreakerState(state)));
   }

@@ -152,6 +152,25 @@ describe('instances on different seckill strategies share one sale', () => {
     }
   });
 
+  it('a sync order whose MySQL write fails for a reason of its own is rolled back in Redis and answered with the error', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 5 });
+    await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    // Not an outage (ER_BAD_DB_ERROR is not transient): the transaction never ran, nothing to hand off.
+    const wrongUrl = new URL(env.mysqlUrl);
+    wrongUrl.pathname = '/no_such_database_here';
+    const wrongDb = createDb({ mysqlUrl: wrongUrl.toString(), poolSize: 1 });
+    const broken = buildSeckill({ config: withStrategy(env.config, 'sync'), redis: env.redis, db: wrongDb, log: pino({ level: 'silent' }) });
+    try {
+      await expect(broken.orderService.placeSeckillOrder(users[250]!.id, voucherId)).rejects.toThrow(/no_such_database_here/);
+      expect((await worker.store.read(voucherId))?.stock).toBe(5);
+      expect(await env.redis.sismember(worker.keys.voucher(voucherId).buyers, users[250]!.id)).toBe(0);
+      await expectConsistent(voucherId, 5, []);
+    } finally {
+      await broken.close();
+      await wrongDb.destroy();
+    }
+  });
+
   it('a sync order whose request died before its MySQL write is streamed by the worker after the hold time', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
     await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });

@@ -79,12 +79,13 @@ describe('order worker: circuit breaker and backoff on MySQL', () => {
     seckill.startJobs();
     await eventually(async () => expect(await sample('seckill_worker_breaker_state', 'state="open"')).toBe(1), 5_000);
     // Five consecutive failures open the circuit (a batch in flight per shard may add one each).
+    await sleep(300); // such a batch fails within milliseconds (connection refused)
     const writesAtOpen = await attempts('write');
     expect(writesAtOpen).toBeLessThanOrEqual(5 + SHARDS);
     const probesAtOpen = await attempts('probe');
     const refusedAtOpen = proxy.connectionsRefused;
     await sleep(OUTAGE_MS);
-    // Open: no write is tried, and one probe at a time after a backoff of 0.5 s growing to 10 s;
+    // Open: no write is tried, and one probe at a time, the waits roughly doubling from ~0.5 s;
     // a loop paced by the backlog (today's: each pending entry once a second) makes thousands.
     expect(await attempts('write')).toBe(writesAtOpen);
     const probes = (await attempts('probe')) - probesAtOpen;
