@@ -30,7 +30,7 @@ export interface Config {
   /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
   idBlockSize: number;
   seckill: {
-    /** `async`: Lua + Redis Stream + worker (default). `sync`: lock + MySQL transaction, for comparison. */
+    /** `async`: Lua + Redis Stream + worker (default). `sync`: the same Lua decision, then lock + MySQL transaction before the answer. */
     strategy: 'async' | 'sync';
     /**
      * Order streams. A voucher's keys and its stream share the hash tag `{seckill:N}` with
