@@ -31,7 +31,7 @@ export interface Config {
   /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
   idBlockSize: number;
   seckill: {
-    /** `async`: Lua + Redis Stream + worker (default). `sync`: lock + MySQL transaction, for comparison. */
+    /** `async`: Lua + Redis Stream + worker (default). `sync`: the same Lua decision, then lock + MySQL transaction before the answer. */
     strategy: 'async' | 'sync';
     /**
      * Order streams. A voucher's keys and its stream share the hash tag `{seckill:N}` with
@@ -294,7 +294,12 @@ export const ENV_VARS: readonly EnvVar[] = [
     default: '100',
     meaning: 'order-id sequence numbers an instance reserves per Redis round trip (1 = one round trip per id; see src/lib/id)',
   },
-  { name: 'SECKILL_STRATEGY', default: 'async', meaning: '`async` (Lua + Redis Stream + worker) or `sync` (lock + MySQL transaction)' },
+  {
+    name: 'SECKILL_STRATEGY',
+    default: 'async',
+    meaning:
+      '`async` (Lua + Redis Stream + worker) or `sync` (the same Lua decision, then lock + MySQL transaction before the answer); may differ between instances',
+  },
   { name: 'SECKILL_STREAM_SHARDS', default: '4', meaning: 'order streams (`{seckill:N}` hash tags); fixed for a deployment' },
   { name: 'SECKILL_WORKER', default: 'true', meaning: 'run the order worker and canceller inside the app instance' },
   { name: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', meaning: 'consumer name; keep stable across restarts' },
