@@ -35,3 +35,11 @@ export class LockClientClosedError extends Error {
     super('LockClient is closed');
   }
 }
+
+/** A simple (non-reentrant) lock was asked for, with a wait, by the async context that holds it. */
+export class LockReentryError extends Error {
+  override readonly name = 'LockReentryError';
+  constructor(readonly lockName: string) {
+    super(`Simple lock "${lockName}" is already held by the current async context: it is not reentrant, so waiting for it would wait for itself`);
+  }
+}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { runInNewContext, runInSomeContext } from './context.js';
-import { assertDuration, LockEngine } from './engine.js';
+import { assertDuration, LockEngine, MAX_LEASE_MS } from './engine.js';
 import { ReentrantLock, SimpleLock } from './redis-lock.js';
 import type { LockHandle, LockObserver, RedisClient, TryLockOptions } from './types.js';
 
@@ -27,7 +27,7 @@ export class LockClient {
 
   constructor(redis: RedisClient, options: LockClientOptions = {}) {
     const { instanceId = randomUUID(), defaultLeaseMs = 30_000, pollMs = 1_000 } = options;
-    assertDuration('defaultLeaseMs', defaultLeaseMs, { min: 3 }); // the watchdog renews every third
+    assertDuration('defaultLeaseMs', defaultLeaseMs, { min: 3, max: MAX_LEASE_MS }); // the watchdog renews every third
     assertDuration('pollMs', pollMs, { min: 1 });
     this.engine = new LockEngine(redis, instanceId, defaultLeaseMs, pollMs, options.observer);
   }
