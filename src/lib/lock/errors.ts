@@ -43,3 +43,15 @@ export class LockReentryError extends Error {
     super(`Simple lock "${lockName}" is already held by the current async context: it is not reentrant, so waiting for it would wait for itself`);
   }
 }
+
+/** A semaphore's `acquire()` waited `waitMs` without getting its permits. */
+export class PermitTimeoutError extends Error {
+  override readonly name = 'PermitTimeoutError';
+  constructor(
+    readonly semaphoreName: string,
+    readonly permits: number,
+    readonly waitMs: number,
+  ) {
+    super(`Could not acquire ${permits} permit(s) of semaphore "${semaphoreName}" within ${waitMs} ms`);
+  }
+}

@@ -6,3 +6,7 @@ export { LockReentryError } from './errors.js';
 export { fenceKey, lockKey } from './engine.js';
 export { MAX_LEASE_MS } from './engine.js';
 export type { Lock, LockHandle, LockObserver, LockWaitEvent, RedisClient, TryLockOptions } from './types.js';
+export { Semaphore, semaphoreKey, type AcquireOptions } from './semaphore.js';
+export { PermitExpirableSemaphore, permitSemaphoreKeys, type PermitAcquireOptions, type PermitLease } from './permit-expirable-semaphore.js';
+export { CountDownLatch, latchKey, type AwaitOptions } from './count-down-latch.js';
+export { PermitTimeoutError } from './errors.js';

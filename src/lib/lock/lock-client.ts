@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { runInNewContext, runInSomeContext } from './context.js';
 import { assertDuration, LockEngine, MAX_LEASE_MS } from './engine.js';
 import { ReentrantLock, SimpleLock } from './redis-lock.js';
+import { CountDownLatch } from './count-down-latch.js';
+import { PermitExpirableSemaphore } from './permit-expirable-semaphore.js';
+import { Semaphore } from './semaphore.js';
 import type { LockHandle, LockObserver, RedisClient, TryLockOptions } from './types.js';
 
 export interface LockClientOptions {
@@ -44,6 +47,21 @@ export class LockClient {
   /** A non-reentrant lock: SET NX PX with a random token, compare-and-delete release. */
   simpleLock(name: string): SimpleLock {
     return new SimpleLock(this.engine, name);
+  }
+
+  /** A counting semaphore (Redisson's RSemaphore): permits without owners. */
+  semaphore(name: string): Semaphore {
+    return new Semaphore(this.engine, name);
+  }
+
+  /** A semaphore whose permits have ids and leases (Redisson's RPermitExpirableSemaphore). */
+  permitExpirableSemaphore(name: string): PermitExpirableSemaphore {
+    return new PermitExpirableSemaphore(this.engine, name);
+  }
+
+  /** A count-down latch (Redisson's RCountDownLatch). */
+  countDownLatch(name: string): CountDownLatch {
+    return new CountDownLatch(this.engine, name);
   }
 
   /**
