@@ -122,6 +122,23 @@ export class Hold {
     return true;
   }
 
+  /** An immediate watchdog renewal: true while held (see LockHandle.renew). */
+  async renewNow(): Promise<boolean> {
+    const leaseMs = this.watchdogLeaseMs;
+    if (this.ended || leaseMs === undefined) return !this.ended;
+    const sentAt = now();
+    let owned: boolean;
+    try {
+      owned = await this.backend.renew(leaseMs);
+    } catch {
+      return false; // not confirmed; the expiry timer still decides whether it is lost
+    }
+    if (this.ended) return false;
+    if (owned) this.confirmLease(sentAt, leaseMs);
+    else if (!this.releasing) this.lose('taken over or expired (renewal refused)');
+    return owned;
+  }
+
   private scheduleRenewal(): void {
     const leaseMs = this.watchdogLeaseMs!;
     this.renewTimer = setLongTimeout(() => void this.renew(leaseMs), Math.max(1, Math.floor(leaseMs / 3)));
@@ -157,6 +174,10 @@ class HoldHandle implements LockHandle {
 
   get signal(): AbortSignal {
     return this.hold.signal;
+  }
+
+  renew(): Promise<boolean> {
+    return this.released ? Promise.resolve(false) : this.hold.renewNow();
   }
 
   release(): Promise<boolean> {

@@ -118,6 +118,10 @@ class CombinedHold implements MultiLockHandle {
   private readonly retrying = new Set<number>();
   private timer: LongTimer | undefined;
   private ended = false;
+  /** Watchdog mode with fewer locks needed than given (RedLock): lost locks are retaken. */
+  private retaking = false;
+  /** Longest wait for the renewals that confirm the quorum: a watchdog period (set by start). */
+  private confirmTimeoutMs = 0;
 
   constructor(
     private readonly locks: readonly Lock[],
@@ -145,6 +149,8 @@ class CombinedHold implements MultiLockHandle {
       // With a fixed lease nothing renews the locks: the validity time is all there is.
       this.timer = setLongTimeout(() => this.lose('validity time over'), validityMs);
     } else if (this.quorum < this.locks.length) {
+      this.retaking = true;
+      this.confirmTimeoutMs = Math.max(this.timeoutMs, Math.floor(lease / 3));
       this.scheduleRetake(Math.max(1, Math.floor(lease / 3)));
     }
     this.onSubLockLost(); // a lock may have been lost while the others were acquired
@@ -162,7 +168,22 @@ class CombinedHold implements MultiLockHandle {
   private readonly onSubLockLost = (): void => {
     const held = this.handles.length;
     if (held < this.quorum) this.lose(`only ${held} of ${this.locks.length} locks still held`);
+    else if (this.retaking) void this.confirmQuorum();
   };
+
+  /**
+   * Renews every lock still believed held, now: a lock found lost may not be the only one (two
+   * servers restarted together), and retaking one while the quorum is in fact gone would hide
+   * that another client may have held the majority meanwhile. True if the quorum is confirmed.
+   */
+  private async confirmQuorum(): Promise<boolean> {
+    const answers = await Promise.all(this.handles.map((handle) => within(handle.renew?.() ?? Promise.resolve(true), this.confirmTimeoutMs)));
+    const confirmed = answers.filter((answer) => answer === true).length;
+    if (this.ended) return false;
+    if (confirmed >= this.quorum) return true;
+    this.lose(`only ${confirmed} of ${this.locks.length} locks confirmed after one was lost`);
+    return false;
+  }
 
   private lose(why: string): void {
     if (this.ended) return;
@@ -180,12 +201,16 @@ class CombinedHold implements MultiLockHandle {
 
   private scheduleRetake(periodMs: number): void {
     this.timer = setLongTimeout(() => {
-      if (this.ended) return;
-      this.slots.forEach((handle, index) => {
-        if (handle === null || handle.signal.aborted) void this.retake(index);
+      void this.retakeLost().finally(() => {
+        if (!this.ended) this.scheduleRetake(periodMs);
       });
-      this.scheduleRetake(periodMs);
     }, periodMs);
+  }
+
+  private async retakeLost(): Promise<void> {
+    const lost = [...this.slots.keys()].filter((index) => this.slots[index] === null || this.slots[index]!.signal.aborted);
+    if (lost.length === 0 || !(await this.confirmQuorum())) return;
+    await Promise.all(lost.map((index) => this.retake(index)));
   }
 
   private async retake(index: number): Promise<void> {

@@ -87,6 +87,32 @@ describe('waitMs bounds the whole acquisition', () => {
   });
 });
 
+describe('waitMs bounds a semaphore wait too', () => {
+  it('when Redis hangs: false at the deadline, and the permit taken late is given back', async () => {
+    const server = await startRedisServer();
+    const redis = new Redis(server.url);
+    const client = new LockClient(redis);
+    try {
+      const semaphore = client.semaphore('slow');
+      const expirable = client.permitExpirableSemaphore('slow');
+      await semaphore.trySetPermits(1);
+      await expirable.trySetPermits(1);
+      server.pause();
+      const start = Date.now();
+      expect(await semaphore.tryAcquire({ waitMs: 400 })).toBe(false);
+      expect(await expirable.tryAcquire({ waitMs: 400 })).toBeNull();
+      expect(Date.now() - start).toBeLessThan(1_500);
+      server.resume();
+      expect(await eventually(async () => (await semaphore.availablePermits()) === 1 && (await expirable.availablePermits()) === 1, 3_000)).toBe(true);
+    } finally {
+      server.resume();
+      await client.close();
+      redis.disconnect();
+      await server.kill();
+    }
+  });
+});
+
 describe('a MultiLock or RedLock that lost its quorum', () => {
   it('MultiLock: one lock lost, the others are released at once and no longer renewed', async () => {
     const handle = await new MultiLock(locks.map((client) => client.lock('multi-lost'))).lock(); // watchdogs, lease 900 ms
