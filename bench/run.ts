@@ -76,7 +76,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
     }
     if (wanted.has('lock')) {
-      progress.step('lock: lock + unlock pairs vs redlock and redis-semaphore', (microMs * 10) / 1000);
+      progress.step('lock: lock + unlock pairs vs redlock and redis-semaphore', (microMs * 16) / 1000); // 8 locks × 2 modes
       report.locks = lockRows(await measureLockBench({ redisUrl: options.redisUrl, durationMs: microMs }));
     }
     if (profileDir) report.profile = await summariseProfileDir(profileDir);

@@ -36,6 +36,14 @@ export class LockClientClosedError extends Error {
   }
 }
 
+/** A read-write lock's owner asked for the write lock while holding only the read lock. */
+export class LockUpgradeError extends Error {
+  override readonly name = 'LockUpgradeError';
+  constructor(readonly lockName: string) {
+    super(`Read lock "${lockName}" is held by this owner: taking the write lock would wait forever (release the read lock first)`);
+  }
+}
+
 /** A simple (non-reentrant) lock was asked for, with a wait, by the async context that holds it. */
 export class LockReentryError extends Error {
   override readonly name = 'LockReentryError';

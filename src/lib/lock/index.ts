@@ -1,11 +1,13 @@
 export { LockClient, type LockClientOptions } from './lock-client.js';
 export { ReentrantLock, SimpleLock } from './redis-lock.js';
 export { MultiLock, RedLock, type MultiLockHandle, type MultiLockOptions } from './multi-lock.js';
-export { LockClientClosedError, LockLostError, LockNotHeldError, LockTimeoutError } from './errors.js';
+export { LockClientClosedError, LockLostError, LockNotHeldError, LockTimeoutError, LockUpgradeError } from './errors.js';
 export { LockReentryError } from './errors.js';
 export { fenceKey, lockKey } from './engine.js';
 export { MAX_LEASE_MS } from './engine.js';
 export type { Lock, LockHandle, LockObserver, LockWaitEvent, RedisClient, TryLockOptions } from './types.js';
+export { FairLock, fairQueueKey, fairWaitersKey, type FairLockOptions } from './fair-lock.js';
+export { ReadWriteLock, RwHalf, rwFenceKey, rwLeasesKey, rwLockKey } from './read-write-lock.js';
 export { Semaphore, semaphoreKey, type AcquireOptions } from './semaphore.js';
 export { PermitExpirableSemaphore, permitSemaphoreKeys, type PermitAcquireOptions, type PermitLease } from './permit-expirable-semaphore.js';
 export { CountDownLatch, latchKey, type AwaitOptions } from './count-down-latch.js';
