@@ -87,6 +87,42 @@ describe('waitMs bounds the whole acquisition', () => {
   });
 });
 
+describe('waitMs bounds the fair and read-write locks too', () => {
+  it('when Redis hangs: null at the deadline for each kind, and the name is free once Redis answers again', async () => {
+    const server = await startRedisServer();
+    const redis = new Redis(server.url);
+    const observer = new Redis(server.url);
+    const client = new LockClient(redis);
+    try {
+      await Promise.all([redis.ping(), observer.ping()]);
+      server.pause();
+      const tries = [
+        () => client.fairLock('slow-fair').tryLock({ waitMs: 400, leaseMs: 60_000 }),
+        () => client.readWriteLock('slow-rw').writeLock().tryLock({ waitMs: 400, leaseMs: 60_000 }),
+        () => client.readWriteLock('slow-rw').readLock().tryLock({ waitMs: 400, leaseMs: 60_000 }),
+      ];
+      for (const attempt of tries) {
+        const start = Date.now();
+        expect(await attempt()).toBeNull();
+        expect(Date.now() - start).toBeLessThan(1_100);
+      }
+      server.resume();
+      // The acquisitions that arrived late were released: a fresh caller takes each at once.
+      const fair = await client.fairLock('slow-fair').tryLock({ waitMs: 3_000 });
+      const write = await client.readWriteLock('slow-rw').writeLock().tryLock({ waitMs: 3_000 });
+      expect(fair).not.toBeNull();
+      expect(write).not.toBeNull();
+      await Promise.all([fair!.release(), write!.release()]);
+    } finally {
+      server.resume();
+      await client.close();
+      redis.disconnect();
+      observer.disconnect();
+      await server.kill();
+    }
+  });
+});
+
 describe('waitMs bounds a semaphore wait too', () => {
   it('when Redis hangs: false at the deadline, and the permit taken late is given back', async () => {
     const server = await startRedisServer();
