@@ -1,4 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
+import { unavailableDependency } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
@@ -63,6 +64,29 @@ export class SaleRefused extends HttpError {
   }
 }
 
+/**
+ * The reserve script was sent and no answer came (Redis stalled, timed out or dropped the
+ * connection): the order may have been accepted. Never answered as a refusal: 503, with the order
+ * id it would have and where to look it up.
+ */
+export class OutcomeUnknown extends HttpError {
+  readonly outcome = 'unknown';
+
+  constructor(orderId: string, voucherId: string, cause: unknown) {
+    super(
+      503,
+      `The outcome of this order is unknown (${unavailableDependency(cause)?.dependency ?? 'a dependency'} did not answer): it may have been placed as order ${orderId}. ` +
+        `Check GET /api/voucher-order/${orderId} or GET /api/voucher-order/of/me/voucher/${voucherId} before ordering again`,
+      { 'retry-after': '1' },
+    );
+    this.cause = cause;
+  }
+}
+
+/** What the request deadline answers on the order route, whose reserve may have run by then. */
+export const ORDER_DEADLINE_MESSAGE =
+  'The outcome of this order is unknown (no answer in time): check GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again';
+
 export const REFUSALS = {
   notStarted: 'The sale has not started yet',
   ended: 'The sale has ended',
@@ -117,7 +141,7 @@ export class OrderService {
   private async placeAsync(userId: string, voucherId: string): Promise<string> {
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     const order = { orderId, userId, voucherId };
-    let outcome = await this.deps.store.reserve(order);
+    let outcome = await this.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
       case 'accepted':
@@ -147,7 +171,16 @@ export class OrderService {
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
     await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
-    return this.deps.store.reserve(order);
+    return this.reserve(order);
+  }
+
+  /** reserve.lua; any failure after it may have been sent means the outcome is unknown, never "refused". */
+  private async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.reserve(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
   }
 
   /**
@@ -167,7 +200,9 @@ export class OrderService {
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
+    let sent = false;
     const place = async () => {
+      sent = true;
       try {
         return await this.deps.orders.placeDirect({ orderId, userId, voucherId });
       } catch (error) {
@@ -180,6 +215,8 @@ export class OrderService {
       outcome = await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS });
     } catch (error) {
       if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
+      // The transaction may have committed before MySQL (or the lock's release) stopped answering.
+      if (sent && !(error instanceof HttpError)) throw new OutcomeUnknown(orderId, voucherId, error);
       throw error;
     }
     if (outcome === 'user-has-order') throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
@@ -193,6 +230,17 @@ export class OrderService {
     const queued = await this.deps.stream.findQueued(orderId);
     if (queued && queued.userId === userId) return { id: orderId, voucherId: queued.voucherId, state: 'queued' };
     throw notFound(`Order ${orderId} not found`);
+  }
+
+  /**
+   * The user's order of one voucher, wherever it is: MySQL, else Redis's buyer mark (accepted, the
+   * worker has not written it yet). For a client told "outcome unknown" that lost the order id.
+   */
+  async findForVoucher(userId: string, voucherId: string): Promise<OrderView | { voucherId: string; state: 'queued' }> {
+    const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
+    if (row) return toView(row);
+    if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
+    throw notFound(`You have no order for voucher ${voucherId}`);
   }
 
   /**
@@ -220,7 +268,7 @@ export class OrderService {
 }
 
 function outcomeOf(error: unknown): string {
-  if (error instanceof SaleRefused) return error.outcome;
+  if (error instanceof SaleRefused || error instanceof OutcomeUnknown) return error.outcome;
   if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
   return 'error';
 }
