@@ -1,5 +1,5 @@
 import closeWithGrace from 'close-with-grace';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, type Config } from './infra/config.js';
 import { createDb } from './infra/db.js';
@@ -17,11 +17,11 @@ import { closeRedis, createRedis } from './infra/redis.js';
  */
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
-  let app: FastifyInstance | undefined;
+  const errorLog: { to?: FastifyBaseLogger } = {}; // the app's logger, once it exists
   // ioredis reconnects by itself; say so in our log (rate-limited) instead of its "Unhandled error event".
   const redis = createRedis(config, {
     onError: (err, skipped) => {
-      if (app) app.log.warn({ err, skipped }, 'redis connection error');
+      if (errorLog.to) errorLog.to.warn({ err, skipped }, 'redis connection error');
       else console.error(`redis connection error: ${err.message}`);
     },
   });
@@ -30,8 +30,9 @@ async function main(): Promise<void> {
     poolSize: config.mysqlPoolSize,
     timeouts: { queryMs: config.deadlines.mysqlQueryMs, connectMs: config.deadlines.mysqlConnectMs },
   });
-  app = await buildApp({ config, redis, db });
+  const app = await buildApp({ config, redis, db });
   const log = app.log;
+  errorLog.to = log;
 
   // SIGTERM/SIGINT: stop accepting, let in-flight requests finish, then close the pools.
   closeWithGrace({ delay: 10_000, logger: log }, async ({ signal, err }) => {

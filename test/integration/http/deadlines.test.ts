@@ -1,11 +1,11 @@
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisServer, type RedisServer } from '../../../kit/redis-servers.js';
 import type { Config } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
-import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
+import { createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { ShopRepository, type ShopRow } from '../../../src/modules/shops/shop-repository.js';
 import { insertSeckillVoucher } from '../../support/seckill.js';
@@ -86,7 +86,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-async function timed(request: Parameters<FastifyInstance['inject']>[0]) {
+async function timed(request: InjectOptions) {
   const started = Date.now();
   const response = await app.inject(request);
   return { response, elapsedMs: Date.now() - started, body: response.json<{ success: boolean; errorMsg?: string; data?: Record<string, unknown> }>() };
