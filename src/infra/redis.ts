@@ -15,6 +15,9 @@ export interface RedisClientOptions {
   onError?: (err: Error, skipped: number) => void;
 }
 
+/** Added to the command timeout for blocking reads with no BLOCK time of their own (see duplicateRedis). */
+const BLOCKING_SAFETY_NET_MS = 5_000;
+
 /** Connection errors of one client are reported at most this often (a restart makes dozens a second). */
 const ERROR_REPORT_INTERVAL_MS = 10_000;
 
@@ -90,9 +93,12 @@ export function duplicateRedis(redis: RedisClient, commandTimeoutMs: number | nu
   const base = redis instanceof Cluster ? redis.options.redisOptions : redis.options;
   const bounded = typeof base?.commandTimeout === 'number';
   if (!bounded && commandTimeoutMs !== null) return redis.duplicate();
+  // blockingTimeout is ioredis's safety net for a blocking read without a BLOCK time, and for one
+  // queued while the connection is not up yet (it fixes the read's deadline then): not shorter
+  // than a usual BLOCK, or the first read of a fresh connection would be cut short.
   const override: Partial<RedisOptions> =
     commandTimeoutMs === null
-      ? { commandTimeout: undefined, ...(bounded ? { blockingTimeout: base.commandTimeout } : {}) }
+      ? { commandTimeout: undefined, ...(bounded ? { blockingTimeout: base.commandTimeout + BLOCKING_SAFETY_NET_MS } : {}) }
       : { commandTimeout: commandTimeoutMs };
   if (redis instanceof Cluster) return redis.duplicate([], { redisOptions: { ...redis.options.redisOptions, ...override } });
   return redis.duplicate(override);
