@@ -33,7 +33,7 @@ export function installDeadline(app: FastifyInstance, deadlineMs: number): void 
     }
     const timer = setTimeout(() => {
       expire(request, reply, deadlineMs);
-    }, deadlineMs);
+    }, deadlineMs).unref();
     reply.raw.once('close', () => {
       clearTimeout(timer);
     });

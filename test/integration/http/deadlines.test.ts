@@ -145,6 +145,10 @@ describe('a stalled Redis', () => {
     expect(byId.json()).toMatchObject({ success: true, data: { id: orderId, voucherId, state: 'queued' } });
     const byVoucher = await app.inject({ method: 'GET', url: `/api/voucher-order/of/me/voucher/${voucherId}`, headers: { authorization: token } });
     expect(byVoucher.json()).toMatchObject({ success: true, data: { voucherId, state: 'queued' } });
+    const [stranger] = await createUsersWithSessions({ ...env, redis }, 1, 17_000_000_000);
+    const none = await app.inject({ method: 'GET', url: `/api/voucher-order/of/me/voucher/${voucherId}`, headers: { authorization: stranger!.token } });
+    expect(none.statusCode).toBe(404);
+    expect(none.json()).toMatchObject({ success: false, errorMsg: `You have no order for voucher ${voucherId}` });
     // A second try is told the truth: the user already has this order.
     const again = await app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: token } });
     expect(again.json()).toMatchObject({ success: false, errorMsg: 'You already have an order for this voucher' });
