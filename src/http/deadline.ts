@@ -26,13 +26,28 @@ export const RETRY_AFTER_SECONDS = 1;
  * HTTP_REQUEST_TIMEOUT_MS: their body is read inside the handler, at the client's pace.
  */
 export function installDeadline(app: FastifyInstance, deadlineMs: number): void {
+  const expired = new WeakSet<FastifyRequest>();
+  // A handler that fails after the deadline answered: Fastify would log "Promise errored, but
+  // reply.sent = true was set" at error level for each; say what happened instead, once, as a warning.
+  app.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const result: unknown = handler.call(this, request, reply);
+      if (!(result instanceof Promise)) return result;
+      return result.catch((error: unknown) => {
+        if (!expired.has(request)) throw error;
+        request.log.warn({ err: error }, 'request failed after its deadline answered 503');
+        return undefined;
+      });
+    };
+  });
   app.addHook('onRequest', (request, reply, done) => {
     if (request.headers['content-type']?.startsWith('multipart/') === true) {
       done();
       return;
     }
     const timer = setTimeout(() => {
-      expire(request, reply, deadlineMs);
+      if (expire(request, reply, deadlineMs)) expired.add(request);
     }, deadlineMs).unref();
     reply.raw.once('close', () => {
       clearTimeout(timer);
@@ -41,8 +56,9 @@ export function installDeadline(app: FastifyInstance, deadlineMs: number): void 
   });
 }
 
-function expire(request: FastifyRequest, reply: FastifyReply, deadlineMs: number): void {
-  if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return;
+/** Answers 503 unless the request was answered already; true if it did. */
+function expire(request: FastifyRequest, reply: FastifyReply, deadlineMs: number): boolean {
+  if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return false;
   const message = request.routeOptions.config.deadlineMessage ?? `No answer within ${deadlineMs} ms (a dependency is slow), please retry`;
   request.log.warn({ deadlineMs, route: request.routeOptions.url }, 'request deadline passed: answered 503');
   void reply
@@ -50,4 +66,5 @@ function expire(request: FastifyRequest, reply: FastifyReply, deadlineMs: number
     .header('retry-after', String(RETRY_AFTER_SECONDS))
     .send(fail(`${message} (request id ${request.id})`));
   reply.hijack();
+  return true;
 }

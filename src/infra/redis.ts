@@ -90,15 +90,14 @@ function reportErrors<T extends RedisClient>(client: T, report: (err: Error, ski
  * that may take its own timeout on top of the usual bound).
  */
 export function duplicateRedis(redis: RedisClient, commandTimeoutMs: number | null): RedisClient {
-  const base = redis instanceof Cluster ? redis.options.redisOptions : redis.options;
-  const bounded = typeof base?.commandTimeout === 'number';
-  if (!bounded && commandTimeoutMs !== null) return redis.duplicate();
+  const bound = commandTimeoutOf(redis);
+  if (bound === undefined && commandTimeoutMs !== null) return redis.duplicate();
   // blockingTimeout is ioredis's safety net for a blocking read without a BLOCK time, and for one
   // queued while the connection is not up yet (it fixes the read's deadline then): not shorter
   // than a usual BLOCK, or the first read of a fresh connection would be cut short.
   const override: Partial<RedisOptions> =
     commandTimeoutMs === null
-      ? { commandTimeout: undefined, ...(bounded ? { blockingTimeout: base.commandTimeout + BLOCKING_SAFETY_NET_MS } : {}) }
+      ? { commandTimeout: undefined, ...(bound === undefined ? {} : { blockingTimeout: bound + BLOCKING_SAFETY_NET_MS }) }
       : { commandTimeout: commandTimeoutMs };
   if (redis instanceof Cluster) return redis.duplicate([], { redisOptions: { ...redis.options.redisOptions, ...override } });
   return redis.duplicate(override);

@@ -6,6 +6,7 @@ import { startRedisServer, type RedisServer } from '../../../kit/redis-servers.j
 import type { Config } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { createRedis, type RedisClient } from '../../../src/infra/redis.js';
+import { ORDER_DEADLINE_MESSAGE } from '../../../src/modules/seckill/order-service.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { ShopRepository, type ShopRow } from '../../../src/modules/shops/shop-repository.js';
 import { insertSeckillVoucher } from '../../support/seckill.js';
@@ -32,7 +33,9 @@ let db: Db;
 let app: FastifyInstance;
 let token: string;
 let logs = '';
+let baseConfig: Config;
 const slowLoads = new Set<string>();
+let logger: { level: string; stream: Writable };
 
 class SlowShopRepository extends ShopRepository {
   override async findById(id: string): Promise<ShopRow | undefined> {
@@ -55,6 +58,7 @@ beforeAll(async () => {
     mysqlUrl: mysqlUrl.toString(),
     deadlines: { requestMs: DEADLINE_MS, redisCommandMs: DEPENDENCY_MS, mysqlQueryMs: DEPENDENCY_MS, mysqlConnectMs: DEPENDENCY_MS },
   };
+  baseConfig = config;
   redis = createRedis(config, { onError: () => undefined });
   db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 3, timeouts: { queryMs: DEPENDENCY_MS, connectMs: DEPENDENCY_MS } });
   const logStream = new Writable({
@@ -67,6 +71,7 @@ beforeAll(async () => {
     shopRepository: new SlowShopRepository(db),
     logger: { level: 'warn', stream: logStream },
   }));
+  logger = { level: 'warn', stream: logStream };
   [{ token }] = (await createUsersWithSessions({ ...env, redis }, 1)) as [{ id: string; token: string }];
 }, 60_000);
 
@@ -197,5 +202,38 @@ describe('the request deadline', () => {
     expect((await timed({ method: 'GET', url: '/api/shop/9' })).response.statusCode).toBe(200);
     expect(logs).toContain('request deadline passed');
     expect(logs).not.toMatch(/already sent|Promise errored/);
+  }, 30_000);
+
+  it('says on the order route that the outcome is unknown, and a handler failing after it is a warning, not an error', async () => {
+    // Redis's own bound longer than the request's: the deadline answers while reserve.lua waits.
+    const config: Config = { ...baseConfig, deadlines: { ...baseConfig.deadlines, requestMs: 600, redisCommandMs: 1_500 } };
+    const slowRedis = createRedis(config, { onError: () => undefined });
+    const { app: impatient } = await buildTestApp({ ...env, config, redis: slowRedis, db }, undefined, { logger });
+    try {
+      const voucherId = await insertSeckillVoucher(env, { stock: 5 });
+      const [buyer, warmup] = await createUsersWithSessions({ ...env, redis }, 2, 18_000_000_000);
+      // Publish the sale first (a first order does), so the stalled reserve is one that can accept.
+      await app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: warmup!.token } });
+      await slowRedis.ping();
+      const reserveSent = redisRelay.stallAfter(':orders');
+      const started = Date.now();
+      const pending = impatient.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: buyer!.token } });
+      await reserveSent;
+      const response = await pending;
+      expect(response.statusCode).toBe(503);
+      expect(response.headers['retry-after']).toBe('1');
+      expect(response.json<{ errorMsg: string }>().errorMsg).toContain(ORDER_DEADLINE_MESSAGE);
+      expect(Date.now() - started).toBeLessThan(1_400);
+
+      await sleep(1_500); // reserve.lua's own timeout fires: OutcomeUnknown, after the answer
+      expect(logs).toContain('request failed after its deadline answered 503');
+      expect(logs).not.toMatch(/already sent|Promise errored/);
+      redisRelay.resume();
+      const found = await app.inject({ method: 'GET', url: `/api/voucher-order/of/me/voucher/${voucherId}`, headers: { authorization: buyer!.token } });
+      expect(found.json()).toMatchObject({ success: true, data: { voucherId, state: 'queued' } });
+    } finally {
+      await impatient.close();
+      slowRedis.disconnect();
+    }
   }, 30_000);
 });
