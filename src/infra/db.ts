@@ -1,6 +1,6 @@
 import { CompiledQuery, Kysely, MysqlDialect, type MysqlPool, type MysqlPoolConnection, type MysqlQueryResult } from 'kysely';
 import { createPool, type Pool, type PoolConnection } from 'mysql2';
-import { redactUrl } from './migrate.js';
+import { redactUrl } from './redact.js';
 import type { Database } from './schema.js';
 import { DependencyUnavailable, isTransient } from './transient-errors.js';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Config } from './config.js';
 import type { Db } from './db.js';
-import { redactUrl } from './migrate.js';
+import { redactUrl } from './redact.js';
 import { redisAddress, type RedisClient } from './redis.js';
 import { DependencyUnavailable, unavailableDependency, type DependencyName } from './transient-errors.js';
 

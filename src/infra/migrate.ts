@@ -2,6 +2,7 @@ import { Migrator } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { databaseName, type Db } from './db.js';
 import { migrationProvider } from './migrations/index.js';
+import { redactUrl } from './redact.js';
 import { DependencyUnavailable } from './transient-errors.js';
 
 /**
@@ -43,9 +44,5 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   return results.map((result) => result.migrationName);
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
-}
+// Kept importable from here (the commands did); it lives apart so that connections need not load the migrations.
+export { redactUrl } from './redact.js';

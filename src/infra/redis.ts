@@ -1,6 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.js';
-import { redactUrl } from './migrate.js';
+import { redactUrl } from './redact.js';
 
 /** A standalone Redis or a Redis Cluster: application code must work with either. */
 export type RedisClient = Redis | Cluster;
