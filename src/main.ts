@@ -30,7 +30,8 @@ async function main(): Promise<void> {
     poolSize: config.mysqlPoolSize,
     timeouts: { queryMs: config.deadlines.mysqlQueryMs, connectMs: config.deadlines.mysqlConnectMs },
   });
-  const app = await buildApp({ config, redis, db });
+  // buildApp refuses some settings only known to be wrong together (SMS_SENDER in production).
+  const app = await buildApp({ config, redis, db }).catch(exitOnConfigError);
   const log = app.log;
   errorLog.to = log;
 
@@ -53,12 +54,16 @@ function loadConfigOrExit(): Config {
   try {
     return loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
-    throw error;
+    return exitOnConfigError(error);
   }
+}
+
+function exitOnConfigError(error: unknown): never {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  throw error;
 }
 
 await main();
