@@ -62,6 +62,7 @@ describe('start-up with silent dependencies', () => {
         ...process.env,
         NODE_ENV: 'production',
         LOG_LEVEL: 'info',
+        SMS_SENDER: 'log',
         PORT: String(port),
         HOST: '127.0.0.1',
         REDIS_URL: `redis://127.0.0.1:${redisRelay.port}/0`,
