@@ -17,7 +17,10 @@ await runCli('admin', async (config) => {
   try {
     db = await openDb(config, 1);
     redis = await openRedis(config);
-    const roles = new RoleService({ users: new UserRepository(db), sessions: new SessionStore(redis, config.auth.sessionTtlSeconds) });
+    const roles = new RoleService({
+      users: new UserRepository(db),
+      sessions: new SessionStore(redis, config.auth.sessionTtlSeconds, config.auth.sessionMaxAgeSeconds),
+    });
     process.exitCode = await runAdminCommand(process.argv.slice(2), roles, console);
   } finally {
     await closeAll(redis, db);

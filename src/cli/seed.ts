@@ -12,6 +12,9 @@ await runCli('seed', async (config) => {
       .map(([table, count]) => `${count as number} ${table}`)
       .join(', ');
     console.log(`seed: ${redactUrl(config.mysqlUrl)} new rows: ${added}`);
+    // An app that already ran on this Redis built its shop id Bloom filter (SHOP_BLOOM, on by
+    // default) and GEO sets without these shops: until they are rebuilt, the new shops answer 404.
+    if (report.shops > 0) console.log('seed: new shops were written to MySQL directly: run `npm run shop:index` if an app has run on this Redis before');
   } finally {
     await closeAll(undefined, db);
   }

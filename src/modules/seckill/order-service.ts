@@ -1,5 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
-import { unavailableDependency } from '../../infra/transient-errors.js';
+import { isTransient, unavailableDependency } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
@@ -166,12 +166,12 @@ export class OrderService {
    * A voucher Redis does not know: created while Redis was away, lost by Redis, or a sale long
    * over whose keys expired. Published from MySQL (not when over: its answer is known), then retried.
    */
-  private async publishFromDatabase(order: QueuedOrder): Promise<ReserveOutcome> {
+  private async publishFromDatabase(order: QueuedOrder, reserve = (again: QueuedOrder) => this.reserve(again)): Promise<ReserveOutcome> {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
     await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
-    return this.reserve(order);
+    return reserve(order);
   }
 
   /** reserve.lua; any failure after it may have been sent means the outcome is unknown, never "refused". */
@@ -183,45 +183,83 @@ export class OrderService {
     }
   }
 
+  /** The sync strategy's hold (the same script, not streamed); likewise never "refused" on a failure. */
+  private async hold(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.hold(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
+  }
+
   /**
-   * hmdp's synchronous version, for comparison: a per-user distributed lock, then window check,
-   * one-per-user check, conditional stock decrement and insert in one MySQL transaction.
+   * hmdp's synchronous version, kept in step with Redis: under hmdp's per-user lock, the order is
+   * decided by the same Redis script as the async strategy (window, stock, one per user; held,
+   * not streamed), then written in one MySQL transaction before the answer. Instances on either
+   * strategy therefore share one stock and one buyer set: switching strategy mid-sale, or running
+   * both, can neither oversell nor accept an order that is later dropped.
    */
   private async placeSync(userId: string, voucherId: string): Promise<string> {
     const locks = this.deps.locks;
     if (!locks) throw new Error('the sync strategy needs a lock service');
-    const seckill = await this.deps.vouchers.findSeckill(voucherId);
-    if (!seckill) throw notFound(REFUSALS.unknownVoucher(voucherId));
-    const now = Date.now();
-    if (now < seckill.begin_time.getTime()) throw new SaleRefused('not-started', REFUSALS.notStarted);
-    if (now >= seckill.end_time.getTime()) throw new SaleRefused('ended', REFUSALS.ended);
-    if (seckill.stock <= 0) throw new SaleRefused('sold-out', REFUSALS.soldOut);
-
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
+    const order = { orderId, userId, voucherId };
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
-    let sent = false;
-    const place = async () => {
-      sent = true;
-      try {
-        return await this.deps.orders.placeDirect({ orderId, userId, voucherId });
-      } catch (error) {
-        if (error instanceof OutOfStockInDatabase) return 'sold-out' as const;
-        throw error;
-      }
+    let held = false;
+    const place = async (): Promise<ReserveOutcome> => {
+      let outcome = await this.hold(order);
+      if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order, (again) => this.hold(again));
+      if (outcome !== 'accepted') return outcome;
+      held = true;
+      return this.writeHeld(order);
     };
-    let outcome: Awaited<ReturnType<typeof place>>;
     try {
-      outcome = await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS });
+      throwIfRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), voucherId);
     } catch (error) {
       if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
-      // The transaction may have committed before MySQL (or the lock's release) stopped answering.
-      if (sent && !(error instanceof HttpError)) throw new OutcomeUnknown(orderId, voucherId, error);
+      // Held in Redis, then MySQL and Redis stopped answering (or the lock's release did): the
+      // order may be written, or streamed later by the worker's sweep; never answered as failed.
+      if (held && isTransient(error)) throw new OutcomeUnknown(orderId, voucherId, error);
       throw error;
     }
-    if (outcome === 'user-has-order') throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
-    if (outcome === 'sold-out') throw new SaleRefused('sold-out', REFUSALS.soldOut);
     return orderId;
+  }
+
+  /**
+   * Writes an order reserved with `hold` to MySQL. Refused by MySQL (Redis had drifted from it) or
+   * failed for a reason of its own (rolled back): the unit and buyer mark go back and the answer is
+   * the refusal or the error. MySQL unreachable or busy, so the outcome may be unknown (the commit
+   * may have landed): the order is handed to the worker through the stream, whose write is
+   * idempotent, and answered as accepted (state `queued` until written); never dropped.
+   */
+  private async writeHeld(order: QueuedOrder): Promise<ReserveOutcome> {
+    let written: Awaited<ReturnType<OrderRepository['persist']>>;
+    try {
+      written = await this.deps.orders.persist(order);
+    } catch (error) {
+      if (error instanceof OutOfStockInDatabase) {
+        await this.deps.store.release(order);
+        return 'sold-out';
+      }
+      if (!isTransient(error)) {
+        await this.deps.store.release(order);
+        throw error;
+      }
+      try {
+        await this.deps.store.handOff(order);
+      } catch {
+        throw error; // Redis too: the held order is streamed later by the worker's sweep (hand-off.lua "older")
+      }
+      return 'accepted';
+    }
+    if (written === 'user-has-order') {
+      await this.deps.store.release(order);
+      return 'already-bought';
+    }
+    // Best effort: an order left held is streamed by the worker's sweep and found written.
+    await this.deps.store.settle(order).catch(() => undefined);
+    return 'accepted';
   }
 
   async getOrder(userId: string, orderId: string): Promise<OrderView> {
@@ -264,6 +302,27 @@ export class OrderService {
     if (order.state === 'paid') return order;
     if (order.state === 'queued') throw new HttpError(409, 'The order is still being processed; try again in a moment');
     throw new HttpError(409, `The order is ${order.state} and cannot be paid`);
+  }
+}
+
+/** Throws the refusal the user reads for every outcome but `accepted`. */
+function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
+  switch (outcome) {
+    case 'accepted':
+      return;
+    case 'not-started':
+      throw new SaleRefused('not-started', REFUSALS.notStarted);
+    case 'ended':
+      throw new SaleRefused('ended', REFUSALS.ended);
+    case 'sold-out':
+      throw new SaleRefused('sold-out', REFUSALS.soldOut);
+    case 'already-bought':
+      throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
+    case 'unknown-voucher':
+      throw notFound(REFUSALS.unknownVoucher(voucherId));
+    // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
+    case 'paused':
+      throw new SaleRefused('paused', REFUSALS.paused);
   }
 }
 
