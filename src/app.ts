@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { installApiRateLimit } from './http/api-rate-limit.js';
 import { installCors } from './http/cors.js';
+import { installDeadline } from './http/deadline.js';
 import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
 import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
@@ -109,6 +110,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = deps.metrics ?? createMetrics();
+  // First of the onRequest hooks: the deadline covers them too (the session lookup reads Redis).
+  installDeadline(app, config.deadlines.requestMs);
   app.setReplySerializer(stringifyResult);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'; // the pattern, never the raw URL: bounded labels
@@ -167,7 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       }
       users.authenticate(api);
       if (social.recordVisit) api.addHook('onResponse', social.recordVisit);
-      await api.register(healthRoutes, { redis, db });
+      await api.register(healthRoutes, { redis, db, probeTimeoutMs: Math.floor(config.deadlines.requestMs / 2) });
       await api.register(users.routes);
       await api.register(seckill.routes);
       await api.register(shops.routes);

@@ -1,13 +1,11 @@
-import { loadConfig } from '../infra/config.js';
-import { createDb } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
 import { loadDemoData } from '../infra/seed/load-demo-data.js';
+import { closeAll, openDb } from './connections.js';
 import { runCli } from './run-cli.js';
 
 /** `npm run seed`: loads the demo data (idempotent: a second run inserts nothing). */
-await runCli(async () => {
-  const config = loadConfig();
-  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 1 });
+await runCli('seed', async (config) => {
+  const db = await openDb(config, 1);
   try {
     const report = await loadDemoData(db);
     const added = Object.entries(report)
@@ -18,6 +16,6 @@ await runCli(async () => {
     // default) and GEO sets without these shops: until they are rebuilt, the new shops answer 404.
     if (report.shops > 0) console.log('seed: new shops were written to MySQL directly: run `npm run shop:index` if an app has run on this Redis before');
   } finally {
-    await db.destroy();
+    await closeAll(undefined, db);
   }
 });

@@ -1,7 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
-import { isTransient } from '../infra/transient-errors.js';
+import { isTransient, unavailableDependency } from '../infra/transient-errors.js';
+import { RETRY_AFTER_SECONDS } from './deadline.js';
 import { HttpError } from './errors.js';
 import { AJV_KEYWORDS } from './validation.js';
 import { fail } from './result.js';
@@ -94,12 +95,17 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(error.statusCode).send(fail(error.message));
     }
     if (isTransient(error)) {
-      // Redis or MySQL is unreachable or busy: the client may simply retry.
+      // Redis or MySQL is unreachable or busy: the client may simply retry. The answer names the
+      // dependency (not its address: that stays in the log).
       request.log.warn({ err: error }, 'dependency unavailable');
+      const unavailable = unavailableDependency(error);
+      const what = unavailable
+        ? `${unavailable.dependency} ${unavailable.stalled ? 'is not answering in time' : 'is unreachable'}`
+        : 'Service temporarily unavailable';
       return reply
         .code(503)
-        .header('retry-after', '1')
-        .send(fail(`Service temporarily unavailable, please retry (request id ${request.id})`));
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .send(fail(`${what}, please retry (request id ${request.id})`));
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));

@@ -28,6 +28,17 @@ export interface Config {
   redisKeyPrefix: string;
   mysqlUrl: string;
   mysqlPoolSize: number;
+  /** How long anything may wait (docs/operations.md "Deadlines"): a stalled dependency costs a fast 503, never a hung request. */
+  deadlines: {
+    /** A request still unanswered after this gets 503 + Retry-After. */
+    requestMs: number;
+    /** A Redis command without a reply after this fails ("Command timed out"); also the TCP connect bound. */
+    redisCommandMs: number;
+    /** A MySQL query without a result after this fails (its connection is dropped); also bounds waiting for a pooled connection. */
+    mysqlQueryMs: number;
+    /** Connecting to MySQL (TCP + handshake) fails after this. */
+    mysqlConnectMs: number;
+  };
   /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
   idBlockSize: number;
   seckill: {
@@ -290,6 +301,29 @@ export const ENV_VARS: readonly EnvVar[] = [
       "idle keep-alive connections are closed after this; behind nginx or a load balancer it must exceed the proxy's idle timeout for upstream connections (nginx `keepalive_timeout`, 60 s by default), or the proxy may reuse a connection the app is closing (sporadic 502)",
   },
   {
+    name: 'REQUEST_DEADLINE_MS',
+    default: '2000',
+    meaning: 'a request still unanswered after this gets 503 + `Retry-After` (a stalled Redis or MySQL never hangs a request; see docs/operations.md)',
+  },
+  {
+    name: 'REDIS_COMMAND_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'a Redis command without a reply after this fails (503 naming Redis); at most `REQUEST_DEADLINE_MS`',
+  },
+  {
+    name: 'MYSQL_QUERY_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'a MySQL query without a result after this fails (503 naming MySQL); also bounds the wait for a pooled connection',
+  },
+  {
+    name: 'MYSQL_CONNECT_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'connecting to MySQL (TCP and handshake) fails after this',
+  },
+  {
     name: 'ID_BLOCK_SIZE',
     default: '100',
     meaning: 'order-id sequence numbers an instance reserves per Redis round trip (1 = one round trip per id; see src/lib/id)',
@@ -398,6 +432,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
     mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    deadlines: readDeadlines(read),
     idBlockSize: read.int('ID_BLOCK_SIZE', 100, { min: 1, max: 1_000_000 }),
     seckill: {
       strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
@@ -503,6 +538,20 @@ function readHttp(read: EnvReader): Config['http'] {
     );
   }
   return http;
+}
+
+function readDeadlines(read: EnvReader): Config['deadlines'] {
+  const requestMs = read.int('REQUEST_DEADLINE_MS', 2_000, { min: 100, max: 600_000 });
+  // Each dependency's bound is below the request's, so the handler answers (and names the
+  // dependency) before the deadline's generic 503 does.
+  const half = Math.floor(requestMs / 2);
+  const within = { min: 10, max: requestMs };
+  return {
+    requestMs,
+    redisCommandMs: read.int('REDIS_COMMAND_TIMEOUT_MS', half, within),
+    mysqlQueryMs: read.int('MYSQL_QUERY_TIMEOUT_MS', half, within),
+    mysqlConnectMs: read.int('MYSQL_CONNECT_TIMEOUT_MS', half, within),
+  };
 }
 
 /** Typed readers that fail with the variable's name, the bad value and what was expected. */

@@ -90,6 +90,19 @@ export class OrderRepository {
     return this.db.selectFrom('tb_voucher_order').selectAll().where('id', '=', orderId).where('user_id', '=', userId).executeTakeFirst();
   }
 
+  /** The user's newest order of the voucher (any state), if MySQL has one. */
+  async findLatestForUserAndVoucher(userId: string, voucherId: string): Promise<OrderRow | undefined> {
+    return this.db
+      .selectFrom('tb_voucher_order')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('voucher_id', '=', voucherId)
+      .orderBy('create_time', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+  }
+
   /** A page of the user's orders, newest first, with their voucher's title, shop and price. */
   async listForUser(userId: string, offset: number, limit: number): Promise<UserOrderRow[]> {
     return this.db

@@ -1,5 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
-import { isTransient } from '../../infra/transient-errors.js';
+import { isTransient, unavailableDependency } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
@@ -64,6 +64,29 @@ export class SaleRefused extends HttpError {
   }
 }
 
+/**
+ * The reserve script was sent and no answer came (Redis stalled, timed out or dropped the
+ * connection): the order may have been accepted. Never answered as a refusal: 503, with the order
+ * id it would have and where to look it up.
+ */
+export class OutcomeUnknown extends HttpError {
+  readonly outcome = 'unknown';
+
+  constructor(orderId: string, voucherId: string, cause: unknown) {
+    super(
+      503,
+      `The outcome of this order is unknown (${unavailableDependency(cause)?.dependency ?? 'a dependency'} did not answer): it may have been placed as order ${orderId}. ` +
+        `Check GET /api/voucher-order/${orderId} or GET /api/voucher-order/of/me/voucher/${voucherId} before ordering again`,
+      { 'retry-after': '1' },
+    );
+    this.cause = cause;
+  }
+}
+
+/** What the request deadline answers on the order route, whose reserve may have run by then. */
+export const ORDER_DEADLINE_MESSAGE =
+  'The outcome of this order is unknown (no answer in time): check GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again';
+
 export const REFUSALS = {
   notStarted: 'The sale has not started yet',
   ended: 'The sale has ended',
@@ -118,7 +141,7 @@ export class OrderService {
   private async placeAsync(userId: string, voucherId: string): Promise<string> {
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     const order = { orderId, userId, voucherId };
-    let outcome = await this.deps.store.reserve(order);
+    let outcome = await this.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
       case 'accepted':
@@ -143,12 +166,30 @@ export class OrderService {
    * A voucher Redis does not know: created while Redis was away, lost by Redis, or a sale long
    * over whose keys expired. Published from MySQL (not when over: its answer is known), then retried.
    */
-  private async publishFromDatabase(order: QueuedOrder, reserve = (again: QueuedOrder) => this.deps.store.reserve(again)): Promise<ReserveOutcome> {
+  private async publishFromDatabase(order: QueuedOrder, reserve = (again: QueuedOrder) => this.reserve(again)): Promise<ReserveOutcome> {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
     await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
     return reserve(order);
+  }
+
+  /** reserve.lua; any failure after it may have been sent means the outcome is unknown, never "refused". */
+  private async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.reserve(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
+  }
+
+  /** The sync strategy's hold (the same script, not streamed); likewise never "refused" on a failure. */
+  private async hold(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.hold(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
   }
 
   /**
@@ -165,15 +206,21 @@ export class OrderService {
     const order = { orderId, userId, voucherId };
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
+    let held = false;
     const place = async (): Promise<ReserveOutcome> => {
-      let outcome = await this.deps.store.hold(order);
-      if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order, (again) => this.deps.store.hold(again));
-      return outcome === 'accepted' ? this.writeHeld(order) : outcome;
+      let outcome = await this.hold(order);
+      if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order, (again) => this.hold(again));
+      if (outcome !== 'accepted') return outcome;
+      held = true;
+      return this.writeHeld(order);
     };
     try {
       throwIfRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), voucherId);
     } catch (error) {
       if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
+      // Held in Redis, then MySQL and Redis stopped answering (or the lock's release did): the
+      // order may be written, or streamed later by the worker's sweep; never answered as failed.
+      if (held && isTransient(error)) throw new OutcomeUnknown(orderId, voucherId, error);
       throw error;
     }
     return orderId;
@@ -224,6 +271,17 @@ export class OrderService {
   }
 
   /**
+   * The user's order of one voucher, wherever it is: MySQL, else Redis's buyer mark (accepted, the
+   * worker has not written it yet). For a client told "outcome unknown" that lost the order id.
+   */
+  async findForVoucher(userId: string, voucherId: string): Promise<OrderView | { voucherId: string; state: 'queued' }> {
+    const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
+    if (row) return toView(row);
+    if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
+    throw notFound(`You have no order for voucher ${voucherId}`);
+  }
+
+  /**
    * The user's orders in MySQL, newest first, and how many there are. An order still queued in
    * Redis (accepted, not yet written by the worker, usually for milliseconds) is not listed: the
    * queued hashes are keyed by order id, so finding one user's entries would mean scanning every
@@ -269,7 +327,7 @@ function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
 }
 
 function outcomeOf(error: unknown): string {
-  if (error instanceof SaleRefused) return error.outcome;
+  if (error instanceof SaleRefused || error instanceof OutcomeUnknown) return error.outcome;
   if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
   return 'error';
 }

@@ -147,6 +147,11 @@ export class SaleStore {
     return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
   }
 
+  /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
+  async isBuyer(voucherId: string, userId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.voucher(voucherId).buyers, userId)) === 1;
+  }
+
   /** Which of the voucher's orders have had their unit given back (their release marker exists). */
   async releasedOrders(voucherId: string, orderIds: string[]): Promise<Set<string>> {
     const results = await Promise.all(orderIds.map((orderId) => this.redis.exists(this.keys.releaseMarker({ orderId, voucherId }))));
