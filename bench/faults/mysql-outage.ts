@@ -27,6 +27,7 @@ import {
   type FaultScenario,
   type Instance,
 } from './harness.js';
+import { scrapeMetrics } from '../processes.js';
 import { streamBacklog } from '../seckill.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
@@ -36,7 +37,10 @@ const OUTAGE_MS = 10_000;
 async function workerMysqlAttempts(instances: readonly Instance[]): Promise<number> {
   let total = 0;
   for (const instance of instances) {
-    const text = await (await fetch(`${instance.url}/metrics`)).text();
+    const response = await scrapeMetrics(instance.url);
+    // A refused scrape must fail the run, not read as zero attempts.
+    if (!response.ok) throw new Error(`GET ${instance.url}/metrics answered ${String(response.status)}`);
+    const text = await response.text();
     for (const line of text.split('\n')) if (line.startsWith('seckill_worker_mysql_attempts_total{')) total += Number(line.split(' ').pop());
   }
   return total;
