@@ -128,7 +128,7 @@ export async function saturate(
 export async function fixedRate(
   url: string,
   source: RequestSource,
-  options: { rate: number; connections: number; durationSeconds: number; onTick?: Ticker },
+  options: { rate: number; connections: number; durationSeconds: number; onTick?: Ticker; onStart?: () => void },
 ): Promise<PhaseResult> {
   const { rate, durationSeconds } = options;
   const total = Math.max(1, Math.round(rate * durationSeconds));
@@ -174,6 +174,7 @@ export async function fixedRate(
   const lag = monitorEventLoopDelay({ resolution: 5 });
   lag.enable();
   const intervalMs = 1000 / rate;
+  options.onStart?.(); // the connections are open: the first request is due now
   const started = performance.now();
   let sent = 0;
   let lastTick = 0;

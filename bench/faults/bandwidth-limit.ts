@@ -11,27 +11,16 @@ const KB_PER_SECOND = 32;
 export const bandwidthLimit: FaultScenario = {
   name: 'bandwidth-limit',
   variants: [`${KB_PER_SECOND} KiB/s per connection`],
-  run: (variant, size) => {
-    let bytesAtStart = 0;
-    let startedAt = 0;
-    let kbPerSecondDuring = 0;
-    return runGrayScenario({
+  run: (variant, size) =>
+    runGrayScenario({
       scenario: 'bandwidth-limit',
       variant,
       size,
       faultMs: { test: 6_000, report: 20_000 },
       fault: {
-        begin: ({ redis }) => {
-          bytesAtStart = redis.bytesForwarded.downstream;
-          startedAt = performance.now();
-          redis.addToxic('thin', { type: 'bandwidth', kbPerSecond: KB_PER_SECOND });
-        },
-        end: ({ redis }) => {
-          redis.removeToxic('thin');
-          kbPerSecondDuring = (redis.bytesForwarded.downstream - bytesAtStart) / 1024 / ((performance.now() - startedAt) / 1000);
-        },
-        figures: () => ({ redisKbPerSecondDuring: Math.round(kbPerSecondDuring) }),
+        begin: async ({ redis }) => redis.addToxic('thin', { type: 'bandwidth', kbPerSecond: KB_PER_SECOND }),
+        end: async ({ redis }) => redis.removeToxic('thin'),
+        reportRedisThroughput: true,
       },
-    });
-  },
+    }),
 };

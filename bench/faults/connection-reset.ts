@@ -5,7 +5,7 @@
  * reply was lost may be accepted by Redis all the same ("accepted, unanswered").
  */
 import type { FaultScenario } from './harness.js';
-import { runGrayScenario } from './gray.js';
+import { runGrayScenario, type Proxies } from './gray.js';
 
 const EVERY_MS = 1_000;
 
@@ -14,22 +14,25 @@ export const connectionReset: FaultScenario = {
   variants: ['Redis + MySQL, every 1 s'],
   run: (variant, size) => {
     let timer: NodeJS.Timeout | undefined;
+    const resetBoth = (proxies: Proxies) => Promise.all([proxies.redis.reset(), proxies.mysql.reset()]);
     return runGrayScenario({
       scenario: 'connection-reset',
       variant,
       size,
       faultMs: { test: 6_000, report: 20_000 },
       fault: {
-        begin: (proxies) => {
-          const resetBoth = () => {
-            proxies.redis.reset();
-            proxies.mysql.reset();
-          };
-          resetBoth();
-          timer = setInterval(resetBoth, EVERY_MS);
+        begin: async (proxies) => {
+          await resetBoth(proxies);
+          timer = setInterval(() => void resetBoth(proxies).catch(() => undefined), EVERY_MS);
         },
-        end: () => clearInterval(timer),
-        figures: ({ redis, mysql }) => ({ redisResets: redis.connectionsReset, mysqlResets: mysql.connectionsReset }),
+        end: async () => {
+          clearInterval(timer);
+          await Promise.resolve();
+        },
+        figures: async ({ redis, mysql }) => ({
+          redisResets: (await redis.stats()).connectionsReset,
+          mysqlResets: (await mysql.stats()).connectionsReset,
+        }),
       },
     });
   },

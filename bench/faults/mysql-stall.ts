@@ -17,8 +17,8 @@ export const mysqlStall: FaultScenario = {
       size,
       faultMs: { test: 6_000, report: 20_000 },
       fault: {
-        begin: ({ mysql }) => mysql.addToxic('stall', { type: 'stall' }),
-        end: ({ mysql }) => mysql.removeToxic('stall'),
+        begin: async ({ mysql }) => mysql.addToxic('stall', { type: 'stall' }),
+        end: async ({ mysql }) => mysql.removeToxic('stall'),
       },
     }),
 };

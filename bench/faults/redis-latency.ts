@@ -17,8 +17,8 @@ export const redisLatency: FaultScenario = {
       size,
       faultMs: { test: 6_000, report: 20_000 },
       fault: {
-        begin: ({ redis }) => redis.addToxic('latency', { type: 'latency', latencyMs: 100, jitterMs: 50 }, 'downstream'),
-        end: ({ redis }) => redis.removeToxic('latency'),
+        begin: async ({ redis }) => redis.addToxic('latency', { type: 'latency', latencyMs: 100, jitterMs: 50 }, 'downstream'),
+        end: async ({ redis }) => redis.removeToxic('latency'),
       },
     }),
 };

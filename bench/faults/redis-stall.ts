@@ -18,8 +18,8 @@ export const redisStall: FaultScenario = {
       size,
       faultMs: { test: 6_000, report: 20_000 },
       fault: {
-        begin: ({ redis }) => redis.addToxic('stall', { type: 'stall' }),
-        end: ({ redis }) => redis.removeToxic('stall'),
+        begin: async ({ redis }) => redis.addToxic('stall', { type: 'stall' }),
+        end: async ({ redis }) => redis.removeToxic('stall'),
       },
     }),
 };

@@ -62,7 +62,8 @@ const LABELS: Record<string, string> = {
   recoverMs: 'fault end → normal ms',
   redisResets: 'Redis connections reset',
   mysqlResets: 'MySQL connections reset',
-  redisKbPerSecondDuring: 'app ← Redis KiB/s during',
+  redisKibPerSecondBefore: 'app → Redis / Redis → app KiB/s before',
+  redisKibPerSecondDuring: 'KiB/s during',
 };
 
 const TITLES: Record<string, string> = {

@@ -121,6 +121,8 @@ class Pipe {
   private readonly queue: Chunk[] = [];
   private held = 0;
   private pumping = false;
+  /** With a bandwidth toxic: when the next slice may go (performance.now()). */
+  private freeAt = 0;
   closed = false;
 
   constructor(
@@ -182,12 +184,18 @@ class Pipe {
     let offset = 0;
     while (offset < data.length && !this.closed) {
       const rate = this.toxics.bytesPerMs(this.direction);
+      if (rate !== Infinity && this.freeAt > performance.now()) {
+        await Promise.race([sleep(this.freeAt - performance.now()), this.toxics.change]);
+        continue; // the rate may have changed meanwhile
+      }
       const size = rate === Infinity ? data.length - offset : Math.max(1, Math.min(data.length - offset, Math.floor(rate * 100)));
       const slice = data.subarray(offset, offset + size);
       offset += size;
+      // Paced by schedule, not by sleeping after each slice: a timer that fires late shortens the
+      // next wait, so the rate holds on a busy machine; time idle earns no credit.
+      if (rate !== Infinity) this.freeAt = Math.max(this.freeAt, performance.now()) + size / rate;
       if (!this.to.write(slice)) await Promise.race([once(this.to, 'drain'), once(this.to, 'close')]).catch(() => undefined);
       this.onForwarded(size);
-      if (rate !== Infinity) await Promise.race([sleep(size / rate), this.toxics.change]);
       // A stall added while a chunk is being sent holds the rest of it.
       while (this.toxics.stalled(this.direction) && !this.closed) await this.toxics.change;
     }
