@@ -35,9 +35,10 @@ export const requestDeadlineMs = (): number => Number(process.env.REQUEST_DEADLI
 /**
  * Slack on top of the deadline for "answered within the deadline": the server's timer starts when
  * the request is read, the client's clock at its due time, and on two shared cores timers and
- * event loops run late by tens of milliseconds.
+ * event loops run late (the load generator's own event-loop lag p99 reaches 100–250 ms there). A
+ * hung request waits out the whole fault, seconds beyond this.
  */
-export const DEADLINE_SLACK_MS = 250;
+export const DEADLINE_SLACK_MS = 500;
 /** Recovered: the first one-second window after the fault whose good share is within this of the share before it. */
 const RECOVERY_TOLERANCE = 0.05;
 /** Connections per instance: enough for the offered rate to keep going while requests wait up to the deadline. */

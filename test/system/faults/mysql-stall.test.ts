@@ -8,5 +8,5 @@ describe('gray fault: MySQL stalled (every byte held, nothing reset) for 6 s dur
     expect(run.figures.faultSeconds).toBeGreaterThanOrEqual(6);
     expect(run.figures.answered503).toBe(0);
     expectGrayRunKeepsItsPromises(run);
-  }, 60_000);
+  }, 120_000);
 });

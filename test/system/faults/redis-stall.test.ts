@@ -7,5 +7,5 @@ describe('gray fault: Redis stalled (every byte held, nothing reset) for 6 s dur
     const run = await redisStall.run(redisStall.variants[0]!, 'test');
     expect(run.figures.faultSeconds).toBeGreaterThanOrEqual(6);
     expectGrayRunKeepsItsPromises(run);
-  }, 60_000);
+  }, 120_000);
 });
