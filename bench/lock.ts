@@ -1,4 +1,4 @@
-// Uncontended lock + unlock pairs per second: our simple and reentrant locks against the
+// Uncontended lock + unlock pairs per second: our simple, reentrant, fair and read-write locks against the
 // `redlock` npm package (v5), on one Redis, in one run. Not a test: numbers depend on the machine.
 //
 //   npx tsx bench/lock.ts                      # 5 s per case against redis://127.0.0.1:6379
@@ -54,6 +54,9 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
     ['hmdp-ts SimpleLock (fixed lease)', (name) => pair(locks.simpleLock(name).tryLock({ leaseMs: LEASE_MS }))],
     ['hmdp-ts ReentrantLock (fixed lease)', (name) => pair(locks.lock(name).tryLock({ leaseMs: LEASE_MS }))],
     ['hmdp-ts ReentrantLock (watchdog)', (name) => pair(locks.lock(name).tryLock())],
+    ['hmdp-ts FairLock (fixed lease)', (name) => pair(locks.fairLock(name).tryLock({ leaseMs: LEASE_MS }))],
+    ['hmdp-ts ReadWriteLock read (fixed lease)', (name) => pair(locks.readWriteLock(name).readLock().tryLock({ leaseMs: LEASE_MS }))],
+    ['hmdp-ts ReadWriteLock write (fixed lease)', (name) => pair(locks.readWriteLock(name).writeLock().tryLock({ leaseMs: LEASE_MS }))],
     ['redlock 5.0.0-beta.2 (1 server)', async (name) => (await redlock.acquire([`${prefix}${name}`], LEASE_MS)).release().then(() => undefined)],
   ];
 

@@ -73,7 +73,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
     }
     if (wanted.has('lock')) {
-      progress.step('lock: lock + unlock pairs vs redlock', (microMs * 8) / 1000);
+      progress.step('lock: lock + unlock pairs vs redlock', (microMs * 14) / 1000); // 7 locks × 2 modes
       report.locks = lockRows(await measureLockBench({ redisUrl: options.redisUrl, durationMs: microMs }));
     }
     if (profileDir) report.profile = await summariseProfileDir(profileDir);

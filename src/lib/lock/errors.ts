@@ -35,3 +35,11 @@ export class LockClientClosedError extends Error {
     super('LockClient is closed');
   }
 }
+
+/** A read-write lock's owner asked for the write lock while holding only the read lock. */
+export class LockUpgradeError extends Error {
+  override readonly name = 'LockUpgradeError';
+  constructor(readonly lockName: string) {
+    super(`Read lock "${lockName}" is held by this owner: taking the write lock would wait forever (release the read lock first)`);
+  }
+}

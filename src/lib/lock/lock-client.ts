@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { runInNewContext, runInSomeContext } from './context.js';
 import { assertDuration, LockEngine } from './engine.js';
+import { FairLock, type FairLockOptions } from './fair-lock.js';
+import { ReadWriteLock } from './read-write-lock.js';
 import { ReentrantLock, SimpleLock } from './redis-lock.js';
 import type { LockHandle, LockObserver, RedisClient, TryLockOptions } from './types.js';
 
@@ -44,6 +46,16 @@ export class LockClient {
   /** A non-reentrant lock: SET NX PX with a random token, compare-and-delete release. */
   simpleLock(name: string): SimpleLock {
     return new SimpleLock(this.engine, name);
+  }
+
+  /** A reentrant lock granted in arrival order across processes (Redisson's RFairLock). */
+  fairLock(name: string, options?: FairLockOptions): FairLock {
+    return new FairLock(this.engine, name, options);
+  }
+
+  /** Many readers or one writer, both reentrant, with downgrade (Redisson's RReadWriteLock). */
+  readWriteLock(name: string): ReadWriteLock {
+    return new ReadWriteLock(this.engine, name);
   }
 
   /**

@@ -57,7 +57,7 @@ export interface Lock {
 export interface LockWaitEvent {
   /** The lock's name as given (e.g. `order:42`); label with a bounded part of it. */
   name: string;
-  kind: 'reentrant' | 'simple';
+  kind: 'reentrant' | 'simple' | 'fair' | 'read' | 'write';
   /** `acquired`; `timeout`: waited and gave up; `busy`: held elsewhere and the caller would not wait. */
   outcome: 'acquired' | 'timeout' | 'busy';
   /** From the call until the lock was taken or given up, ms. */

@@ -1,0 +1,143 @@
+import { assertDuration, type LockEngine } from './engine.js';
+import { LockClientClosedError } from './errors.js';
+import { Hold, type HoldBackend } from './hold.js';
+import type { Waiter } from './release-notifier.js';
+import type { LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
+
+// The acquisition loop of the fair lock and the read-write lock: one attempt, then (if the caller
+// waits) a pub/sub subscription and attempts after each notification or bounded sleep, until the
+// lock is taken, waitMs is over, the signal aborts or the client closes. The same shape as
+// RedisLock's loop, with hooks for what the queue and the readers need.
+
+/** What one acquisition attempt found: a handle, or how long until the lock may change. */
+export type Attempt = { handle: LockHandle } | { handle: null; retryInMs: number };
+
+export interface WaitSpec {
+  readonly kind: LockWaitEvent['kind'];
+  /** Pub/sub channel (key prefix included) on which a release wakes this waiter. */
+  readonly channel: string;
+  /** `queued` is false for the first attempt (which must not join a queue: the caller may not wait). */
+  attempt(queued: boolean): Promise<Attempt>;
+  /** Longest sleep between two attempts (the client's pollMs, or less). */
+  readonly sleepCapMs: number;
+  /** Called once subscribed and before the first queued attempt. */
+  joined?(waiter: Waiter): void;
+  /** Called when waiting ended without the lock (timeout, abort, close, error): leave a queue. */
+  gaveUp?(): Promise<unknown>;
+  /** Called when waiting ended, either way (`acquired`: with the lock). */
+  left?(waiter: Waiter, acquired: boolean): void;
+}
+
+const now = (): number => performance.now();
+
+/** tryLock of the fair and read-write locks: null when not acquired within `waitMs` (default 0). */
+export async function acquire(engine: LockEngine, name: string, spec: WaitSpec, options: TryLockOptions = {}): Promise<LockHandle | null> {
+  const { waitMs = 0, leaseMs, signal } = options;
+  assertDuration('waitMs', waitMs, { allowInfinity: true });
+  if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
+  engine.assertOpen();
+  signal?.throwIfAborted();
+  const started = now();
+  const first = await spec.attempt(false);
+  if (first.handle || waitMs === 0) {
+    observe(engine, name, spec.kind, first.handle ? 'acquired' : 'busy', started);
+    return first.handle;
+  }
+  const handle = await waitForRelease(spec, started + waitMs, signal, engine.notifier.join(spec.channel));
+  observe(engine, name, spec.kind, handle ? 'acquired' : 'timeout', started);
+  return handle;
+}
+
+async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSignal | undefined, waiter: Waiter): Promise<LockHandle | null> {
+  let handle: LockHandle | null = null;
+  try {
+    // Subscribed before queuing: a release between the two would otherwise go unnoticed.
+    await settledWithin(waiter.subscribed, deadline - now());
+    spec.joined?.(waiter);
+    for (;;) {
+      signal?.throwIfAborted();
+      const attempt = await spec.attempt(true);
+      if (attempt.handle) return (handle = attempt.handle);
+      const remainingMs = deadline - now();
+      if (remainingMs <= 0) return null;
+      const untilChange = attempt.retryInMs >= 0 ? attempt.retryInMs : Infinity; // -1: no TTL
+      await waiter.sleep(Math.max(1, Math.min(untilChange, spec.sleepCapMs, remainingMs)), signal);
+    }
+  } finally {
+    spec.left?.(waiter, handle !== null);
+    waiter.leave();
+    if (!handle) await spec.gaveUp?.().catch(() => undefined); // Redis unreachable: the queue entry expires
+  }
+}
+
+function observe(engine: LockEngine, name: string, kind: LockWaitEvent['kind'], outcome: LockWaitEvent['outcome'], started: number): void {
+  const observer = engine.observer;
+  if (observer?.onAcquire === undefined) return;
+  try {
+    observer.onAcquire({ name, kind, outcome, waitedMs: now() - started });
+  } catch {
+    // An observer is for watching; it must never break locking.
+  }
+}
+
+export interface GrantedHold {
+  /** Key of the hold in engine.holds: kind, name and owner. */
+  id: string;
+  name: string;
+  fencingToken: bigint;
+  /** Redis counted a re-entry (the owner already held it). */
+  reentry: boolean;
+  backend: HoldBackend;
+  /** performance.now() when the acquire script was sent. */
+  sentAt: number;
+  leaseMs: number;
+  /** No fixed lease was asked for: renew every lease/3. */
+  watchdog: boolean;
+}
+
+/** Turns a granted acquisition into a handle on the owner's hold (joined or new), with its watchdog. */
+export async function handleFor(engine: LockEngine, granted: GrantedHold): Promise<LockHandle> {
+  const hold = holdFor(engine, granted);
+  hold.confirmLease(granted.sentAt, granted.leaseMs);
+  if (granted.watchdog) hold.watch(granted.leaseMs);
+  const handle = hold.newHandle();
+  if (engine.isClosed) {
+    // Closed while the request was in flight: no watchdog may outlive close().
+    await handle.release().catch(() => undefined);
+    throw new LockClientClosedError();
+  }
+  return handle;
+}
+
+function holdFor(engine: LockEngine, { id, name, fencingToken, reentry, backend }: GrantedHold): Hold {
+  const holds = engine.holds;
+  const existing = holds.get(id);
+  if (existing && reentry) return existing;
+  // A new hold while we still had one: its last release is in flight (forget it), or Redis expired
+  // it before our timer noticed (tell its holders).
+  if (existing?.handleCount === 0) existing.end();
+  else existing?.lose('lease expired');
+  const hold = new Hold(name, fencingToken, backend, (ended) => {
+    if (holds.get(id) === ended) holds.delete(id);
+  });
+  holds.set(id, hold);
+  return hold;
+}
+
+/** The latest handle of `holdId` in this process, for `unlock()`. */
+export function latestHandle(engine: LockEngine, holdId: string): LockHandle | undefined {
+  return engine.holds.get(holdId)?.latestHandle();
+}
+
+/** Waits for `promise` to settle (either way), at most `ms`. */
+async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
+  });
+  try {
+    await Promise.race([promise.catch(() => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
