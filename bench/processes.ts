@@ -26,7 +26,8 @@ const SERVER_ENTRY = new URL('./server.ts', import.meta.url).pathname;
 export async function startServer(options: ServerOptions): Promise<ServerProcess> {
   const profiling = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', SERVER_ENTRY], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...options.env },
+    // No SMS in a benchmark: production refuses to start unless the log sender is chosen explicitly.
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', SMS_SENDER: 'log', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });

@@ -29,7 +29,7 @@ export interface AppDeps {
   config: Config;
   redis: RedisClient;
   db: Db;
-  /** Defaults to a sender that logs the code. */
+  /** Defaults to the sender SMS_SENDER chooses (src/modules/users/sms-sender.ts). */
   sms?: SmsSender;
   logger?: FastifyServerOptions['logger'];
   /** Distributed locks for the sync seckill strategy. */
@@ -106,10 +106,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const users = buildUsers({ config, redis, db, log, metrics, sms: deps.sms });
   const seckill = buildSeckill({ config, redis, db, log, metrics, locks: deps.locks ?? locks, consumerName: deps.consumerName });
   const shops = buildShops({ config, redis, db, log, metrics, locks, shopRepository: deps.shopRepository, cacheStats: deps.cacheStats });
-  const social = buildSocial({ config, redis, db, log, now: deps.now });
+  const social = buildSocial({ config, redis, db, log, metrics, now: deps.now });
   app.addHook('onReady', async () => {
     await seckill.start();
     await shops.start();
+    social.start();
   });
   app.addHook('onClose', async () => {
     await shops.close();

@@ -9,7 +9,8 @@ async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const redis = createRedis(config);
   const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
-  const app = await buildApp({ config, redis, db });
+  // buildApp refuses some settings only known to be wrong together (SMS_SENDER in production).
+  const app = await buildApp({ config, redis, db }).catch(exitOnConfigError);
   // ioredis reconnects by itself; say so in our log instead of its "Unhandled error event".
   redis.on('error', (err: Error) => app.log.warn({ err }, 'redis connection error'));
 
@@ -29,12 +30,16 @@ function loadConfigOrExit(): Config {
   try {
     return loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
-    throw error;
+    return exitOnConfigError(error);
   }
+}
+
+function exitOnConfigError(error: unknown): never {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  throw error;
 }
 
 await main();

@@ -90,6 +90,38 @@ export interface Config {
     dir: string;
     /** Largest accepted image in bytes; larger → 413. */
     maxBytes: number;
+    /** Images one user may upload per hour (0: no cap); more → 429. */
+    filesPerHour: number;
+    /** Bytes one user may upload per 24 h (0: no cap); more → 429. */
+    bytesPerDay: number;
+    /** Images not attached to a blog this long after their upload are deleted by the sweeper. */
+    unattachedTtlSeconds: number;
+    /** How often the sweeper runs (one instance per run); 0: never. */
+    sweepIntervalSeconds: number;
+  };
+  /** Per-user limits on social writes (429 + Retry-After); every one is off at 0. */
+  writeLimit: {
+    blogsPerHour: number;
+    likesPerMinute: number;
+    followsPerMinute: number;
+  };
+  sms: {
+    /**
+     * How login codes are delivered: `http` (an SMS gateway), `log` (the code is logged in
+     * development only), or undefined when SMS_SENDER is unset: `log` outside production, and a
+     * refusal to start in production (src/modules/users/sms-sender.ts).
+     */
+    sender: 'log' | 'http' | undefined;
+    http: {
+      /** The gateway's endpoint (POST, JSON body). */
+      url: string;
+      /** Header carrying the credential (empty: none). */
+      authHeader: string;
+      authToken: string;
+      /** JSON body with {{phone}}, {{code}} and {{minutes}} placeholders. */
+      bodyTemplate: string;
+      timeoutMs: number;
+    };
   };
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
@@ -133,6 +165,8 @@ export interface Config {
 
 type Env = Record<string, string | undefined>;
 
+const DEFAULT_SMS_BODY = '{"phone":"{{phone}}","message":"Your hmdp login code is {{code}}. It expires in {{minutes}} minutes."}';
+
 /**
  * One environment variable as the README's configuration table shows it. `ENV_VARS` is the source
  * of that table (`npm run docs:config` writes it); test/unit/config-docs.test.ts fails when the
@@ -167,6 +201,28 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'SMS_INTERVAL_SECONDS', default: '60', meaning: 'minimum gap between two codes for one phone (`0`: none)' },
   { name: 'SMS_DAILY_LIMIT_PER_PHONE', default: '10', meaning: 'codes per phone per 24 h (`0`: no cap)' },
   { name: 'SMS_HOURLY_LIMIT_PER_IP', default: '30', meaning: 'codes per client IP per hour (`0`: no cap)' },
+  {
+    name: 'SMS_SENDER',
+    default: '',
+    shown: '(empty: `log`; refused in production)',
+    meaning:
+      'how login codes are sent: `http` (the gateway below) or `log` (the code is logged only when `NODE_ENV=development`). Production refuses to start unless it is set, so `log` there must be chosen explicitly',
+  },
+  {
+    name: 'SMS_HTTP_URL',
+    default: '',
+    meaning:
+      'SMS gateway endpoint (`SMS_SENDER=http`; required then; `https://` in production unless loopback): a JSON `POST` per code; non-2xx or timeout → 503',
+  },
+  { name: 'SMS_HTTP_AUTH_HEADER', default: 'authorization', meaning: 'request header carrying `SMS_HTTP_AUTH_TOKEN`' },
+  { name: 'SMS_HTTP_AUTH_TOKEN', default: '', meaning: 'credential sent in `SMS_HTTP_AUTH_HEADER` (e.g. `Bearer …`; empty: no header). Never logged' },
+  {
+    name: 'SMS_HTTP_BODY',
+    default: DEFAULT_SMS_BODY,
+    shown: '`{"phone":"{{phone}}","message":"…{{code}}…{{minutes}}…"}`',
+    meaning: 'JSON body of the gateway request; `{{phone}}`, `{{code}}` and `{{minutes}}` (code lifetime) are filled in',
+  },
+  { name: 'SMS_HTTP_TIMEOUT_MS', default: '5000', meaning: 'longest wait for the gateway; then the code is withdrawn and the client gets 503' },
   {
     name: 'ORDER_RATE_LIMIT_PER_USER',
     default: '5',
@@ -272,7 +328,28 @@ export const ENV_VARS: readonly EnvVar[] = [
   },
   { name: 'UPLOAD_DIR', default: './data/uploads', meaning: 'folder of uploaded blog images (gitignored), served at `/imgs/`' },
   { name: 'UPLOAD_MAX_BYTES', default: '5242880', meaning: 'largest image accepted by `POST /api/upload/blog` (larger → 413)' },
+  { name: 'UPLOAD_FILES_PER_HOUR', default: '30', meaning: 'images one user may upload per hour; more → 429 (`0`: no cap)' },
+  { name: 'UPLOAD_BYTES_PER_DAY', default: '52428800', meaning: 'bytes one user may upload per 24 h (50 MiB); an image that does not fit → 429 (`0`: no cap)' },
+  {
+    name: 'UPLOAD_UNATTACHED_TTL_SECONDS',
+    default: '86400',
+    meaning: 'images not used by a blog this long after their upload are deleted by the sweeper',
+  },
+  { name: 'UPLOAD_SWEEP_INTERVAL_SECONDS', default: '600', meaning: 'how often the upload sweeper runs, one instance per run (`0`: never)' },
+  { name: 'WRITE_LIMIT_BLOGS_PER_HOUR', default: '10', meaning: 'blogs one user may publish per hour; more → 429 + `Retry-After` (`0`: off)' },
+  { name: 'WRITE_LIMIT_LIKES_PER_MINUTE', default: '60', meaning: 'like/unlike toggles per user per minute (`0`: off)' },
+  { name: 'WRITE_LIMIT_FOLLOWS_PER_MINUTE', default: '30', meaning: 'follow/unfollow requests per user per minute (`0`: off)' },
 ];
+
+/** Placeholders of SMS_HTTP_BODY. */
+export const SMS_BODY_PLACEHOLDERS = ['phone', 'code', 'minutes'] as const;
+
+/** Fills the SMS_HTTP_BODY template; values are JSON-escaped, so they cannot break out of their strings. */
+export function renderSmsBody(template: string, values: Record<(typeof SMS_BODY_PLACEHOLDERS)[number], string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (placeholder, name: string) =>
+    name in values ? JSON.stringify(values[name as keyof typeof values]).slice(1, -1) : placeholder,
+  );
+}
 
 /** Variables that no longer do anything: setting one stops the process with what to do instead. */
 export const RETIRED_ENV_VARS: Readonly<Record<string, string>> = {
@@ -328,7 +405,17 @@ export function loadConfig(env: Env = process.env): Config {
     upload: {
       dir: read.string('UPLOAD_DIR', './data/uploads'),
       maxBytes: read.int('UPLOAD_MAX_BYTES', 5 * 1024 * 1024, { min: 1, max: 100 * 1024 * 1024 }),
+      filesPerHour: read.int('UPLOAD_FILES_PER_HOUR', 30, { min: 0 }),
+      bytesPerDay: read.int('UPLOAD_BYTES_PER_DAY', 50 * 1024 * 1024, { min: 0 }),
+      unattachedTtlSeconds: read.int('UPLOAD_UNATTACHED_TTL_SECONDS', 86_400, { min: 1 }),
+      sweepIntervalSeconds: read.int('UPLOAD_SWEEP_INTERVAL_SECONDS', 600, { min: 0, max: 86_400 }),
     },
+    writeLimit: {
+      blogsPerHour: read.int('WRITE_LIMIT_BLOGS_PER_HOUR', 10, { min: 0 }),
+      likesPerMinute: read.int('WRITE_LIMIT_LIKES_PER_MINUTE', 60, { min: 0 }),
+      followsPerMinute: read.int('WRITE_LIMIT_FOLLOWS_PER_MINUTE', 30, { min: 0 }),
+    },
+    sms: readSms(read),
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
@@ -346,6 +433,30 @@ export function loadConfig(env: Env = process.env): Config {
     },
     http: readHttp(read),
   };
+}
+
+function readSms(read: EnvReader): Config['sms'] {
+  const sender = read.optionalOneOf('SMS_SENDER', ['log', 'http'] as const);
+  const http = {
+    url: read.string('SMS_HTTP_URL', '').trim(),
+    authHeader: read.string('SMS_HTTP_AUTH_HEADER', 'authorization').trim(),
+    authToken: read.string('SMS_HTTP_AUTH_TOKEN', ''),
+    bodyTemplate: read.string('SMS_HTTP_BODY', DEFAULT_SMS_BODY),
+    timeoutMs: read.int('SMS_HTTP_TIMEOUT_MS', 5000, { min: 1, max: 60_000 }),
+  };
+  if (http.url !== '') read.url('SMS_HTTP_URL', http.url, ['http:', 'https:']);
+  if (sender === 'http' && http.url === '') throw new ConfigError('SMS_SENDER=http needs SMS_HTTP_URL (the gateway endpoint)');
+  if (http.authHeader !== '' && !/^[\w-]+$/.test(http.authHeader)) {
+    throw new ConfigError(`Invalid environment variable SMS_HTTP_AUTH_HEADER=${JSON.stringify(http.authHeader)}: expected a header name`);
+  }
+  try {
+    JSON.parse(renderSmsBody(http.bodyTemplate, { phone: '13800000000', code: '000000', minutes: '2' }));
+  } catch {
+    throw new ConfigError(
+      `Invalid environment variable SMS_HTTP_BODY=${JSON.stringify(http.bodyTemplate)}: expected JSON with {{phone}}, {{code}}, {{minutes}}`,
+    );
+  }
+  return { sender, http };
 }
 
 function readHttp(read: EnvReader): Config['http'] {
@@ -402,6 +513,14 @@ class EnvReader {
       this.fail(name, value, `a number between ${range.minExclusive} and ${range.maxExclusive} (exclusive)`);
     }
     return parsed;
+  }
+
+  /** One of the allowed values, or undefined when unset (the caller decides what unset means). */
+  optionalOneOf<T extends string>(name: string, allowed: readonly T[]): T | undefined {
+    const value = this.raw(name);
+    if (value === undefined) return undefined;
+    if (!(allowed as readonly string[]).includes(value)) this.fail(name, value, `one of ${allowed.join(', ')}`);
+    return value as T;
   }
 
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {

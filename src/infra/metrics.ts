@@ -93,6 +93,23 @@ export function createMetrics() {
       labelNames: ['shard'] as const,
       registers: [registry],
     }),
+    smsFailures: new Counter({
+      name: 'sms_send_failures_total',
+      help: 'Login codes the SMS sender could not deliver (answered 503, code withdrawn), by reason (timeout, network, status)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    uploadBytes: new Counter({
+      name: 'upload_bytes_total',
+      help: 'Bytes of images stored by POST /api/upload/blog',
+      registers: [registry],
+    }),
+    uploadFiles: new Counter({
+      name: 'upload_files_total',
+      help: 'Image uploads by result (stored, too_large, not_image, over_quota) and images the sweeper deleted (swept)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
   };
 }
 

@@ -156,6 +156,8 @@ export interface UploadTable {
   /** Path under the upload folder: /blogs/{d1}/{d2}/{uuid}.{ext} */
   name: string;
   size: number;
+  /** The blog showing the image (migration 0005); NULL until one does, and swept if it stays so. */
+  blog_id: Defaulted<Id | null>;
   create_time: CreateTime;
 }
 

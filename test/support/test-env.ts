@@ -50,6 +50,14 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     ORDER_RATE_LIMIT_PER_USER: '0',
     ORDER_RATE_LIMIT_PER_IP: '0',
     SECKILL_ADMISSION_RATE: '0',
+    // Per-user write limits and upload quotas likewise (abuse/write-limits.test.ts and
+    // abuse/uploads.test.ts turn them on); no background sweep of uploads.
+    WRITE_LIMIT_BLOGS_PER_HOUR: '0',
+    WRITE_LIMIT_LIKES_PER_MINUTE: '0',
+    WRITE_LIMIT_FOLLOWS_PER_MINUTE: '0',
+    UPLOAD_FILES_PER_HOUR: '0',
+    UPLOAD_BYTES_PER_DAY: '0',
+    UPLOAD_SWEEP_INTERVAL_SECONDS: '0',
     // Uploaded images in a folder of this env's own, removed by cleanup().
     UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
     ...env,

@@ -3,6 +3,7 @@ import * as initialSchema from './0001_initial_schema.js';
 import * as orderLifecycle from './0002_order_lifecycle.js';
 import * as uploads from './0003_uploads.js';
 import * as userRole from './0004_user_role.js';
+import * as uploadBlog from './0005_upload_blog.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -14,6 +15,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002_order_lifecycle': orderLifecycle,
   '0003_uploads': uploads,
   '0004_user_role': userRole,
+  '0005_upload_blog': uploadBlog,
 };
 
 export const migrationProvider: MigrationProvider = {

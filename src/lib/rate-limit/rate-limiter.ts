@@ -33,6 +33,12 @@ export interface RateLimitRule {
 export interface RateLimitCheck {
   rule: RateLimitRule;
   subject: string;
+  /**
+   * What the event counts for (default 1), e.g. its size in bytes for a byte quota. A check with a
+   * cost above 1 never uses the local burst, and its refusal is not remembered: a smaller event
+   * may still fit in what is left of the window.
+   */
+  cost?: number;
 }
 
 export type RateLimitDecision = { allowed: true } | { allowed: false; rule: string; retryAfterMs: number };
@@ -101,12 +107,12 @@ export class RateLimiter {
     const [index, ttlMs] = this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active, charges) : await this.run(active, charges);
     if (index === 0) return ALLOWED;
     const refused = active[index - 1]!;
-    return this.refuse(refused.rule.name, ttlMs, keyOf(refused));
+    return this.refuse(refused.rule.name, ttlMs, (refused.cost ?? 1) > 1 ? null : keyOf(refused));
   }
 
   /** The local windows of the checks if every one has burst left, else null (those out of burst are marked checked). */
   private localWindowsOf(checks: readonly RateLimitCheck[]): LocalWindow[] | null {
-    if (!checks.every(({ rule }) => (rule.localBurst ?? 0) > 0)) return null;
+    if (!checks.every(({ rule, cost = 1 }) => (rule.localBurst ?? 0) > 0 && cost === 1)) return null;
     const now = this.now();
     const windows = checks.map((check) => {
       const key = keyOf(check);
@@ -146,7 +152,7 @@ export class RateLimiter {
 
   private run(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
     const keys = checks.map(keyOf);
-    const args = checks.flatMap(({ rule }, i) => [rule.limit, rule.windowSeconds * 1000, charges[i] ?? 0]);
+    const args = checks.flatMap(({ rule, cost = 1 }, i) => [rule.limit, rule.windowSeconds * 1000, charges[i] ?? 0, cost]);
     return this.scripts.fixedWindow(keys.length, ...keys, ...args);
   }
 
@@ -204,7 +210,8 @@ export class RateLimit {
     private readonly rules: readonly RateLimitRule[],
   ) {}
 
-  consume(subject: string): Promise<RateLimitDecision> {
-    return this.limiter.consume(this.rules.map((rule) => ({ rule, subject })));
+  /** Counts one event of the subject, worth `cost` (default 1) against every rule. */
+  consume(subject: string, cost = 1): Promise<RateLimitDecision> {
+    return this.limiter.consume(this.rules.map((rule) => ({ rule, subject, cost })));
   }
 }

@@ -8,9 +8,30 @@ export type NewBlog = Omit<Insertable<BlogTable>, 'id' | 'liked' | 'comments' | 
 export class BlogRepository {
   constructor(private readonly db: Db) {}
 
-  async insert(blog: NewBlog): Promise<string> {
-    const result = await this.db.insertInto('tb_blog').values(blog).executeTakeFirstOrThrow();
-    return String(result.insertId);
+  /**
+   * Saves a blog and attaches its images in one transaction: each must be an upload of the author
+   * that no blog shows yet. Returns the id, or null (nothing saved) when an image is not such an upload.
+   */
+  async insertWithImages(blog: NewBlog, images: readonly string[]): Promise<string | null> {
+    return this.db
+      .transaction()
+      .execute(async (trx) => {
+        const id = String((await trx.insertInto('tb_blog').values(blog).executeTakeFirstOrThrow()).insertId);
+        if (images.length === 0) return id;
+        const attached = await trx
+          .updateTable('tb_upload')
+          .set({ blog_id: id })
+          .where('name', 'in', images)
+          .where('user_id', '=', blog.user_id)
+          .where('blog_id', 'is', null)
+          .executeTakeFirst();
+        if (Number(attached.numUpdatedRows) === images.length) return id;
+        throw new ImagesNotOwned();
+      })
+      .catch((err: unknown) => {
+        if (err instanceof ImagesNotOwned) return null;
+        throw err;
+      });
   }
 
   async findById(id: string): Promise<BlogRow | undefined> {
@@ -53,3 +74,6 @@ export class BlogRepository {
     return (await this.db.selectFrom('tb_shop').select('id').where('id', '=', shopId).executeTakeFirst()) !== undefined;
   }
 }
+
+/** Rolls back insertWithImages. */
+class ImagesNotOwned extends Error {}

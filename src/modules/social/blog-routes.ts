@@ -3,12 +3,13 @@ import { ok } from '../../http/result.js';
 import { Current, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { BlogService } from './blog-service.js';
+import type { WriteLimits } from './write-limits.js';
 
 /**
  * hmdp's blog routes. Only `GET /blog/hot` is public (hmdp's list); the rest need a login.
  * Static paths are declared before `/blog/:id`, and find-my-way prefers them anyway.
  */
-export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = async (app, { service }) => {
+export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limits: WriteLimits }> = async (app, { service, limits }) => {
   app.post(
     '/blog',
     {
@@ -18,18 +19,22 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService }> = a
           shopId: IdString,
           title: Type.String({ minLength: 1, maxLength: 255 }),
           content: Type.String({ minLength: 1, maxLength: 2048 }),
-          // Comma-separated paths returned by POST /upload/blog (hmdp's format), at most 9.
+          // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an
+          // upload of the author no other blog shows (checked by the service).
           images: Type.Optional(
             Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: 'must be comma-separated image paths from /upload/blog' }),
           ),
         }),
       },
+      preHandler: limits.preHandler('blog'),
     },
     async (request) => ok(await service.create(currentUser(request), request.body)),
   );
 
-  app.put('/blog/like/:id', { schema: { summary: 'Like or unlike a blog (toggle)', params: IdParams } }, async (request) =>
-    ok(await service.toggleLike(request.params.id, currentUser(request).id)),
+  app.put(
+    '/blog/like/:id',
+    { schema: { summary: 'Like or unlike a blog (toggle)', params: IdParams }, preHandler: limits.preHandler('like') },
+    async (request) => ok(await service.toggleLike(request.params.id, currentUser(request).id)),
   );
 
   app.get('/blog/likes/:id', { schema: { summary: 'The first five users who liked a blog', params: IdParams } }, async (request) =>

@@ -6,6 +6,7 @@ import type { SessionUser, UserSummary } from '../users/session-store.js';
 import type { BlogRepository, BlogRow } from './blog-repository.js';
 import { defineSocialScripts, type SocialScripts } from './scripts.js';
 import { feedKey, likedKey } from './keys.js';
+import { BLOG_IMAGE_NAME } from './upload-service.js';
 
 /** hmdp's page size for blogs (SystemConstants.MAX_PAGE_SIZE) and the feed. */
 export const BLOG_PAGE_SIZE = 10;
@@ -78,19 +79,11 @@ export class BlogService {
    * and auto-pipelined by the client.
    */
   async create(author: SessionUser, fields: NewBlogFields): Promise<string> {
-    const images = (fields.images ?? '')
-      .split(',')
-      .map((image) => image.trim())
-      .filter((image) => image !== '');
-    if (images.length > MAX_IMAGES) throw badRequest(`body.images must hold at most ${MAX_IMAGES} images`);
+    const images = parseImages(fields.images ?? '');
     if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(`body.shopId: shop ${fields.shopId} not found`);
-    const id = await this.blogs.insert({
-      shop_id: fields.shopId,
-      user_id: author.id,
-      title: fields.title,
-      content: fields.content,
-      images: images.join(','),
-    });
+    const blog = { shop_id: fields.shopId, user_id: author.id, title: fields.title, content: fields.content, images: images.join(',') };
+    const id = await this.blogs.insertWithImages(blog, images);
+    if (id === null) throw badRequest('body.images must be images you uploaded with /upload/blog that no other blog shows');
     const score = this.now();
     for await (const followers of this.follows.followerBatches(author.id)) {
       await Promise.all(followers.map((follower) => this.scripts.feedPush(feedKey(follower), score, id, this.feedMaxLength)));
@@ -204,4 +197,21 @@ export class BlogService {
       };
     });
   }
+}
+
+/**
+ * The images of a new blog: comma-separated names that POST /upload/blog handed out, at most
+ * MAX_IMAGES, no repeats. Whether the author uploaded them is checked when they are attached.
+ */
+function parseImages(list: string): string[] {
+  const images = list
+    .split(',')
+    .map((image) => image.trim())
+    .filter((image) => image !== '');
+  if (images.length > MAX_IMAGES) throw badRequest(`body.images must hold at most ${MAX_IMAGES} images`);
+  for (const image of images) {
+    if (!BLOG_IMAGE_NAME.test(image)) throw badRequest(`body.images: ${JSON.stringify(image.slice(0, 80))} is not an image name from /upload/blog`);
+  }
+  if (new Set(images).size !== images.length) throw badRequest('body.images names an image twice');
+  return images;
 }

@@ -3,9 +3,10 @@ import { ok } from '../../http/result.js';
 import { IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { FollowService } from './follow-service.js';
+import type { WriteLimits } from './write-limits.js';
 
 /** hmdp's follow routes; all need a login. */
-export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService }> = async (app, { service }) => {
+export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService; limits: WriteLimits }> = async (app, { service, limits }) => {
   app.put(
     '/follow/:id/:isFollow',
     {
@@ -16,6 +17,7 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService }>
           isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: 'must be true or false' }),
         }),
       },
+      preHandler: limits.preHandler('follow'),
     },
     async (request) => {
       await service.follow(currentUser(request).id, request.params.id, request.params.isFollow === 'true');

@@ -9,6 +9,9 @@ import { monthStamp } from '../../lib/calendar/index.js';
  *   sign:{yyyyMM}:{userId}     bitmap, bit d-1 = signed in on day d (Asia/Shanghai days)
  *   uv:site:{yyyyMMdd}         HyperLogLog of the day's visitors
  *   uv:shop:{shopId}:{yyyyMMdd}   HyperLogLog of a shop's visitors that day
+ *   upload:sweep               string, the instance that claimed the current sweep of unattached images, TTL < the interval
+ *
+ * Rate-limit counters derived from WRITE_LIMIT_NAMES: `rl:{name}:{userId}` (src/lib/rate-limit).
  */
 
 export const likedKey = (blogId: string): string => `blog:liked:${blogId}`;
@@ -35,3 +38,15 @@ export const siteUvKey = (day: string): string => `uv:site:${day}`;
 
 /** HyperLogLog of one shop page's visitors on one day. */
 export const shopUvKey = (shopId: string, day: string): string => `uv:shop:${shopId}:${day}`;
+
+/** Claimed (SET NX PX) by the instance that sweeps unattached images this interval. */
+export const UPLOAD_SWEEP_KEY = 'upload:sweep';
+
+/** Per-user write limits (social/write-limits.ts); the rate limiter keys them `rl:{name}:{userId}`. */
+export const WRITE_LIMIT_NAMES = {
+  blog: 'write:blog',
+  like: 'write:like',
+  follow: 'write:follow',
+  uploadFiles: 'upload:files',
+  uploadBytes: 'upload:bytes',
+} as const;

@@ -4,24 +4,33 @@ import type { FastifyRequest } from 'fastify';
 import { badRequest, HttpError } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { currentUser } from '../users/auth.js';
-import type { UploadService } from './upload-service.js';
+import type { UploadService, UploadStream } from './upload-service.js';
+import type { WriteLimits } from './write-limits.js';
 
 /**
  * hmdp's upload routes. hmdp left /upload/** public; here both need a login, because an image
  * is recorded with its owner and only the owner may delete it.
  */
-export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; maxBytes: number }> = async (app, { service, maxBytes }) => {
-  // Scoped to this plugin: only the upload routes accept multipart bodies. A file over the cap
-  // makes toBuffer() throw @fastify/multipart's RequestFileTooLargeError (413).
-  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, parts: 6 } });
+export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; limits: WriteLimits; maxBytes: number }> = async (
+  app,
+  { service, limits, maxBytes },
+) => {
+  // Scoped to this plugin: only the upload routes accept multipart bodies. Busboy stops a file at
+  // the cap (the service answers 413); throwFileSizeLimit is off because the service checks
+  // `truncated` itself and deletes what it wrote.
+  await app.register(multipart, { limits: { fileSize: maxBytes, files: 1, fields: 5, parts: 6 }, throwFileSizeLimit: false });
 
   app.post(
     '/upload/blog',
-    { schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] } },
+    {
+      schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] },
+      // Images per hour, counted before a byte is read; the bytes per day once the size is known.
+      preHandler: limits.preHandler('upload'),
+    },
     async (request) => {
       const user = currentUser(request);
       if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
-      return ok(await service.saveBlogImage(user.id, await readImage(request)));
+      return ok(await service.saveBlogImage(user.id, await imageStream(request)));
     },
   );
 
@@ -36,15 +45,15 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; m
 };
 
 /**
- * The bytes of the `file` part. @fastify/multipart's own errors carry their status (413 over the
- * limits); anything else thrown while parsing comes from busboy reading a malformed body (no
- * boundary, a form that never ends, a broken part header): the client's fault, so 400.
+ * The stream of the `file` part. @fastify/multipart's own errors carry their status; anything
+ * else thrown while parsing comes from busboy reading a malformed body (no boundary, a form that
+ * never ends, a broken part header): the client's fault, so 400.
  */
-async function readImage(request: FastifyRequest): Promise<Buffer> {
+async function imageStream(request: FastifyRequest): Promise<UploadStream> {
   try {
     const file = await request.file();
     if (!file || file.fieldname !== 'file') throw badRequest('body.file is required');
-    return await file.toBuffer();
+    return file.file;
   } catch (err) {
     if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
     throw badRequest(`body is not valid multipart/form-data: ${(err as Error).message}`);

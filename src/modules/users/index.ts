@@ -9,7 +9,7 @@ import { installAuthHooks } from './auth.js';
 import { SMS_LIMIT_NAMES } from './keys.js';
 import { LoginCodeStore } from './login-code-store.js';
 import { SessionStore } from './session-store.js';
-import { LogSmsSender, type SmsSender } from './sms-sender.js';
+import { createSmsSender, type SmsSender } from './sms-sender.js';
 import { UserRepository } from './user-repository.js';
 import { userRoutes } from './user-routes.js';
 import { UserService } from './user-service.js';
@@ -17,12 +17,12 @@ import { UserService } from './user-service.js';
 export type { SmsSender } from './sms-sender.js';
 
 export interface UsersDeps {
-  config: Pick<Config, 'auth'>;
+  config: Pick<Config, 'auth' | 'sms' | 'nodeEnv'>;
   redis: RedisClient;
   db: Db;
   log: Log;
   metrics: Metrics;
-  /** Defaults to a sender that logs the code (phone masked). */
+  /** Defaults to the sender SMS_SENDER chooses (createSmsSender: production refuses an unset SMS_SENDER). */
   sms?: SmsSender;
 }
 
@@ -37,7 +37,11 @@ export function buildUsers(deps: UsersDeps) {
     users: new UserRepository(deps.db),
     sessions,
     codes: new LoginCodeStore(deps.redis, { ttlSeconds: auth.loginCodeTtlSeconds, maxAttempts: auth.loginCodeMaxAttempts }),
-    sms: deps.sms ?? new LogSmsSender(deps.log),
+    sms: deps.sms ?? createSmsSender(deps.config, deps.log),
+    log: deps.log,
+    onSmsFailure: (reason) => deps.metrics.smsFailures.inc({ reason }),
+    // The phone's interval was charged by the failed attempt: no point in retrying before it ends.
+    smsRetryAfterSeconds: auth.smsIntervalSeconds,
     phoneLimit: new RateLimit(limiter, [
       // SMS_INTERVAL_SECONDS=0 turns the interval off (limit 0), like every other limit.
       { name: SMS_LIMIT_NAMES.phoneInterval, limit: auth.smsIntervalSeconds > 0 ? 1 : 0, windowSeconds: Math.max(1, auth.smsIntervalSeconds) },

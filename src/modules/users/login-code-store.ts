@@ -27,6 +27,11 @@ export class LoginCodeStore {
     return code;
   }
 
+  /** Withdraws a code that could not be delivered (unless a newer code replaced it). */
+  async discard(phone: string, code: string): Promise<void> {
+    await this.scripts.discardLoginCode(codeKey(phone), code);
+  }
+
   async check(phone: string, code: string): Promise<CodeCheck> {
     const outcome = await this.scripts.verifyLoginCode(codeKey(phone), code, this.options.maxAttempts);
     if (outcome === 1) return 'valid';

@@ -10,12 +10,15 @@ export interface UserScripts {
   setSessionRole(key: string, role: UserRole): Promise<number>;
   /** 1 valid (code used up), 0 wrong (attempt counted), -1 no code. */
   verifyLoginCode(key: string, code: string, maxAttempts: number): Promise<number>;
+  /** 1 deleted, 0 the key holds another code or none. */
+  discardLoginCode(key: string, code: string): Promise<number>;
 }
 
 const SOURCES = {
   touchSession: { keys: 1, lua: readLua(import.meta.url, 'lua/touch-session.lua') },
   setSessionRole: { keys: 1, lua: readLua(import.meta.url, 'lua/session-set-role.lua') },
   verifyLoginCode: { keys: 1, lua: readLua(import.meta.url, 'lua/verify-login-code.lua') },
+  discardLoginCode: { keys: 1, lua: readLua(import.meta.url, 'lua/discard-login-code.lua') },
 } as const;
 
 export const defineUserScripts = (redis: RedisClient): UserScripts => defineScripts<UserScripts>(redis, 'users', SOURCES);

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, notFound, tooManyRequests } from '../../http/errors.js';
+import { badRequest, HttpError, notFound, tooManyRequests } from '../../http/errors.js';
+import type { Log } from '../../infra/logging.js';
 import type { RateLimit } from '../../lib/rate-limit/index.js';
 import type { LoginCodeStore } from './login-code-store.js';
 import type { UserInfoRow, UserRepository, UserRow } from './user-repository.js';
 import type { SessionStore, SessionUser, UserSummary } from './session-store.js';
-import type { SmsSender } from './sms-sender.js';
+import { SmsDeliveryError, type SmsFailureReason, type SmsSender } from './sms-sender.js';
 
 export interface UserServiceDeps {
   users: UserRepository;
@@ -15,6 +16,11 @@ export interface UserServiceDeps {
   phoneLimit: RateLimit;
   /** Limits per client IP, so one client cannot spray codes over many numbers. */
   ipLimit: RateLimit;
+  log: Pick<Log, 'warn'>;
+  /** Counts a code the sender could not deliver. */
+  onSmsFailure?: (reason: SmsFailureReason) => void;
+  /** Retry-After of the 503 when a code could not be sent (the phone's interval has been charged). */
+  smsRetryAfterSeconds?: number;
 }
 
 export interface UserInfo {
@@ -37,7 +43,17 @@ export class UserService {
     await this.enforce(this.deps.ipLimit, clientIp, 'Too many codes requested from this address');
     await this.enforce(this.deps.phoneLimit, phone, 'Too many codes requested for this phone');
     const code = await this.deps.codes.issue(phone);
-    await this.deps.sms.sendLoginCode(phone, code);
+    try {
+      await this.deps.sms.sendLoginCode(phone, code);
+    } catch (err) {
+      // A code nobody received must not stay usable; the client learns to try again later.
+      await this.deps.codes.discard(phone, code);
+      const reason = err instanceof SmsDeliveryError ? err.reason : 'network';
+      this.deps.onSmsFailure?.(reason);
+      this.deps.log.warn({ err, reason }, 'login code not delivered by the SMS sender');
+      const retryAfter = String(Math.max(1, this.deps.smsRetryAfterSeconds ?? 60));
+      throw new HttpError(503, `Could not send the code by SMS: try again in ${retryAfter} s`, { 'retry-after': retryAfter });
+    }
   }
 
   /** Checks the code, creates the user on first login and opens a session; returns its token. */

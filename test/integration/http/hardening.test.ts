@@ -16,9 +16,10 @@ beforeAll(async () => {
   ({ app } = await buildTestApp(env));
   const corsConfig: Config = { ...env.config, http: { ...env.config.http, corsOrigins: ['https://shop.example.com'] } };
   ({ app: corsApp } = await buildTestApp({ ...env, config: corsConfig }));
-  // The default (logging) SMS sender and a logger writing JSON lines here, at info level.
+  // The default (logging) SMS sender of development, which logs the code, and a logger writing
+  // JSON lines here, at info level (outside development the code is never logged: abuse/login-codes.test.ts).
   loggedApp = await buildApp({
-    config: env.config,
+    config: { ...env.config, nodeEnv: 'development' },
     redis: env.redis,
     db: env.db,
     logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } },

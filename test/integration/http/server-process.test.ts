@@ -18,7 +18,7 @@ afterAll(async () => {
 function startServer(extraEnv: Record<string, string>): { child: ChildProcess; output: () => string } {
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', ...extraEnv },
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', SMS_SENDER: 'log', ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -67,5 +67,12 @@ describe('the server process', () => {
     const [code] = await once(child, 'exit');
     expect(code).toBe(1);
     expect(output()).toContain('Invalid environment variable PORT="eighty"');
+  });
+
+  it('refuses to start in production without SMS_SENDER: the log sender must be chosen explicitly', async () => {
+    const { child, output } = startServer({ SMS_SENDER: '', MYSQL_URL: env.mysqlUrl, REDIS_KEY_PREFIX: env.keyPrefix, PORT: String(await freePort()) });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(1);
+    expect(output()).toContain('SMS_SENDER is not set');
   });
 });

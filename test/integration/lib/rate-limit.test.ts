@@ -74,6 +74,18 @@ describe('RateLimiter (fixed windows on Redis)', () => {
     expect(await limiter.consume([{ rule, subject: 's' }])).toEqual({ allowed: true });
   });
 
+  it('charges an event its cost (a byte quota): refused when it does not fit, nothing charged, and a smaller one still fits', async () => {
+    const limiter = new RateLimiter(redis);
+    const bytes = new RateLimit(limiter, [{ name: 'lib:bytes', limit: 1000, windowSeconds: 60 }]);
+    expect(await bytes.consume('u', 600)).toEqual({ allowed: true });
+    expect(await bytes.consume('u', 500)).toMatchObject({ allowed: false, rule: 'lib:bytes' });
+    expect(await redis.get('rl:lib:bytes:u')).toBe('600'); // the refused 500 undone
+    // Not remembered: what is left of the window still takes a smaller event.
+    expect(await bytes.consume('u', 400)).toEqual({ allowed: true });
+    expect(await bytes.consume('u', 1)).toMatchObject({ allowed: false });
+    expect(await redis.get('rl:lib:bytes:u')).toBe('1000');
+  });
+
   it('treats limit 0 as off: always allowed, nothing written', async () => {
     const limiter = new RateLimiter(redis);
     const off = new RateLimit(limiter, [{ name: 'lib:off', limit: 0, windowSeconds: 1 }]);

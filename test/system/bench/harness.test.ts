@@ -145,7 +145,7 @@ describe('npm run bench --target', () => {
     const port = await freePort();
     const serverEnv = { MYSQL_URL: env.mysqlUrl, REDIS_URL: testRedisUrl(), REDIS_KEY_PREFIX: env.keyPrefix, SECKILL_STREAM_SHARDS: '2', PORT: String(port) };
     server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...serverEnv },
+      env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', SMS_SENDER: 'log', ...serverEnv },
       stdio: 'ignore',
     });
     await eventually(async () => expect((await fetch(`http://127.0.0.1:${port}/api/health`)).status).toBe(200), 30_000);

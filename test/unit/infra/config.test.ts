@@ -28,10 +28,18 @@ describe('loadConfig', () => {
 
   it('reads the social and upload settings (defaults and overrides)', () => {
     expect(loadConfig({}).social).toEqual({ feedMaxLength: 1000, uvTracking: true, uvFlushMs: 1000 });
-    expect(loadConfig({}).upload).toEqual({ dir: './data/uploads', maxBytes: 5 * 1024 * 1024 });
+    expect(loadConfig({}).upload).toEqual({
+      dir: './data/uploads',
+      maxBytes: 5 * 1024 * 1024,
+      filesPerHour: 30,
+      bytesPerDay: 50 * 1024 * 1024,
+      unattachedTtlSeconds: 86_400,
+      sweepIntervalSeconds: 600,
+    });
+    expect(loadConfig({}).writeLimit).toEqual({ blogsPerHour: 10, likesPerMinute: 60, followsPerMinute: 30 });
     const config = loadConfig({ FEED_MAX_LENGTH: '50', UV_TRACKING: 'false', UV_FLUSH_MS: '0', UPLOAD_DIR: '/srv/imgs', UPLOAD_MAX_BYTES: '1024' });
     expect(config.social).toEqual({ feedMaxLength: 50, uvTracking: false, uvFlushMs: 0 });
-    expect(config.upload).toEqual({ dir: '/srv/imgs', maxBytes: 1024 });
+    expect(config.upload).toMatchObject({ dir: '/srv/imgs', maxBytes: 1024 });
   });
 
   it('reads the rate limits and HTTP hardening settings (defaults, overrides, 0 = off)', () => {

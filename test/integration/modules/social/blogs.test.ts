@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { likedKey } from '../../../../src/modules/social/keys.js';
+import { multipartFile } from '../../../support/multipart.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { auth, client } from './support.js';
 
@@ -30,12 +31,23 @@ async function publish(user: { token: string }, title = 'a visit', extra: Record
   return response.json().data as string;
 }
 
+/** A real 1×1 PNG. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+
+async function uploadImage(user: { token: string }): Promise<string> {
+  const { payload, headers } = multipartFile(PNG);
+  const response = await app.inject({ method: 'POST', url: '/api/upload/blog', payload, headers: { ...headers, ...auth(user) } });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json().data as string;
+}
+
 const likedInDb = async (id: string) => (await env.db.selectFrom('tb_blog').select('liked').where('id', '=', id).executeTakeFirstOrThrow()).liked;
 
 describe('blogs', () => {
   it('POST /api/blog saves a blog; GET /api/blog/{id} returns it with its author and isLike', async () => {
     const [author, reader] = users;
-    const id = await publish(author!, '茶餐厅', { images: '/blogs/1/2/a.png,/blogs/3/4/b.jpg' });
+    const images = `${await uploadImage(author!)},${await uploadImage(author!)}`;
+    const id = await publish(author!, '茶餐厅', { images });
     const response = await http.get(`/api/blog/${id}`, auth(reader!));
     expect(response.statusCode).toBe(200);
     expect(response.json().data).toEqual({
@@ -43,7 +55,7 @@ describe('blogs', () => {
       shopId: '1',
       userId: author!.id,
       title: '茶餐厅',
-      images: '/blogs/1/2/a.png,/blogs/3/4/b.jpg',
+      images,
       content: 'good food',
       liked: 0,
       comments: 0,
