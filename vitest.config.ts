@@ -23,12 +23,17 @@ export default defineConfig({
       {
         extends: true,
         // Real Redis and MariaDB: the global setup fails fast, naming the one that is missing.
-        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts'] },
+        // Then the app logs of the whole run are scanned for phones and tokens in clear (log-scan.ts).
+        test: { name: 'integration', include: ['test/integration/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts', 'test/support/log-scan.ts'] },
       },
       {
         extends: true,
         // The services, plus web/dist (built when stale) and Debian's Chromium (installed when missing).
-        test: { name: 'system', include: ['test/system/**/*.test.ts'], globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts'] },
+        test: {
+          name: 'system',
+          include: ['test/system/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts', 'test/support/log-scan.ts'],
+        },
       },
     ],
   },

@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
 import * as hdr from 'hdr-histogram-js';
 import { Pool } from 'undici';
+import { scrapeMetrics } from './processes.js';
 
 export interface RequestSource {
   method: 'GET' | 'POST';
@@ -338,7 +339,7 @@ export async function measureAll(
 /** The server's event-loop delay p99 since its previous scrape, in ms (prom-client's default metric). */
 async function serverLoopLagP99(url: string): Promise<number | undefined> {
   try {
-    const response = await fetch(`${url}/metrics`);
+    const response = await scrapeMetrics(url);
     if (!response.ok) return undefined;
     const line = /^nodejs_eventloop_lag_p99_seconds(?:\{[^}]*\})? ([\d.e+-]+)$/m.exec(await response.text());
     return line ? Math.round(Number(line[1]) * 10_000) / 10 : undefined;

@@ -1,5 +1,5 @@
 // Uncontended lock + unlock pairs per second: our simple, reentrant, fair and read-write locks against the
-// `redlock` npm package (v5), on one Redis, in one run. Not a test: numbers depend on the machine.
+// `redlock` npm package (v5) and redis-semaphore's Mutex, on one Redis, in one run. Not a test: numbers depend on the machine.
 //
 //   npx tsx bench/lock.ts                      # 5 s per case against redis://127.0.0.1:6379
 //   BENCH_DURATION_MS=2000 REDIS_URL=redis://host:6379 npx tsx bench/lock.ts
@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 // @ts-expect-error -- redlock's package.json "exports" hides its .d.ts from NodeNext resolution
 import RedlockUntyped from 'redlock';
+import { Mutex } from 'redis-semaphore';
 import { deleteKeysWithPrefix } from '../src/infra/redis.js';
 import { LockClient } from '../src/lib/lock/index.js';
 import { timed } from './timed.js';
@@ -47,6 +48,7 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
   const prefix = `bench:lock:${randomUUID()}:`;
   const ours = new Redis(redisUrl, { keyPrefix: prefix });
   const theirs = new Redis(redisUrl); // redlock gets prefixed resource names instead
+  const mutexRedis = new Redis(redisUrl, { keyPrefix: prefix }); // redis-semaphore: a connection of its own too
   const locks = new LockClient(ours);
   const redlock = new Redlock([theirs], { retryCount: 0 });
 
@@ -58,6 +60,7 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
     ['hmdp-ts ReadWriteLock read (fixed lease)', (name) => pair(locks.readWriteLock(name).readLock().tryLock({ leaseMs: LEASE_MS }))],
     ['hmdp-ts ReadWriteLock write (fixed lease)', (name) => pair(locks.readWriteLock(name).writeLock().tryLock({ leaseMs: LEASE_MS }))],
     ['redlock 5.0.0-beta.2 (1 server)', async (name) => (await redlock.acquire([`${prefix}${name}`], LEASE_MS)).release().then(() => undefined)],
+    ['redis-semaphore 5.8.0 Mutex (fixed lease)', (name) => mutexPair(new Mutex(mutexRedis, name, { lockTimeout: LEASE_MS, refreshInterval: 0 }))],
   ];
 
   const modes = [
@@ -91,7 +94,7 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
   } finally {
     await locks.close();
     await deleteKeysWithPrefix(theirs, prefix);
-    await Promise.all([ours.quit(), theirs.quit()]);
+    await Promise.all([ours.quit(), theirs.quit(), mutexRedis.quit()]);
   }
   return rows;
 }
@@ -100,6 +103,11 @@ async function pair(acquisition: Promise<{ release(): Promise<boolean> } | null>
   const handle = await acquisition;
   if (!handle) throw new Error('lock unexpectedly held: the benchmark is meant to be uncontended');
   await handle.release();
+}
+
+async function mutexPair(mutex: Mutex): Promise<void> {
+  if (!(await mutex.tryAcquire())) throw new Error('mutex unexpectedly held: the benchmark is meant to be uncontended');
+  await mutex.release();
 }
 
 export function lockTable(rows: readonly LockBenchRow[]): string {

@@ -23,11 +23,17 @@ export interface ServerOptions {
 
 const SERVER_ENTRY = new URL('./server.ts', import.meta.url).pathname;
 
+/** METRICS_TOKEN of the bench's servers: /metrics exists only with one. */
+export const BENCH_METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
+/** A scrape of a bench server's `GET /metrics`. */
+export const scrapeMetrics = (url: string): Promise<Response> => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } });
+
 export async function startServer(options: ServerOptions): Promise<ServerProcess> {
   const profiling = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const child = spawn(process.execPath, [...profiling, '--import', 'tsx', SERVER_ENTRY], {
     // No SMS in a benchmark: production refuses to start unless the log sender is chosen explicitly.
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', SMS_SENDER: 'log', ...options.env },
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', SMS_SENDER: 'log', METRICS_TOKEN: BENCH_METRICS_TOKEN, ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });

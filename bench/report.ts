@@ -89,7 +89,7 @@ function httpRows(report: BenchReport): HttpRow[] {
   for (const sale of report.seckill) {
     rows.push({
       name: sale.scenario,
-      route: 'POST /api/voucher-order/seckill/{id}',
+      route: sale.strategy === 'semaphore' ? 'POST /bench/seckill-semaphore/{id}' : 'POST /api/voucher-order/seckill/{id}',
       result: sale,
       ...(base ? { versus: { name: 'baseline', rps: base.saturation.rps } } : {}),
       correct: sale.pass,

@@ -20,6 +20,7 @@ import { summariseProfileDir } from './profile.js';
 import { Progress } from './progress.js';
 import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
 import { prepareSale } from './seckill.js';
+import { prepareSemaphoreSale } from './seckill-semaphore.js';
 import { attachWorld, createOwnWorld, type World } from './world.js';
 import { loadConfig } from '../src/infra/config.js';
 
@@ -49,8 +50,9 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       const baseline = wanted.has('baseline') ? await prepareBaseline(world) : undefined;
       const async = wanted.has('seckill-async') ? await prepareSale('async', options, world, options.target ? undefined : profileDir) : undefined;
       const sync = wanted.has('seckill-sync') ? await prepareSale('sync', options, world) : undefined;
+      const semaphore = wanted.has('seckill-semaphore') ? await prepareSemaphoreSale(options, world) : undefined;
       const shopHot = wanted.has('shop-hot') ? await prepareShopHot(world) : undefined;
-      prepared.push(...[baseline, async, sync, shopHot].filter((scenario) => scenario !== undefined));
+      prepared.push(...[baseline, async, sync, semaphore, shopHot].filter((scenario) => scenario !== undefined));
       const measurements = await measureAll(
         prepared.flatMap((scenario) => scenario.targets),
         options,
@@ -60,6 +62,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       if (baseline) report.baseline = await baseline.finish(measurements);
       if (async) report.seckill.push(await async.finish(measurements));
       if (sync) report.seckill.push(await sync.finish(measurements));
+      if (semaphore) report.seckill.push(await semaphore.finish(measurements));
       if (shopHot) {
         const [cached, bare] = await shopHot.finish(measurements);
         report.shopHot = { cached, bare };
@@ -73,7 +76,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
     }
     if (wanted.has('lock')) {
-      progress.step('lock: lock + unlock pairs vs redlock', (microMs * 14) / 1000); // 7 locks × 2 modes
+      progress.step('lock: lock + unlock pairs vs redlock and redis-semaphore', (microMs * 16) / 1000); // 8 locks × 2 modes
       report.locks = lockRows(await measureLockBench({ redisUrl: options.redisUrl, durationMs: microMs }));
     }
     if (profileDir) report.profile = await summariseProfileDir(profileDir);

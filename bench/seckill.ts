@@ -25,8 +25,9 @@ export interface Check {
 }
 
 export interface SeckillResult {
-  scenario: `seckill-${Strategy}`;
-  strategy: Strategy;
+  scenario: `seckill-${Strategy}` | 'seckill-semaphore';
+  /** `semaphore`: gulimall's design, a bench route (seckill-semaphore.ts), not a strategy of the app. */
+  strategy: Strategy | 'semaphore';
   saturation: PhaseResult;
   fixedRate: PhaseResult;
   vouchers: number;
@@ -114,6 +115,7 @@ export class Sale implements RequestSource {
   constructor(
     readonly vouchers: readonly string[],
     private readonly users: readonly BenchUser[],
+    private readonly pathOf: (voucher: string) => string = (voucher) => `/api/voucher-order/seckill/${voucher}`,
   ) {}
 
   next() {
@@ -121,7 +123,7 @@ export class Sale implements RequestSource {
     const user = users[this.index % users.length]!;
     const voucher = this.vouchers[Math.floor(this.index / users.length) % this.vouchers.length]!;
     this.index += 1;
-    return { path: `/api/voucher-order/seckill/${voucher}`, headers: { authorization: user.token } };
+    return { path: this.pathOf(voucher), headers: { authorization: user.token } };
   }
 
   onResponse(status: number, body: string): void {

@@ -7,6 +7,8 @@
  *   Redis-backed request pays (the `baseline` scenario);
  * - `GET /bench/shop/:id`: the same answer as `GET /api/shop/:id`, from process memory (the
  *   bare route the `shop-hot` scenario compares the cache with). Filled on first use.
+ * - `POST /bench/seckill-semaphore/:voucherId`: gulimall's seckill design (the
+ *   `seckill-semaphore` scenario, see seckill-semaphore.ts).
  *
  * Prints `{"listening":true,"port":N}` on stdout when ready; exits 0 after SIGTERM, which also
  * lets `node --cpu-prof` write its profile.
@@ -17,6 +19,7 @@ import { createDb } from '../src/infra/db.js';
 import { closeRedis, createRedis } from '../src/infra/redis.js';
 import { ok } from '../src/http/result.js';
 import { defineScripts } from '../src/lib/redis-scripts/index.js';
+import { registerGulimallSeckill } from './seckill-semaphore.js';
 
 const config = loadConfig();
 const redis = createRedis(config);
@@ -40,6 +43,8 @@ app.get<{ Params: { id: string } }>('/bench/shop/:id', async (request, reply) =>
   return ok(shop);
 });
 
+const gulimall = registerGulimallSeckill(app, { redis, db, sessionTtlSeconds: config.auth.sessionTtlSeconds });
+
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
 process.stdout.write(`${JSON.stringify({ listening: true, port: typeof address === 'object' && address ? address.port : 0 })}\n`);
@@ -48,6 +53,7 @@ process.once('SIGTERM', () => {
   void app
     .close()
     .then(async () => {
+      await gulimall.close();
       await db.destroy();
       await closeRedis(redis);
     })

@@ -5,11 +5,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { installApiRateLimit } from './http/api-rate-limit.js';
 import { installCors } from './http/cors.js';
+import { installDeadline } from './http/deadline.js';
 import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
 import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
 import { trackRoutes } from './http/route-table.js';
+import { validatorPerHttpPart } from './http/validation.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from './http/security-headers.js';
 import { serveWeb } from './http/web.js';
 import type { Config } from './infra/config.js';
@@ -51,6 +53,32 @@ export interface AppDeps {
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
 
 /**
+ * TRUST_PROXY=n: the n hops nearest the app are proxies (what Fastify does with a number, which
+ * its types do not declare), so the client is the n-th address from the right of X-Forwarded-For.
+ */
+const trustHops =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
+
+/**
+ * Options of Node's HTTP server for HTTP_REQUEST_TIMEOUT_MS: Node checks open requests against the
+ * timeout only every connectionsCheckingInterval (30 s by default), so a body trickled a byte at
+ * a time held a socket up to twice the timeout; checking every tenth of it (0.1 to 1 s) keeps the
+ * bound within a second. headersTimeout must be given here too: set only after the server exists
+ * (as Fastify sets the request timeout), it stays 60 s and Node expires no request before that.
+ * 0 (no timeout): Node's defaults.
+ */
+const requestTimeoutOptions = (requestTimeoutMs: number) =>
+  requestTimeoutMs === 0
+    ? {}
+    : {
+        requestTimeout: requestTimeoutMs,
+        headersTimeout: Math.min(60_000, requestTimeoutMs),
+        connectionsCheckingInterval: Math.min(1_000, Math.max(100, Math.round(requestTimeoutMs / 10))),
+      };
+
+/**
  * The HTTP application, without listening. Connections are passed in and owned by the caller
  * (main.ts or a test), which closes them after `app.close()`.
  */
@@ -59,12 +87,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // Tokens redacted, phone numbers masked (src/infra/logging.ts), whoever supplies the options.
     logger: secureLoggerOptions(deps.logger, config.logLevel),
-    trustProxy: config.trustProxy,
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
+    // Slow bodies get 408 within the timeout plus a second (see requestTimeoutOptions).
+    http: requestTimeoutOptions(config.http.requestTimeoutMs),
     connectionTimeout: config.http.connectionTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     ajv: ajvOptions,
+    // Query strings and params are coerced to their schema types, JSON bodies are not.
+    schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart() } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors,
     clientErrorHandler,
@@ -78,6 +110,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = deps.metrics ?? createMetrics();
+  // First of the onRequest hooks: the deadline covers them too (the session lookup reads Redis).
+  installDeadline(app, config.deadlines.requestMs);
   app.setReplySerializer(stringifyResult);
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'; // the pattern, never the raw URL: bounded labels
@@ -119,7 +153,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await locks.close();
   });
 
-  installMetricsRoute(app, metrics);
+  installMetricsRoute(app, metrics, config.metricsToken);
   // Uploaded images, public and outside /api like hmdp's nginx /imgs/ folder.
   mkdirSync(social.uploadService.root, { recursive: true });
   await app.register(fastifyStatic, { root: social.uploadService.root, prefix: '/imgs/', decorateReply: false, index: false, dotfiles: 'deny' });
@@ -136,7 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       }
       users.authenticate(api);
       if (social.recordVisit) api.addHook('onResponse', social.recordVisit);
-      await api.register(healthRoutes, { redis, db });
+      await api.register(healthRoutes, { redis, db, probeTimeoutMs: Math.floor(config.deadlines.requestMs / 2) });
       await api.register(users.routes);
       await api.register(seckill.routes);
       await api.register(shops.routes);

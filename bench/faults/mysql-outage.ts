@@ -5,7 +5,9 @@
  *
  * The order path does not touch MySQL (Redis decides, the stream queues), so the API keeps
  * accepting; the workers cannot write, keep the entries pending (never dead letters: an outage is
- * not the entry's fault), retry, and catch up once MySQL is back.
+ * not the entry's fault), open their circuit breaker (one probe at a time, backing off), and
+ * catch up once MySQL is back. Worker MySQL attempts are read from each instance's /metrics
+ * (seckill_worker_mysql_attempts_total), so the figure is the calls made, not log lines.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -23,11 +25,22 @@ import {
   timeDrain,
   withCleanup,
   type FaultScenario,
+  type Instance,
 } from './harness.js';
 import { streamBacklog } from '../seckill.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
 const OUTAGE_MS = 10_000;
+
+/** The worker's MySQL calls (writes and probes) so far, summed over the instances' /metrics. */
+async function workerMysqlAttempts(instances: readonly Instance[]): Promise<number> {
+  let total = 0;
+  for (const instance of instances) {
+    const text = await (await fetch(`${instance.url}/metrics`)).text();
+    for (const line of text.split('\n')) if (line.startsWith('seckill_worker_mysql_attempts_total{')) total += Number(line.split(' ').pop());
+  }
+  return total;
+}
 
 export const mysqlOutage: FaultScenario = {
   name: 'mysql-outage',
@@ -49,6 +62,8 @@ export const mysqlOutage: FaultScenario = {
       // Set by the event: a `: number | null = null` declaration would make TypeScript see only null.
       let caughtUpMs = null as number | null;
       let failuresBefore = 0;
+      let attemptsBefore = 0;
+      let outageAttempts = 0;
       let refusedDuringOutage = 0;
       let backlogAtRestore = 0;
       const failureLines = () => countLogs(instances, /order worker/);
@@ -57,12 +72,14 @@ export const mysqlOutage: FaultScenario = {
           atSeconds: cutAtSeconds,
           run: async () => {
             failuresBefore = failureLines();
+            attemptsBefore = await workerMysqlAttempts(instances);
             proxy.cut();
             cutAt = performance.now();
             await sleep(OUTAGE_MS);
             const backlog = await streamBacklog(world);
             backlogAtRestore = backlog.queued;
             refusedDuringOutage = proxy.connectionsRefused;
+            outageAttempts = (await workerMysqlAttempts(instances)) - attemptsBefore;
             proxy.restore();
             restoredAt = performance.now();
             // Caught up: the backlog of the outage is written (new orders keep coming meanwhile, so "nothing queued" is a moment between batches).
@@ -102,6 +119,8 @@ export const mysqlOutage: FaultScenario = {
           caughtUpMs: caughtUpMs ?? 'timeout',
           workerFailures: outageFailures,
           workerFailuresPerSecond: Math.round((outageFailures / outageSeconds / instances.length) * 10) / 10,
+          workerMysqlAttempts: outageAttempts,
+          workerMysqlAttemptsPerSecond: Math.round((outageAttempts / outageSeconds / instances.length) * 10) / 10,
           connectAttempts: refusedDuringOutage,
           connectAttemptsPerSecond: Math.round((refusedDuringOutage / outageSeconds / instances.length) * 10) / 10,
         },

@@ -36,6 +36,7 @@ import {
   type FaultScenario,
   type Instance,
 } from './harness.js';
+import { scrapeMetrics } from '../processes.js';
 
 const STALE_MS = 1_500;
 
@@ -186,7 +187,7 @@ async function keySlot(node: string, key: string): Promise<number> {
 async function sumMetric(instances: readonly Instance[], name: string): Promise<number> {
   let sum = 0;
   for (const instance of instances) {
-    const text = await (await fetch(`${instance.url}/metrics`)).text();
+    const text = await (await scrapeMetrics(instance.url)).text();
     for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'gm'))) sum += Number(match[1]);
   }
   return sum;

@@ -1,25 +1,28 @@
-import { loadConfig } from '../infra/config.js';
-import { createDb } from '../infra/db.js';
-import { closeRedis, createRedis } from '../infra/redis.js';
+import type { Db } from '../infra/db.js';
+import type { RedisClient } from '../infra/redis.js';
 import { UserRepository } from '../modules/users/user-repository.js';
 import { RoleService } from '../modules/users/roles.js';
 import { SessionStore } from '../modules/users/session-store.js';
 import { runAdminCommand } from './admin-command.js';
+import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';
 
 /**
  * `npm run admin -- grant <phone> | revoke <phone> | list`: administrator roles (tb_user.role).
  * A change reaches the user's live sessions at once. Exit code 2 on bad input.
  */
-await runCli(async () => {
-  const config = loadConfig();
-  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 1 });
-  const redis = createRedis(config);
+await runCli('admin', async (config) => {
+  let db: Db | undefined;
+  let redis: RedisClient | undefined;
   try {
-    const roles = new RoleService({ users: new UserRepository(db), sessions: new SessionStore(redis, config.auth.sessionTtlSeconds) });
+    db = await openDb(config, 1);
+    redis = await openRedis(config);
+    const roles = new RoleService({
+      users: new UserRepository(db),
+      sessions: new SessionStore(redis, config.auth.sessionTtlSeconds, config.auth.sessionMaxAgeSeconds),
+    });
     process.exitCode = await runAdminCommand(process.argv.slice(2), roles, console);
   } finally {
-    await closeRedis(redis);
-    await db.destroy();
+    await closeAll(redis, db);
   }
 });

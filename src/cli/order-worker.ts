@@ -21,9 +21,12 @@ try {
   process.exit(1);
 }
 const log = pino({ level: config.logLevel });
-const redis = createRedis(config);
-redis.on('error', (err: Error) => log.warn({ err }, 'redis connection error'));
-const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
+const redis = createRedis(config, { onError: (err, skipped) => log.warn({ err, skipped }, 'redis connection error') });
+const db = createDb({
+  mysqlUrl: config.mysqlUrl,
+  poolSize: config.mysqlPoolSize,
+  timeouts: { queryMs: config.deadlines.mysqlQueryMs, connectMs: config.deadlines.mysqlConnectMs },
+});
 const consumerName = config.seckill.consumer || `${hostname()}:worker`;
 const seckill = buildSeckill({ config, redis, db, log, metrics: createMetrics(), consumerName });
 

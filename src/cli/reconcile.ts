@@ -1,11 +1,13 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../infra/config.js';
-import { createDb } from '../infra/db.js';
+import { loadConfig, type Config } from '../infra/config.js';
+import type { Db } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
-import { closeRedis, createRedis } from '../infra/redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from '../modules/seckill/reconcile.js';
 import { SaleKeys } from '../modules/seckill/keys.js';
 import { SaleStore } from '../modules/seckill/sale-store.js';
+import { closeAll, openDb, openRedis } from './connections.js';
+import { EXIT_UNAVAILABLE, failureExitCode } from './run-cli.js';
 
 /**
  * Compares the seckill state in Redis (stock, buyers) with MySQL's orders and optionally repairs
@@ -70,35 +72,36 @@ if (typeof options === 'string') {
     process.exitCode = 2;
   }
 } else {
+  let config: Config | undefined;
+  let db: Db | undefined;
+  let redis: RedisClient | undefined;
   try {
-    const config = loadConfig();
-    const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 2 });
-    const redis = createRedis(config);
-    try {
-      const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards));
-      const report = await reconcileSeckill(
-        { db, store },
-        {
-          repair: options.repair,
-          voucherIds: options.voucherIds,
-          drainTimeoutMs: options.drainTimeoutMs,
-        },
-      );
-      if (options.json) console.log(JSON.stringify(report, null, 2));
-      else printText(report, options.repair, redactUrl(config.mysqlUrl));
-      const unrepaired = report.drifted.length - report.repaired;
-      process.exitCode = unrepaired > 0 ? 1 : 0;
-    } finally {
-      await closeRedis(redis);
-      await db.destroy();
-    }
+    config = loadConfig();
+    db = await openDb(config, 2);
+    redis = await openRedis(config);
+    const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards));
+    const report = await reconcileSeckill(
+      { db, store },
+      {
+        repair: options.repair,
+        voucherIds: options.voucherIds,
+        drainTimeoutMs: options.drainTimeoutMs,
+      },
+    );
+    if (options.json) console.log(JSON.stringify(report, null, 2));
+    else printText(report, options.repair, redactUrl(config.mysqlUrl));
+    const unrepaired = report.drifted.length - report.repaired;
+    process.exitCode = unrepaired > 0 ? 1 : 0;
   } catch (error) {
     if (error instanceof UnknownVoucherError) {
       console.error(`reconcile: ${error.message}`);
       process.exitCode = 2;
     } else {
-      console.error(`reconcile: ${error instanceof ConfigError ? error.message : String(error)}`);
-      process.exitCode = 3;
+      failureExitCode('reconcile', error, config);
+      process.exitCode = EXIT_UNAVAILABLE; // could not run, whatever the cause (documented above)
     }
+  } finally {
+    await closeAll(redis, db);
   }
+  setTimeout(() => process.exit(), 2_000).unref(); // a silent dependency's socket cannot keep it running
 }

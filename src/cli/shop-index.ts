@@ -1,11 +1,11 @@
-import { loadConfig } from '../infra/config.js';
-import { createDb } from '../infra/db.js';
+import type { Db } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
-import { closeRedis, createRedis } from '../infra/redis.js';
+import type { RedisClient } from '../infra/redis.js';
 import { BloomFilter } from '../lib/cache/index.js';
 import { LockClient } from '../lib/lock/index.js';
 import { ShopGeoIndex } from '../modules/shops/geo-index.js';
 import { ShopRepository } from '../modules/shops/shop-repository.js';
+import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';
 
 /**
@@ -16,7 +16,7 @@ import { runCli } from './run-cli.js';
  */
 const USAGE = 'usage: shop-index [geo|bloom]... (default: both)';
 
-await runCli(async () => {
+await runCli('shop-index', async (config) => {
   const targets = new Set(process.argv.slice(2));
   const unknown = [...targets].filter((target) => target !== 'geo' && target !== 'bloom');
   if (unknown.length > 0) {
@@ -26,11 +26,13 @@ await runCli(async () => {
   }
   if (targets.size === 0) ['geo', 'bloom'].forEach((target) => targets.add(target));
 
-  const config = loadConfig();
-  const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: 2 });
-  const redis = createRedis(config);
-  const locks = new LockClient(redis);
+  let db: Db | undefined;
+  let redis: RedisClient | undefined;
+  let locks: LockClient | undefined;
   try {
+    db = await openDb(config, 2);
+    redis = await openRedis(config);
+    locks = new LockClient(redis);
     const shops = new ShopRepository(db);
     const where = redactUrl(config.mysqlUrl);
     if (targets.has('geo')) {
@@ -52,8 +54,7 @@ await runCli(async () => {
       );
     }
   } finally {
-    await locks.close();
-    await closeRedis(redis);
-    await db.destroy();
+    await locks?.close();
+    await closeAll(redis, db);
   }
 });

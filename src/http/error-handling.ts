@@ -1,8 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
-import { isTransient } from '../infra/transient-errors.js';
+import { isTransient, unavailableDependency } from '../infra/transient-errors.js';
+import { RETRY_AFTER_SECONDS } from './deadline.js';
 import { HttpError } from './errors.js';
+import { AJV_KEYWORDS } from './validation.js';
 import { fail } from './result.js';
 
 /**
@@ -10,7 +12,7 @@ import { fail } from './result.js';
  * A schema may carry `errorMessage` to say it in the user's terms instead of the validator's.
  */
 export function formatValidationErrors(errors: FastifySchemaValidationError[], dataVar: string): Error {
-  const messages = errors.map((error) => {
+  const messages = withoutBranchErrors(errors).map((error) => {
     const params = error.params;
     if (error.keyword === 'required') return `${dataVar}.${String(params.missingProperty)} is required`;
     const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
@@ -21,7 +23,19 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], d
 }
 
 /**
- * Ajv options: keep `errorMessage` as a known annotation and hand the failing schema to the formatter.
+ * When an `anyOf` fails, Ajv reports each branch's failure and then the `anyOf` itself: keep only
+ * the latter, whose schema says what was expected as a whole (IdBody: a string of digits or a
+ * safe integer), rather than "must be string; must be >= 1".
+ */
+function withoutBranchErrors(errors: FastifySchemaValidationError[]): FastifySchemaValidationError[] {
+  const branches = errors.filter((error) => error.keyword === 'anyOf' || error.keyword === 'oneOf').map((error) => `${error.schemaPath}/`);
+  return errors.filter((error) => !branches.some((branch) => error.schemaPath.startsWith(branch)));
+}
+
+/**
+ * Ajv options: keep `errorMessage` as a known annotation, add the app's keywords (src/http/validation.ts)
+ * and hand the failing schema to the formatter. JSON bodies are validated without coercion
+ * (`validatorPerHttpPart`).
  *
  * `strictNumbers: false` on purpose. With Fastify's `coerceTypes` and Ajv's default strict numbers,
  * a query value such as `1e309` or `Infinity` is coerced to Infinity without the finiteness check,
@@ -31,7 +45,7 @@ export function formatValidationErrors(errors: FastifySchemaValidationError[], d
  * `minimum` and a `maximum` (test/integration/http/abuse checks both).
  */
 export const ajvOptions = {
-  customOptions: { keywords: ['errorMessage'], verbose: true, allErrors: false, strictNumbers: false },
+  customOptions: { keywords: AJV_KEYWORDS, verbose: true, allErrors: false, strictNumbers: false },
 };
 
 /**
@@ -81,12 +95,17 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(error.statusCode).send(fail(error.message));
     }
     if (isTransient(error)) {
-      // Redis or MySQL is unreachable or busy: the client may simply retry.
+      // Redis or MySQL is unreachable or busy: the client may simply retry. The answer names the
+      // dependency (not its address: that stays in the log).
       request.log.warn({ err: error }, 'dependency unavailable');
+      const unavailable = unavailableDependency(error);
+      const what = unavailable
+        ? `${unavailable.dependency} ${unavailable.stalled ? 'is not answering in time' : 'is unreachable'}`
+        : 'Service temporarily unavailable';
       return reply
         .code(503)
-        .header('retry-after', '1')
-        .send(fail(`Service temporarily unavailable, please retry (request id ${request.id})`));
+        .header('retry-after', String(RETRY_AFTER_SECONDS))
+        .send(fail(`${what}, please retry (request id ${request.id})`));
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));

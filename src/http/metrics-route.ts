@@ -1,12 +1,40 @@
-import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Metrics } from '../infra/metrics.js';
+import { fail } from './result.js';
 
-/** `GET /metrics`, outside /api: a load balancer routes /api to users and leaves /metrics to the scraper. */
-export function installMetricsRoute(app: FastifyInstance, metrics: Metrics): void {
-  app.get('/metrics', async (_request, reply) =>
-    reply
+/**
+ * `GET /metrics`, outside /api: a load balancer routes /api to users and leaves /metrics to the
+ * scraper. It answers only a scraper holding METRICS_TOKEN (`Authorization: Bearer <token>`);
+ * without a token configured the route does not exist (404), so a deployment that forgets it
+ * exposes nothing. A refused request costs no Redis command (a scrape runs several scripts), and
+ * concurrent scrapes share one rendering.
+ */
+export function installMetricsRoute(app: FastifyInstance, metrics: Metrics, token: string): void {
+  if (token === '') return;
+  const expected = digest(token);
+  let rendering: Promise<string> | undefined;
+  const render = (): Promise<string> =>
+    (rendering ??= metrics.render().finally(() => {
+      rendering = undefined;
+    }));
+
+  app.get('/metrics', async (request, reply) => {
+    if (!holdsToken(request, expected)) {
+      return reply.code(401).header('www-authenticate', 'Bearer realm="metrics"').send(fail('A metrics token is required'));
+    }
+    return reply
       .type(metrics.registry.contentType)
       .serializer(String)
-      .send(await metrics.render()),
-  );
+      .send(await render());
+  });
+}
+
+const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+/** Compared as digests, in constant time: neither the token nor its length leaks through timing. */
+function holdsToken(request: FastifyRequest, expected: Buffer): boolean {
+  const header = request.headers.authorization;
+  if (header?.startsWith('Bearer ') !== true) return false;
+  return timingSafeEqual(digest(header.slice('Bearer '.length).trim()), expected);
 }

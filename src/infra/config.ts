@@ -17,9 +17,10 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**
    * Whose X-Forwarded-For to believe when finding the client IP (rate limits are per IP):
-   * false (direct clients), true (any proxy) or a comma-separated list of proxy addresses/CIDRs.
+   * false (direct clients), a number of proxy hops in front of the app, or a comma-separated list
+   * of proxy addresses/CIDRs. Never `true`: that believes the left-most address, which the client writes.
    */
-  trustProxy: boolean | string;
+  trustProxy: boolean | number | string;
   redisUrl: string;
   /** Comma-separated host:port list; when set, the app talks to a Redis Cluster instead. */
   redisClusterNodes: string[];
@@ -27,10 +28,21 @@ export interface Config {
   redisKeyPrefix: string;
   mysqlUrl: string;
   mysqlPoolSize: number;
+  /** How long anything may wait (docs/operations.md "Deadlines"): a stalled dependency costs a fast 503, never a hung request. */
+  deadlines: {
+    /** A request still unanswered after this gets 503 + Retry-After. */
+    requestMs: number;
+    /** A Redis command without a reply after this fails ("Command timed out"); also the TCP connect bound. */
+    redisCommandMs: number;
+    /** A MySQL query without a result after this fails (its connection is dropped); also bounds waiting for a pooled connection. */
+    mysqlQueryMs: number;
+    /** Connecting to MySQL (TCP + handshake) fails after this. */
+    mysqlConnectMs: number;
+  };
   /** Order-id sequence numbers each instance reserves per Redis round trip (src/lib/id `blockSize`). */
   idBlockSize: number;
   seckill: {
-    /** `async`: Lua + Redis Stream + worker (default). `sync`: lock + MySQL transaction, for comparison. */
+    /** `async`: Lua + Redis Stream + worker (default). `sync`: the same Lua decision, then lock + MySQL transaction before the answer. */
     strategy: 'async' | 'sync';
     /**
      * Order streams. A voucher's keys and its stream share the hash tag `{seckill:N}` with
@@ -126,6 +138,8 @@ export interface Config {
   auth: {
     /** Session (login:token:*) time to live, renewed by every authenticated request. */
     sessionTtlSeconds: number;
+    /** Absolute session lifetime from the login, however active the session. */
+    sessionMaxAgeSeconds: number;
     /** Login code (login:code:*) time to live. */
     loginCodeTtlSeconds: number;
     /** Wrong codes tolerated before the code is burnt and a new one must be requested. */
@@ -149,6 +163,8 @@ export interface Config {
     apiPerIp: number;
     apiWindowSeconds: number;
   };
+  /** Bearer token of `GET /metrics`; empty: no /metrics route at all. */
+  metricsToken: string;
   http: {
     /** Origins allowed to call the API from a browser (CORS); empty: same origin only. */
     corsOrigins: string[];
@@ -194,8 +210,18 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'MYSQL_URL', default: 'mysql://root@127.0.0.1:3306/hmdp', meaning: 'MySQL 8 or MariaDB 10.11' },
   { name: 'MYSQL_POOL_SIZE', default: '10', meaning: 'connections per instance' },
   { name: 'LOG_LEVEL', default: 'info', shown: '`info` (`silent` in tests)', meaning: 'pino level' },
-  { name: 'TRUST_PROXY', default: 'false', meaning: '`true` or proxy addresses/CIDRs whose `X-Forwarded-For` names the client' },
+  {
+    name: 'TRUST_PROXY',
+    default: 'false',
+    meaning:
+      'proxies whose `X-Forwarded-For` names the client: their number in front of the app (`1` behind one nginx that appends `$remote_addr`) or their addresses/CIDRs (`127.0.0.1`). `true` is refused: it believes the left-most address, which the client writes ([docs/operations.md](docs/operations.md#client-ip-behind-a-proxy))',
+  },
   { name: 'SESSION_TTL_SECONDS', default: '1800', meaning: 'session lifetime after the last request' },
+  {
+    name: 'SESSION_MAX_AGE_SECONDS',
+    default: '43200',
+    meaning: 'absolute session lifetime from the login, however active (12 h: OWASP ASVS level 2); `POST /api/user/logout-all` ends every session sooner',
+  },
   { name: 'LOGIN_CODE_TTL_SECONDS', default: '120', meaning: 'login code lifetime' },
   { name: 'LOGIN_CODE_MAX_ATTEMPTS', default: '5', meaning: 'wrong codes before a code is burnt' },
   { name: 'SMS_INTERVAL_SECONDS', default: '60', meaning: 'minimum gap between two codes for one phone (`0`: none)' },
@@ -254,6 +280,13 @@ export const ENV_VARS: readonly EnvVar[] = [
     shown: '(empty: same origin only)',
     meaning: 'comma-separated origins (`https://shop.example.com`) whose pages may call the API from a browser',
   },
+  {
+    name: 'METRICS_TOKEN',
+    default: '',
+    shown: '(empty: no `/metrics`)',
+    meaning:
+      'bearer token the Prometheus scraper sends to `GET /metrics` (`authorization: Bearer <token>`, at least 16 characters); without it the route does not exist',
+  },
   { name: 'BODY_LIMIT_BYTES', default: '65536', meaning: 'largest JSON request body (larger → 413); image uploads are bounded by `UPLOAD_MAX_BYTES`' },
   { name: 'HTTP_REQUEST_TIMEOUT_MS', default: '30000', meaning: 'longest time to receive a whole request (slow clients get 408; `0`: none)' },
   {
@@ -268,11 +301,39 @@ export const ENV_VARS: readonly EnvVar[] = [
       "idle keep-alive connections are closed after this; behind nginx or a load balancer it must exceed the proxy's idle timeout for upstream connections (nginx `keepalive_timeout`, 60 s by default), or the proxy may reuse a connection the app is closing (sporadic 502)",
   },
   {
+    name: 'REQUEST_DEADLINE_MS',
+    default: '2000',
+    meaning: 'a request still unanswered after this gets 503 + `Retry-After` (a stalled Redis or MySQL never hangs a request; see docs/operations.md)',
+  },
+  {
+    name: 'REDIS_COMMAND_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'a Redis command without a reply after this fails (503 naming Redis); at most `REQUEST_DEADLINE_MS`',
+  },
+  {
+    name: 'MYSQL_QUERY_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'a MySQL query without a result after this fails (503 naming MySQL); also bounds the wait for a pooled connection',
+  },
+  {
+    name: 'MYSQL_CONNECT_TIMEOUT_MS',
+    default: '',
+    shown: 'half of `REQUEST_DEADLINE_MS`',
+    meaning: 'connecting to MySQL (TCP and handshake) fails after this',
+  },
+  {
     name: 'ID_BLOCK_SIZE',
     default: '100',
     meaning: 'order-id sequence numbers an instance reserves per Redis round trip (1 = one round trip per id; see src/lib/id)',
   },
-  { name: 'SECKILL_STRATEGY', default: 'async', meaning: '`async` (Lua + Redis Stream + worker) or `sync` (lock + MySQL transaction)' },
+  {
+    name: 'SECKILL_STRATEGY',
+    default: 'async',
+    meaning:
+      '`async` (Lua + Redis Stream + worker) or `sync` (the same Lua decision, then lock + MySQL transaction before the answer); may differ between instances',
+  },
   { name: 'SECKILL_STREAM_SHARDS', default: '4', meaning: 'order streams (`{seckill:N}` hash tags); fixed for a deployment' },
   { name: 'SECKILL_WORKER', default: 'true', meaning: 'run the order worker and canceller inside the app instance' },
   { name: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', meaning: 'consumer name; keep stable across restarts' },
@@ -304,9 +365,9 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'CACHE_REBUILD_WAIT_MS', default: '2000', meaning: "longest wait for another instance's rebuild of a key before loading it anyway" },
   {
     name: 'SHOP_BLOOM',
-    default: 'false',
+    default: 'true',
     meaning:
-      'check the shop id Bloom filter before loading a shop Redis lacks (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`)',
+      'check the shop id Bloom filter before loading a shop Redis lacks, so that unknown ids (cache penetration) reach neither MySQL nor the cache (built at start if missing; shops written to MySQL outside the app need `npm run bloom:rebuild`); `false` leaves only the null markers of `CACHE_NULL_TTL_SECONDS`',
   },
   { name: 'SHOP_BLOOM_EXPECTED_ITEMS', default: '1000000', meaning: 'shops the Bloom filter is sized for (n)' },
   {
@@ -371,6 +432,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     mysqlUrl: read.url('MYSQL_URL', 'mysql://root@127.0.0.1:3306/hmdp', ['mysql:']),
     mysqlPoolSize: read.int('MYSQL_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    deadlines: readDeadlines(read),
     idBlockSize: read.int('ID_BLOCK_SIZE', 100, { min: 1, max: 1_000_000 }),
     seckill: {
       strategy: read.oneOf('SECKILL_STRATEGY', ['async', 'sync'] as const, 'async'),
@@ -393,7 +455,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheStrategy: read.oneOf('SHOP_CACHE_STRATEGY', ['mutex', 'logical'] as const, 'mutex'),
       cacheTtlSeconds: read.int('SHOP_CACHE_TTL_SECONDS', 30 * 60, { min: 1, max: 30 * 86_400 }),
       typeCacheTtlSeconds: read.int('SHOP_TYPE_CACHE_TTL_SECONDS', 3600, { min: 1, max: 30 * 86_400 }),
-      bloom: read.bool('SHOP_BLOOM', false),
+      bloom: read.bool('SHOP_BLOOM', true),
       bloomExpectedItems: read.int('SHOP_BLOOM_EXPECTED_ITEMS', 1_000_000, { min: 1, max: 100_000_000 }),
       bloomFalsePositiveRate: read.number('SHOP_BLOOM_FALSE_POSITIVE_RATE', 0.01, { minExclusive: 0, maxExclusive: 1 }),
     },
@@ -418,6 +480,7 @@ export function loadConfig(env: Env = process.env): Config {
     sms: readSms(read),
     auth: {
       sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 30 * 60, { min: 1 }),
+      sessionMaxAgeSeconds: read.int('SESSION_MAX_AGE_SECONDS', 12 * 3600, { min: 1, max: 366 * 86_400 }),
       loginCodeTtlSeconds: read.int('LOGIN_CODE_TTL_SECONDS', 2 * 60, { min: 1 }),
       loginCodeMaxAttempts: read.int('LOGIN_CODE_MAX_ATTEMPTS', 5, { min: 1, max: 100 }),
       smsDailyLimitPerPhone: read.int('SMS_DAILY_LIMIT_PER_PHONE', 10, { min: 0 }),
@@ -431,6 +494,7 @@ export function loadConfig(env: Env = process.env): Config {
       apiPerIp: read.int('API_RATE_LIMIT_PER_IP', 0, { min: 0 }),
       apiWindowSeconds: read.int('API_RATE_LIMIT_WINDOW_SECONDS', 60, { min: 1, max: 86_400 }),
     },
+    metricsToken: read.secret('METRICS_TOKEN', 16),
     http: readHttp(read),
   };
 }
@@ -474,6 +538,20 @@ function readHttp(read: EnvReader): Config['http'] {
     );
   }
   return http;
+}
+
+function readDeadlines(read: EnvReader): Config['deadlines'] {
+  const requestMs = read.int('REQUEST_DEADLINE_MS', 2_000, { min: 100, max: 600_000 });
+  // Each dependency's bound is below the request's, so the handler answers (and names the
+  // dependency) before the deadline's generic 503 does.
+  const half = Math.floor(requestMs / 2);
+  const within = { min: 10, max: requestMs };
+  return {
+    requestMs,
+    redisCommandMs: read.int('REDIS_COMMAND_TIMEOUT_MS', half, within),
+    mysqlQueryMs: read.int('MYSQL_QUERY_TIMEOUT_MS', half, within),
+    mysqlConnectMs: read.int('MYSQL_CONNECT_TIMEOUT_MS', half, within),
+  };
 }
 
 /** Typed readers that fail with the variable's name, the bad value and what was expected. */
@@ -560,6 +638,16 @@ class EnvReader {
     return this.fail(name, value, 'true or false');
   }
 
+  /** A secret: empty (unset) or at least `minLength` characters, never echoed in the message. */
+  secret(name: string, minLength: number): string {
+    const value = this.raw(name);
+    if (value === undefined) return '';
+    if (value.length < minLength || /\s/.test(value)) {
+      throw new ConfigError(`Invalid environment variable ${name}: expected at least ${minLength} characters without spaces (e.g. openssl rand -hex 32)`);
+    }
+    return value;
+  }
+
   /** A variable that no longer does anything: stop rather than silently ignore what its setter meant. */
   retired(name: string, instead: string): void {
     if (this.raw(name) !== undefined) throw new ConfigError(`Environment variable ${name} is no longer supported: ${instead}`);
@@ -587,12 +675,19 @@ class EnvReader {
     return origins;
   }
 
-  trustProxy(name: string, fallback: boolean): boolean | string {
+  trustProxy(name: string, fallback: boolean): boolean | number | string {
     const value = this.raw(name);
     if (value === undefined) return fallback;
-    if (value === 'true') return true;
+    if (value === 'true') {
+      // Any X-Forwarded-For would be believed, so its left-most address (the client's own writing)
+      // would become the IP that every per-IP limit counts: one client, unlimited addresses.
+      throw new ConfigError(
+        `Invalid environment variable ${name}=true: it trusts an X-Forwarded-For the client writes itself. Set the number of proxies in front of the app (1 behind one nginx) or their addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8)`,
+      );
+    }
     if (value === 'false') return false;
+    if (/^\d{1,2}$/.test(value)) return Number(value); // hops, counted from the app's socket
     if (/^[\d.:a-fA-F/]+(,[\d.:a-fA-F/]+)*$/.test(value.replace(/\s/g, ''))) return value.replace(/\s/g, '');
-    return this.fail(name, value, 'true, false or a comma-separated list of proxy addresses/CIDRs');
+    return this.fail(name, value, 'false, a number of proxy hops or a comma-separated list of proxy addresses/CIDRs');
   }
 }

@@ -45,6 +45,24 @@ export function createMetrics() {
       help: 'Failed attempts to write an order to MySQL (the entry stays pending and is retried)',
       registers: [registry],
     }),
+    workerMysqlAttempts: new Counter({
+      name: 'seckill_worker_mysql_attempts_total',
+      help: 'MySQL calls of the order worker by kind: write (a batch or one order) or probe (SELECT 1 while the circuit is open); bounded per second whatever the backlog',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    workerMysqlFailures: new Counter({
+      name: 'seckill_worker_mysql_failures_total',
+      help: 'Order worker MySQL calls that failed because MySQL was unreachable or busy (these open the circuit), by kind',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+    }),
+    workerBreakerState: new Gauge({
+      name: 'seckill_worker_breaker_state',
+      help: "The order worker's circuit breaker on MySQL: 1 for the current state (closed, open, half-open), 0 for the others",
+      labelNames: ['state'] as const,
+      registers: [registry],
+    }),
     replicaAckTimeouts: new Counter({
       name: 'seckill_replica_ack_timeouts_total',
       help: 'Accepted seckill orders answered before SECKILL_REPLICA_ACKS replicas confirmed them within SECKILL_REPLICA_TIMEOUT_MS (in the stream, written later; lost if the master fails before a replica has them)',

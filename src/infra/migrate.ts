@@ -2,14 +2,26 @@ import { Migrator } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { databaseName, type Db } from './db.js';
 import { migrationProvider } from './migrations/index.js';
+import { redactUrl } from './redact.js';
+import { DependencyUnavailable } from './transient-errors.js';
 
-/** Creates the database named in the URL if it does not exist yet (utf8mb4). */
-export async function ensureDatabase(mysqlUrl: string): Promise<void> {
+/**
+ * Creates the database named in the URL if it does not exist yet (utf8mb4). Connecting fails
+ * after `connectTimeoutMs` (mysql2's default: 10 s) with a DependencyUnavailable naming MySQL.
+ */
+export async function ensureDatabase(mysqlUrl: string, connectTimeoutMs?: number): Promise<void> {
   const name = databaseName(mysqlUrl);
   if (name === undefined) throw new Error(`MYSQL_URL names no database: ${redactUrl(mysqlUrl)}`);
   const serverUrl = new URL(mysqlUrl);
   serverUrl.pathname = '/';
-  const connection = await createConnection(serverUrl.toString());
+  let connection;
+  try {
+    connection = await createConnection({ uri: serverUrl.toString(), ...(connectTimeoutMs === undefined ? {} : { connectTimeout: connectTimeoutMs }) });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if ((error as { sqlState?: unknown }).sqlState !== undefined) throw error; // MySQL answered (bad password...)
+    throw new DependencyUnavailable('MySQL', redactUrl(mysqlUrl), code === 'ETIMEDOUT', error);
+  }
   try {
     await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name.replace(/`/g, '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`);
   } finally {
@@ -32,9 +44,5 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   return results.map((result) => result.migrationName);
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
-}
+// Kept importable from here (the commands did); it lives apart so that connections need not load the migrations.
+export { redactUrl } from './redact.js';

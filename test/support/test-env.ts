@@ -15,6 +15,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis
 import type { SmsSender } from '../../src/modules/users/sms-sender.js';
 import type { UserRole } from '../../src/infra/schema.js';
 import { testMysqlUrl, testRedisUrl } from '../../kit/services.js';
+import { testAppLogger } from './app-logs.js';
 import { deleteKeys } from './redis.js';
 
 /**
@@ -32,6 +33,10 @@ export interface TestEnv {
   mysqlUrl: string;
   cleanup(): Promise<void>;
 }
+
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789';
+/** Headers of a Prometheus scrape of a test app's `GET /metrics`. */
+export const metricsAuth = { authorization: `Bearer ${TEST_METRICS_TOKEN}` } as const;
 
 export async function createTestEnv(env: Record<string, string> = {}): Promise<TestEnv> {
   const name = `hmdp_test_${randomBytes(4).toString('hex')}`;
@@ -58,8 +63,14 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     UPLOAD_FILES_PER_HOUR: '0',
     UPLOAD_BYTES_PER_DAY: '0',
     UPLOAD_SWEEP_INTERVAL_SECONDS: '0',
+    // Bursts of thousands of in-process requests queue for seconds on a busy 2-core machine: the
+    // request deadline and its Redis / MySQL bounds only where a test asks for them
+    // (test/integration/http/deadlines.test.ts).
+    REQUEST_DEADLINE_MS: '60000',
     // Uploaded images in a folder of this env's own, removed by cleanup().
     UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
+    // /metrics exists only with a token: scrape it with `metricsAuth`.
+    METRICS_TOKEN: TEST_METRICS_TOKEN,
     ...env,
   });
   await ensureDatabase(mysqlUrl);
@@ -106,7 +117,8 @@ export async function buildTestApp(
   sms = new InboxSmsSender(),
   extra: Partial<AppDeps> = {},
 ): Promise<{ app: FastifyInstance; sms: InboxSmsSender }> {
-  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: false, ...extra });
+  // Logs go to the run's log folder, which the global setup scans for phones and tokens in clear.
+  const app = await buildApp({ config: testEnv.config, redis: testEnv.redis, db: testEnv.db, sms, logger: testAppLogger(), ...extra });
   await app.ready();
   return { app, sms };
 }
@@ -123,7 +135,7 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
   }
   const rows = await testEnv.db.selectFrom('tb_user').select(['id', 'phone', 'nick_name']).where('phone', 'in', phones).execute();
   const byPhone = new Map(rows.map((row) => [row.phone, row]));
-  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds);
   return Promise.all(
     phones.map(async (phone) => {
       const row = byPhone.get(phone)!;
@@ -137,13 +149,16 @@ export async function createUsersWithSessions(testEnv: TestEnv, count: number, f
  * (admin routes read the role from the session; granting it is tested in roles.test.ts).
  */
 export async function sessionOf(testEnv: TestEnv, userId: string, role: UserRole = 'user'): Promise<{ authorization: string }> {
-  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds);
+  const sessions = new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds);
   return { authorization: await sessions.create({ id: userId, nickName: `user ${userId}`, icon: '', role }) };
 }
 
 /** The role service of `npm run admin`, on the env's database and Redis. */
 export function roleService(testEnv: TestEnv): RoleService {
-  return new RoleService({ users: new UserRepository(testEnv.db), sessions: new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds) });
+  return new RoleService({
+    users: new UserRepository(testEnv.db),
+    sessions: new SessionStore(testEnv.redis, testEnv.config.auth.sessionTtlSeconds, testEnv.config.auth.sessionMaxAgeSeconds),
+  });
 }
 
 /** Makes the user with this phone an administrator, as `npm run admin -- grant <phone>` does (live sessions included). */

@@ -1,4 +1,5 @@
 import { LockClientClosedError } from './errors.js';
+import { MAX_TIMER_MS } from './timers.js';
 import type { Hold } from './hold.js';
 import { ReleaseNotifier } from './release-notifier.js';
 import { defineLockScripts, type LockKind, type LockScripts } from './scripts.js';
@@ -16,8 +17,12 @@ export const fenceKey = (name: string): string => `lock:{${name}}:fence`;
  */
 export const fenceTtlMs = (leaseMs: number): number => Math.max(7 * 24 * 3600_000, 2 * leaseMs);
 
-/** Longest lease or poll: Node timers cannot be longer (they would fire at once). */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export { MAX_TIMER_MS } from './timers.js';
+/**
+ * Longest lease or wait: far beyond Node's timer limit (MAX_TIMER_MS, 24.8 days), which the lock's
+ * timers get around by chaining (timers.ts); 2^50 ms keeps 2 × lease a safe integer for Redis.
+ */
+export const MAX_LEASE_MS = 2 ** 50;
 
 /** State shared by the locks of one LockClient. */
 export class LockEngine {
@@ -65,7 +70,7 @@ export class LockEngine {
   }
 }
 
-export function assertDuration(what: string, ms: number, { allowInfinity = false, min = 0 } = {}): void {
-  const valid = (allowInfinity && ms === Infinity) || (Number.isInteger(ms) && ms >= min && ms <= MAX_TIMER_MS);
-  if (!valid) throw new RangeError(`${what} must be an integer number of ms in [${min}, ${MAX_TIMER_MS}]: ${ms}`);
+export function assertDuration(what: string, ms: number, { allowInfinity = false, min = 0, max = MAX_TIMER_MS } = {}): void {
+  const valid = (allowInfinity && ms === Infinity) || (Number.isInteger(ms) && ms >= min && ms <= max);
+  if (!valid) throw new RangeError(`${what} must be an integer number of ms in [${min}, ${max}]: ${ms}`);
 }

@@ -43,3 +43,23 @@ export class LockUpgradeError extends Error {
     super(`Read lock "${lockName}" is held by this owner: taking the write lock would wait forever (release the read lock first)`);
   }
 }
+
+/** A simple (non-reentrant) lock was asked for, with a wait, by the async context that holds it. */
+export class LockReentryError extends Error {
+  override readonly name = 'LockReentryError';
+  constructor(readonly lockName: string) {
+    super(`Simple lock "${lockName}" is already held by the current async context: it is not reentrant, so waiting for it would wait for itself`);
+  }
+}
+
+/** A semaphore's `acquire()` waited `waitMs` without getting its permits. */
+export class PermitTimeoutError extends Error {
+  override readonly name = 'PermitTimeoutError';
+  constructor(
+    readonly semaphoreName: string,
+    readonly permits: number,
+    readonly waitMs: number,
+  ) {
+    super(`Could not acquire ${permits} permit(s) of semaphore "${semaphoreName}" within ${waitMs} ms`);
+  }
+}

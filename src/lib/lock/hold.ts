@@ -1,4 +1,5 @@
 import { LockLostError } from './errors.js';
+import { setLongTimeout, type LongTimer } from './timers.js';
 import type { LockHandle } from './types.js';
 
 /** What a hold needs from Redis, bound to its lock key and owner. */
@@ -26,8 +27,9 @@ export class Hold {
   private readonly handles: HoldHandle[] = [];
   /** performance.now() until which Redis surely still has the lease. */
   private validUntil = 0;
-  private expiryTimer: NodeJS.Timeout | undefined;
-  private renewTimer: NodeJS.Timeout | undefined;
+  // Long timers: a lease may exceed Node's 2^31-1 ms timer limit.
+  private expiryTimer: LongTimer | undefined;
+  private renewTimer: LongTimer | undefined;
   private watchdogLeaseMs: number | undefined;
   private ended = false;
   /** The last handle is being released: a renewal that finds the lock gone is then expected. */
@@ -68,9 +70,8 @@ export class Hold {
     const until = sentAt + leaseMs - driftMs(leaseMs);
     if (this.ended || until <= this.validUntil) return;
     this.validUntil = until;
-    clearTimeout(this.expiryTimer);
-    this.expiryTimer = setTimeout(() => this.lose('lease expired'), Math.max(0, until - now()));
-    this.expiryTimer.unref(); // a lock must never keep the process alive
+    this.expiryTimer?.cancel();
+    this.expiryTimer = setLongTimeout(() => this.lose('lease expired'), until - now()); // unref'ed: a lock never keeps the process alive
   }
 
   /** Starts the watchdog: renew every lease/3 while the process lives and the hold lasts. */
@@ -91,8 +92,8 @@ export class Hold {
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    clearTimeout(this.expiryTimer);
-    clearTimeout(this.renewTimer);
+    this.expiryTimer?.cancel();
+    this.renewTimer?.cancel();
     this.onEnd(this);
   }
 
@@ -121,10 +122,26 @@ export class Hold {
     return true;
   }
 
+  /** An immediate watchdog renewal: true while held (see LockHandle.renew). */
+  async renewNow(): Promise<boolean> {
+    const leaseMs = this.watchdogLeaseMs;
+    if (this.ended || leaseMs === undefined) return !this.ended;
+    const sentAt = now();
+    let owned: boolean;
+    try {
+      owned = await this.backend.renew(leaseMs);
+    } catch {
+      return false; // not confirmed; the expiry timer still decides whether it is lost
+    }
+    if (this.ended) return false;
+    if (owned) this.confirmLease(sentAt, leaseMs);
+    else if (!this.releasing) this.lose('taken over or expired (renewal refused)');
+    return owned;
+  }
+
   private scheduleRenewal(): void {
     const leaseMs = this.watchdogLeaseMs!;
-    this.renewTimer = setTimeout(() => void this.renew(leaseMs), Math.max(1, Math.floor(leaseMs / 3)));
-    this.renewTimer.unref();
+    this.renewTimer = setLongTimeout(() => void this.renew(leaseMs), Math.max(1, Math.floor(leaseMs / 3)));
   }
 
   private async renew(leaseMs: number): Promise<void> {
@@ -157,6 +174,10 @@ class HoldHandle implements LockHandle {
 
   get signal(): AbortSignal {
     return this.hold.signal;
+  }
+
+  renew(): Promise<boolean> {
+    return this.released ? Promise.resolve(false) : this.hold.renewNow();
   }
 
   release(): Promise<boolean> {

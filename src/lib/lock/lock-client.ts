@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { runInNewContext, runInSomeContext } from './context.js';
-import { assertDuration, LockEngine } from './engine.js';
+import { assertDuration, LockEngine, MAX_LEASE_MS } from './engine.js';
 import { FairLock, type FairLockOptions } from './fair-lock.js';
 import { ReadWriteLock } from './read-write-lock.js';
 import { ReentrantLock, SimpleLock } from './redis-lock.js';
+import { CountDownLatch } from './count-down-latch.js';
+import { PermitExpirableSemaphore } from './permit-expirable-semaphore.js';
+import { Semaphore } from './semaphore.js';
 import type { LockHandle, LockObserver, RedisClient, TryLockOptions } from './types.js';
 
 export interface LockClientOptions {
@@ -29,7 +32,7 @@ export class LockClient {
 
   constructor(redis: RedisClient, options: LockClientOptions = {}) {
     const { instanceId = randomUUID(), defaultLeaseMs = 30_000, pollMs = 1_000 } = options;
-    assertDuration('defaultLeaseMs', defaultLeaseMs, { min: 3 }); // the watchdog renews every third
+    assertDuration('defaultLeaseMs', defaultLeaseMs, { min: 3, max: MAX_LEASE_MS }); // the watchdog renews every third
     assertDuration('pollMs', pollMs, { min: 1 });
     this.engine = new LockEngine(redis, instanceId, defaultLeaseMs, pollMs, options.observer);
   }
@@ -56,6 +59,21 @@ export class LockClient {
   /** Many readers or one writer, both reentrant, with downgrade (Redisson's RReadWriteLock). */
   readWriteLock(name: string): ReadWriteLock {
     return new ReadWriteLock(this.engine, name);
+  }
+
+  /** A counting semaphore (Redisson's RSemaphore): permits without owners. */
+  semaphore(name: string): Semaphore {
+    return new Semaphore(this.engine, name);
+  }
+
+  /** A semaphore whose permits have ids and leases (Redisson's RPermitExpirableSemaphore). */
+  permitExpirableSemaphore(name: string): PermitExpirableSemaphore {
+    return new PermitExpirableSemaphore(this.engine, name);
+  }
+
+  /** A count-down latch (Redisson's RCountDownLatch). */
+  countDownLatch(name: string): CountDownLatch {
+    return new CountDownLatch(this.engine, name);
   }
 
   /**

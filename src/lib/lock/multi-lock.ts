@@ -1,7 +1,8 @@
-import { assertDuration } from './engine.js';
+import { assertDuration, MAX_LEASE_MS } from './engine.js';
 import { LockLostError, LockTimeoutError } from './errors.js';
 import { driftMs } from './hold.js';
 import { runHolding } from './lock-client.js';
+import { setLongTimeout, TIMED_OUT, within, type LongTimer } from './timers.js';
 import type { Lock, LockHandle, TryLockOptions } from './types.js';
 
 export interface MultiLockOptions {
@@ -62,8 +63,8 @@ export class MultiLock {
   /** Acquires the locks, trying for up to `waitMs` (default 0: one round); null if not acquired. */
   async tryLock(options: TryLockOptions = {}): Promise<MultiLockHandle | null> {
     const { waitMs = 0, leaseMs, signal } = options;
-    assertDuration('waitMs', waitMs, { allowInfinity: true });
-    if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
+    assertDuration('waitMs', waitMs, { allowInfinity: true, max: MAX_LEASE_MS });
+    if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1, max: MAX_LEASE_MS });
     const deadline = now() + waitMs;
     for (;;) {
       signal?.throwIfAborted();
@@ -93,39 +94,140 @@ export class MultiLock {
     const lease = leaseMs ?? Math.min(...this.locks.map((lock) => lock.defaultLeaseMs));
     const timeoutMs = this.attemptTimeoutMs ?? Math.min(1000, Math.max(50, Math.floor(lease / 20)));
     const start = now();
-    const results = await Promise.all(this.locks.map((lock) => tryOnce(lock, leaseMs, timeoutMs)));
-    const handles = results.filter((handle): handle is LockHandle => handle !== null);
+    const slots = await Promise.all(this.locks.map((lock) => tryOnce(lock, leaseMs, timeoutMs)));
+    const handles = slots.filter((handle): handle is LockHandle => handle !== null);
     const validityMs = Math.floor(lease - (now() - start) - driftMs(lease));
     if (handles.length >= this.quorum && validityMs > 0) {
-      return this.combine(handles, validityMs, leaseMs !== undefined, timeoutMs);
+      return new CombinedHold(this.locks, slots, this.quorum, this.label, timeoutMs).start(validityMs, leaseMs, lease);
     }
     await releaseAll(handles, timeoutMs);
     return null;
   }
+}
 
-  private combine(handles: LockHandle[], validityMs: number, fixedLease: boolean, timeoutMs: number): MultiLockHandle {
-    const controller = new AbortController();
-    const lose = (why: string): void => {
-      if (!controller.signal.aborted) controller.abort(new LockLostError(this.label, why));
-    };
-    const onSubLockLost = (): void => {
-      const held = handles.filter((handle) => !handle.signal.aborted).length;
-      if (held < this.quorum) lose(`only ${held} of ${this.locks.length} locks still held`);
-    };
-    for (const handle of handles) handle.signal.addEventListener('abort', onSubLockLost);
-    // With a fixed lease nothing renews the locks: the validity time is all there is.
-    const validityTimer = fixedLease ? setTimeout(() => lose('validity time over'), validityMs).unref() : undefined;
-    onSubLockLost();
-    return {
-      handles,
-      signal: controller.signal,
-      validityMs,
-      release: () => {
-        clearTimeout(validityTimer);
-        for (const handle of handles) handle.signal.removeEventListener('abort', onSubLockLost);
-        return releaseAll(handles, timeoutMs);
-      },
-    };
+/**
+ * The locks of one MultiLock/RedLock acquisition. When fewer than the quorum are still held, the
+ * whole hold is lost: its signal aborts and the locks still held are released at once, so no
+ * watchdog keeps renewing a minority that protects nothing. With watchdogs (no fixed lease), a
+ * lock lost while the quorum still holds (a RedLock server restarted empty, or down when the
+ * hold began) is taken again on that server at each watchdog period, so a long hold survives a
+ * rolling restart of all the servers, one at a time.
+ */
+class CombinedHold implements MultiLockHandle {
+  private readonly controller = new AbortController();
+  private readonly retrying = new Set<number>();
+  private timer: LongTimer | undefined;
+  private ended = false;
+  /** Watchdog mode with fewer locks needed than given (RedLock): lost locks are retaken. */
+  private retaking = false;
+  /** Longest wait for the renewals that confirm the quorum: a watchdog period (set by start). */
+  private confirmTimeoutMs = 0;
+
+  constructor(
+    private readonly locks: readonly Lock[],
+    /** Per lock: the handle of its current hold, or null. */
+    private readonly slots: Array<LockHandle | null>,
+    private readonly quorum: number,
+    private readonly label: string,
+    private readonly timeoutMs: number,
+  ) {}
+
+  validityMs = 0;
+
+  get handles(): readonly LockHandle[] {
+    return this.slots.filter((handle): handle is LockHandle => handle !== null && !handle.signal.aborted);
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  start(validityMs: number, leaseMs: number | undefined, lease: number): this {
+    this.validityMs = validityMs;
+    for (const handle of this.handles) handle.signal.addEventListener('abort', this.onSubLockLost);
+    if (leaseMs !== undefined) {
+      // With a fixed lease nothing renews the locks: the validity time is all there is.
+      this.timer = setLongTimeout(() => this.lose('validity time over'), validityMs);
+    } else if (this.quorum < this.locks.length) {
+      this.retaking = true;
+      this.confirmTimeoutMs = Math.max(this.timeoutMs, Math.floor(lease / 3));
+      this.scheduleRetake(Math.max(1, Math.floor(lease / 3)));
+    }
+    this.onSubLockLost(); // a lock may have been lost while the others were acquired
+    return this;
+  }
+
+  release(): Promise<boolean> {
+    this.end();
+    return releaseAll(
+      this.slots.filter((handle) => handle !== null),
+      this.timeoutMs,
+    );
+  }
+
+  private readonly onSubLockLost = (): void => {
+    const held = this.handles.length;
+    if (held < this.quorum) this.lose(`only ${held} of ${this.locks.length} locks still held`);
+    else if (this.retaking) void this.confirmQuorum();
+  };
+
+  /**
+   * Renews every lock still believed held, now: a lock found lost may not be the only one (two
+   * servers restarted together), and retaking one while the quorum is in fact gone would hide
+   * that another client may have held the majority meanwhile. True if the quorum is confirmed.
+   */
+  private async confirmQuorum(): Promise<boolean> {
+    const answers = await Promise.all(this.handles.map((handle) => within(handle.renew?.() ?? Promise.resolve(true), this.confirmTimeoutMs)));
+    const confirmed = answers.filter((answer) => answer === true).length;
+    if (this.ended) return false;
+    if (confirmed >= this.quorum) return true;
+    this.lose(`only ${confirmed} of ${this.locks.length} locks confirmed after one was lost`);
+    return false;
+  }
+
+  private lose(why: string): void {
+    if (this.ended) return;
+    this.controller.abort(new LockLostError(this.label, why));
+    const stillHeld = this.handles;
+    this.end();
+    void releaseAll(stillHeld, this.timeoutMs);
+  }
+
+  private end(): void {
+    this.ended = true;
+    this.timer?.cancel();
+    for (const handle of this.slots) handle?.signal.removeEventListener('abort', this.onSubLockLost);
+  }
+
+  private scheduleRetake(periodMs: number): void {
+    this.timer = setLongTimeout(() => {
+      void this.retakeLost().finally(() => {
+        if (!this.ended) this.scheduleRetake(periodMs);
+      });
+    }, periodMs);
+  }
+
+  private async retakeLost(): Promise<void> {
+    const lost = [...this.slots.keys()].filter((index) => this.slots[index] === null || this.slots[index]!.signal.aborted);
+    if (lost.length === 0 || !(await this.confirmQuorum())) return;
+    await Promise.all(lost.map((index) => this.retake(index)));
+  }
+
+  private async retake(index: number): Promise<void> {
+    if (this.retrying.has(index)) return;
+    this.retrying.add(index);
+    try {
+      const handle = await tryOnce(this.locks[index]!, undefined, this.timeoutMs);
+      if (!handle) return;
+      if (this.ended) {
+        await handle.release().catch(() => undefined);
+        return;
+      }
+      this.slots[index] = handle;
+      handle.signal.addEventListener('abort', this.onSubLockLost);
+    } finally {
+      this.retrying.delete(index);
+    }
   }
 }
 
@@ -155,22 +257,6 @@ async function tryOnce(lock: Lock, leaseMs: number | undefined, timeoutMs: numbe
 async function releaseAll(handles: readonly LockHandle[], timeoutMs: number): Promise<boolean> {
   const outcomes = await Promise.all(handles.map((handle) => within(handle.release(), timeoutMs)));
   return outcomes.every((released) => released === true);
-}
-
-const TIMED_OUT = Symbol('timed out');
-
-/** The promise's value, its error, or TIMED_OUT after `ms`; never rejects. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | Error | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), ms);
-  });
-  const settled = promise.catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
-  try {
-    return await Promise.race([settled, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

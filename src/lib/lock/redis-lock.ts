@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { currentContextId } from './context.js';
-import { assertDuration, fenceKey, fenceTtlMs, lockKey, type LockEngine } from './engine.js';
-import { LockClientClosedError, LockNotHeldError, LockTimeoutError } from './errors.js';
+import { assertDuration, fenceKey, fenceTtlMs, lockKey, MAX_LEASE_MS, type LockEngine } from './engine.js';
+import { LockClientClosedError, LockNotHeldError, LockReentryError, LockTimeoutError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { LockKind, LockScripts } from './scripts.js';
+import { TIMED_OUT, within } from './timers.js';
 import type { Lock, LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
 
 type Attempt = { handle: LockHandle } | { handle: null; ttlMs: number };
@@ -33,14 +34,20 @@ abstract class RedisLock implements Lock {
 
   async tryLock(options: TryLockOptions = {}): Promise<LockHandle | null> {
     const { waitMs = 0, leaseMs, signal } = options;
-    assertDuration('waitMs', waitMs, { allowInfinity: true });
-    if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
+    assertDuration('waitMs', waitMs, { allowInfinity: true, max: MAX_LEASE_MS });
+    if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1, max: MAX_LEASE_MS });
     this.engine.assertOpen();
     signal?.throwIfAborted();
+    this.assertWaitCanEnd(waitMs);
     const started = now();
     const deadline = started + waitMs;
     const owner = this.ownerOfNextAcquisition();
-    const first = await this.attempt(owner, leaseMs);
+    // waitMs 0 means one attempt, as long as Redis takes to answer; any wait bounds the attempts too.
+    const first = await this.attemptBefore(owner, leaseMs, waitMs === 0 ? Infinity : deadline);
+    if (first === null) {
+      this.observe('timeout', started);
+      return null;
+    }
     if (first.handle || waitMs === 0) {
       this.observe(first.handle ? 'acquired' : 'busy', started);
       return first.handle;
@@ -91,7 +98,8 @@ abstract class RedisLock implements Lock {
       await settledWithin(waiter.subscribed, deadline - now());
       for (;;) {
         signal?.throwIfAborted();
-        const attempt = await this.attempt(owner, leaseMs);
+        const attempt = await this.attemptBefore(owner, leaseMs, deadline);
+        if (attempt === null) return null;
         if (attempt.handle) return attempt.handle;
         const remainingMs = deadline - now();
         if (remainingMs <= 0) return null;
@@ -106,6 +114,26 @@ abstract class RedisLock implements Lock {
   private pauseMs(holderTtlMs: number, remainingMs: number): number {
     const untilExpiry = holderTtlMs >= 0 ? holderTtlMs : Infinity; // -1: a key without TTL
     return Math.max(1, Math.min(untilExpiry, this.engine.pollMs, remainingMs));
+  }
+
+  /** A hook for locks that can tell a wait could never end (SimpleLock). */
+  protected assertWaitCanEnd(_waitMs: number): void {}
+
+  /**
+   * One attempt, given up at `deadline` (null) when Redis is down or slow: ioredis would otherwise
+   * queue and retry the command for seconds past any wait the caller asked for. An acquisition
+   * that arrives after we gave up is released as soon as it arrives.
+   */
+  private async attemptBefore(owner: string, leaseMs: number | undefined, deadline: number): Promise<Attempt | null> {
+    const attempt = this.attempt(owner, leaseMs);
+    if (deadline === Infinity) return attempt;
+    const outcome = await within(attempt, deadline - now());
+    if (outcome === TIMED_OUT) {
+      attempt.then((late) => late.handle?.release()).catch(() => undefined);
+      return null;
+    }
+    if (outcome instanceof Error) throw outcome;
+    return outcome;
   }
 
   private async attempt(owner: string, leaseMs: number | undefined): Promise<Attempt> {
@@ -200,7 +228,22 @@ export class SimpleLock extends RedisLock {
   protected readonly kind = 'simple';
 
   protected ownerOfNextAcquisition(): string {
-    return `${this.engine.instanceId}:${randomUUID()}`;
+    // The async context in the token lets a second acquisition by the holder be recognised.
+    return `${this.engine.instanceId}:${currentContextId() ?? '-'}:${randomUUID()}`;
+  }
+
+  /**
+   * Waiting for a simple lock that the current async context holds would only end at the
+   * timeout (or never, with the default infinite wait of `lock()`): a bug to report, not a wait.
+   * `tryLock({ waitMs: 0 })` still answers null, as for any lock that is taken.
+   */
+  protected override assertWaitCanEnd(waitMs: number): void {
+    const contextId = currentContextId();
+    if (waitMs === 0 || contextId === undefined) return;
+    const ownHold = this.holdId(`${this.engine.instanceId}:${contextId}:`);
+    for (const [id, hold] of this.engine.holds) {
+      if (id.startsWith(ownHold) && !hold.isEnded) throw new LockReentryError(this.name);
+    }
   }
 }
 

@@ -60,7 +60,7 @@ export class ReleaseNotifier {
     // duplicate() keeps the connection options (and the key prefix, which pub/sub ignores: the
     // channel names we are given already contain it).
     const subscriber = this.redis.duplicate();
-    subscriber.on('message', (channel: string) => this.wakeOne(channel));
+    subscriber.on('message', (channel: string, message: string) => this.wake(channel, message));
     // Connection errors are retried by ioredis and re-subscribed on reconnect; a release published
     // meanwhile is missed, which the waiters' bounded poll covers. Nothing to report here.
     subscriber.on('error', () => undefined);
@@ -73,10 +73,20 @@ export class ReleaseNotifier {
    * attempting right now (its attempt may have come just before the release) and has no
    * wake-up pending yet.
    */
-  private wakeOne(channel: string): void {
+  private wakeOne(channel: string): boolean {
     const waiters = this.channels.get(channel)?.waiters ?? [];
     const chosen = waiters.find((waiter) => waiter.isSleeping) ?? waiters.find((waiter) => !waiter.hasPendingWakeUp);
     chosen?.notify();
+    return chosen !== undefined;
+  }
+
+  /**
+   * A lock's `released` wakes one waiter; a number (a semaphore's permits now available) wakes
+   * up to that many; `all` (a latch at zero) wakes every waiter of the channel.
+   */
+  private wake(channel: string, message: string): void {
+    const count = message === 'all' ? Infinity : /^\d+$/.test(message) ? Number(message) : 1;
+    for (let woken = 0; woken < count && this.wakeOne(channel); woken++);
   }
 
   private leave(channel: string, waiter: Waiter): void {

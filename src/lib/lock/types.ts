@@ -38,6 +38,12 @@ export interface LockHandle {
    * was no longer held by this owner (nothing is deleted then). Calling it twice is harmless.
    */
   release(): Promise<boolean>;
+  /**
+   * Renews the lease now (a watchdog hold) and says whether this owner still holds the lock: false
+   * when it is lost or Redis did not answer. A fixed lease is only checked locally. Optional, for
+   * locks built elsewhere; RedLock uses it to confirm its quorum after losing a lock.
+   */
+  renew?(): Promise<boolean>;
 }
 
 /** What all single-name locks offer; MultiLock and RedLock combine them. */

@@ -1,7 +1,8 @@
-import { assertDuration, type LockEngine } from './engine.js';
+import { assertDuration, MAX_LEASE_MS, type LockEngine } from './engine.js';
 import { LockClientClosedError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { Waiter } from './release-notifier.js';
+import { TIMED_OUT, within } from './timers.js';
 import type { LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
 
 // The acquisition loop of the fair lock and the read-write lock: one attempt, then (if the caller
@@ -33,12 +34,17 @@ const now = (): number => performance.now();
 /** tryLock of the fair and read-write locks: null when not acquired within `waitMs` (default 0). */
 export async function acquire(engine: LockEngine, name: string, spec: WaitSpec, options: TryLockOptions = {}): Promise<LockHandle | null> {
   const { waitMs = 0, leaseMs, signal } = options;
-  assertDuration('waitMs', waitMs, { allowInfinity: true });
-  if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1 });
+  assertDuration('waitMs', waitMs, { allowInfinity: true, max: MAX_LEASE_MS });
+  if (leaseMs !== undefined) assertDuration('leaseMs', leaseMs, { min: 1, max: MAX_LEASE_MS });
   engine.assertOpen();
   signal?.throwIfAborted();
   const started = now();
-  const first = await spec.attempt(false);
+  // waitMs 0 means one attempt, as long as Redis takes to answer; any wait bounds the attempts too.
+  const first = await attemptBefore(spec, false, waitMs === 0 ? Infinity : started + waitMs);
+  if (first === null) {
+    observe(engine, name, spec.kind, 'timeout', started);
+    return null;
+  }
   if (first.handle || waitMs === 0) {
     observe(engine, name, spec.kind, first.handle ? 'acquired' : 'busy', started);
     return first.handle;
@@ -56,7 +62,8 @@ async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSig
     spec.joined?.(waiter);
     for (;;) {
       signal?.throwIfAborted();
-      const attempt = await spec.attempt(true);
+      const attempt = await attemptBefore(spec, true, deadline);
+      if (attempt === null) return null;
       if (attempt.handle) return (handle = attempt.handle);
       const remainingMs = deadline - now();
       if (remainingMs <= 0) return null;
@@ -68,6 +75,23 @@ async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSig
     waiter.leave();
     if (!handle) await spec.gaveUp?.().catch(() => undefined); // Redis unreachable: the queue entry expires
   }
+}
+
+/**
+ * One attempt, given up at `deadline` (null) when Redis is down or slow: ioredis would otherwise
+ * queue and retry the command for seconds past any wait the caller asked for. An acquisition that
+ * arrives after we gave up is released as soon as it arrives.
+ */
+async function attemptBefore(spec: WaitSpec, queued: boolean, deadline: number): Promise<Attempt | null> {
+  const attempt = spec.attempt(queued);
+  if (deadline === Infinity) return attempt;
+  const outcome = await within(attempt, deadline - now());
+  if (outcome === TIMED_OUT) {
+    attempt.then((late) => late.handle?.release()).catch(() => undefined);
+    return null;
+  }
+  if (outcome instanceof Error) throw outcome;
+  return outcome;
 }
 
 function observe(engine: LockEngine, name: string, kind: LockWaitEvent['kind'], outcome: LockWaitEvent['outcome'], started: number): void {
@@ -131,13 +155,5 @@ export function latestHandle(engine: LockEngine, holdId: string): LockHandle | u
 
 /** Waits for `promise` to settle (either way), at most `ms`. */
 async function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, Math.min(ms, 2 ** 31 - 1)));
-  });
-  try {
-    await Promise.race([promise.catch(() => undefined), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await within(promise, ms);
 }

@@ -2,40 +2,65 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { sql } from 'kysely';
 import type { Db } from '../../infra/db.js';
 import type { RedisClient } from '../../infra/redis.js';
+import { unavailableDependency } from '../../infra/transient-errors.js';
 import { fail, ok } from '../../http/result.js';
 
-type Status = 'up' | 'down';
+/** `stalled`: connected but silent (no answer in time); `down`: refused or dropped the connection. */
+type Status = 'up' | 'down' | 'stalled';
 
-const PROBE_TIMEOUT_MS = 1_000;
+export interface HealthOptions {
+  redis: RedisClient;
+  db: Db;
+  /** Longest wait for each probe (they run in parallel); keep it under the request deadline. */
+  probeTimeoutMs?: number;
+}
 
-/** `GET /api/health`: 200 when Redis and MySQL answer, 503 (with which one failed) otherwise. */
-export const healthRoutes: FastifyPluginAsyncTypebox<{ redis: RedisClient; db: Db }> = async (app, { redis, db }) => {
+/**
+ * `GET /api/health`: 200 when Redis and MySQL answer; 503 naming each one that does not, and
+ * whether it is down or stalled. Answers within `probeTimeoutMs` whatever the dependencies do.
+ */
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { redis, db, probeTimeoutMs = 1_000 }) => {
   app.get(
     '/health',
-    { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 and which one when not)' } },
+    { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 naming the one that is down or stalled when not)' } },
     async (request, reply) => {
       const [redisStatus, mysqlStatus] = await Promise.all([
-        probe(() => redis.ping(), request.log, 'redis'),
-        probe(() => sql`SELECT 1`.execute(db), request.log, 'mysql'),
+        probe(() => redis.ping(), probeTimeoutMs, request.log, 'Redis'),
+        probe(() => sql`SELECT 1`.execute(db), probeTimeoutMs, request.log, 'MySQL'),
       ]);
       const checks = { redis: redisStatus, mysql: mysqlStatus };
       if (redisStatus === 'up' && mysqlStatus === 'up') return ok({ status: 'up', ...checks });
-      return reply.code(503).send({ ...fail('A dependency is unreachable'), data: { status: 'down', ...checks } });
+      const problems = [describe('Redis', redisStatus), describe('MySQL', mysqlStatus)].filter((problem) => problem !== undefined);
+      return reply
+        .code(503)
+        .header('retry-after', '1')
+        .send({ ...fail(problems.join('; ')), data: { status: 'down', ...checks } });
     },
   );
 };
 
-async function probe(check: () => Promise<unknown>, log: { warn: (obj: object, msg: string) => void }, name: string): Promise<Status> {
+function describe(name: string, status: Status): string | undefined {
+  if (status === 'down') return `${name} is unreachable`;
+  if (status === 'stalled') return `${name} is not answering in time (stalled)`;
+  return undefined;
+}
+
+async function probe(check: () => Promise<unknown>, timeoutMs: number, log: { warn: (obj: object, msg: string) => void }, name: string): Promise<Status> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
+  const timeout = new Promise<'stalled'>((resolve) => {
+    timer = setTimeout(() => resolve('stalled'), timeoutMs);
   });
+  const answer = check().then(
+    () => 'up' as const,
+    (error: unknown) => {
+      log.warn({ err: error }, `health check: ${name} is unavailable`);
+      return unavailableDependency(error)?.stalled === true ? ('stalled' as const) : ('down' as const);
+    },
+  );
   try {
-    await Promise.race([check(), timeout]);
-    return 'up';
-  } catch (error) {
-    log.warn({ err: error }, `health check: ${name} is down`);
-    return 'down';
+    const status = await Promise.race([answer, timeout]);
+    if (status === 'stalled') log.warn({ timeoutMs }, `health check: ${name} did not answer in time`);
+    return status;
   } finally {
     clearTimeout(timer);
   }

@@ -17,6 +17,7 @@ import { OrderService, type Locks } from './order-service.js';
 import { OrderStream } from './order-stream.js';
 import { OrderWorker } from './order-worker.js';
 import { SaleStore } from './sale-store.js';
+import { BREAKER_STATES } from './write-breaker.js';
 import { VoucherRepository } from './voucher-repository.js';
 import { voucherRoutes } from './voucher-routes.js';
 import { VoucherService } from './voucher-service.js';
@@ -86,6 +87,10 @@ export function buildSeckill(deps: SeckillDeps) {
     claimIdleMs: settings.claimIdleMs,
     log,
     onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
+    breaker: {
+      onAttempt: (kind) => metrics.workerMysqlAttempts.inc({ kind }),
+      onFailure: (kind) => metrics.workerMysqlFailures.inc({ kind }),
+    },
   });
   const canceller = new UnpaidOrderCanceller(orders, store, {
     paymentWindowSeconds: settings.paymentWindowSeconds,
@@ -93,6 +98,7 @@ export function buildSeckill(deps: SeckillDeps) {
     log,
   });
   metrics.onScrape(async () => {
+    for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, worker.breaker.state === state ? 1 : 0);
     for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
       const labels = { shard: String(shard) };
       metrics.streamLength.set(labels, length);

@@ -11,6 +11,7 @@
  *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`
  *   {seckill:N}:orders:dead           stream of dead letters (entries that kept failing)
  *   {seckill:N}:queued                hash orderId -> "userId:voucherId", accepted and not yet in MySQL
+ *   {seckill:N}:in-flight             sorted set orderId -> reserve time (ms): sync orders whose request writes MySQL
  *   {seckill:N}:released:{orderId}    string marker: this order's unit was given back (7 days)
  *
  * Keys the building blocks derive from names the sale gives them (see those libraries):
@@ -41,6 +42,7 @@ export interface ShardKeys {
   stream: string;
   deadLetters: string;
   queued: string;
+  inFlight: string;
 }
 
 /** The keys of one voucher's sale: its hash and buyers, and its shard's keys. */
@@ -64,7 +66,7 @@ export class SaleKeys {
 
   shard(shard: number): ShardKeys {
     const tag = shardTag(shard);
-    return { tag, stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued` };
+    return { tag, stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, inFlight: `${tag}:in-flight` };
   }
 
   voucher(voucherId: string): VoucherKeys {

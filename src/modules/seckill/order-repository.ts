@@ -81,8 +81,26 @@ export class OrderRepository {
     });
   }
 
+  /** The order worker's circuit-breaker probe: is MySQL answering? */
+  async ping(): Promise<void> {
+    await sql`SELECT 1`.execute(this.db);
+  }
+
   async findForUser(orderId: string, userId: string): Promise<OrderRow | undefined> {
     return this.db.selectFrom('tb_voucher_order').selectAll().where('id', '=', orderId).where('user_id', '=', userId).executeTakeFirst();
+  }
+
+  /** The user's newest order of the voucher (any state), if MySQL has one. */
+  async findLatestForUserAndVoucher(userId: string, voucherId: string): Promise<OrderRow | undefined> {
+    return this.db
+      .selectFrom('tb_voucher_order')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('voucher_id', '=', voucherId)
+      .orderBy('create_time', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
   }
 
   /** A page of the user's orders, newest first, with their voucher's title, shop and price. */
@@ -169,26 +187,6 @@ export class OrderRepository {
 
   async markReleased(orderId: string): Promise<void> {
     await this.db.updateTable('tb_voucher_order').set({ stock_released: 1 }).where('id', '=', orderId).execute();
-  }
-
-  /**
-   * The synchronous strategy's transaction (hmdp's pre-Redis version, made safe): the caller
-   * holds the per-user lock; the unique key still refuses a second order if the lock was lost.
-   */
-  async placeDirect(order: NewOrder): Promise<'created' | 'user-has-order'> {
-    return this.db.transaction().execute(async (trx) => {
-      const existing = await trx
-        .selectFrom('tb_voucher_order')
-        .select('id')
-        .where('user_id', '=', order.userId)
-        .where('voucher_id', '=', order.voucherId)
-        .where('live', '=', 1)
-        .executeTakeFirst();
-      if (existing) return 'user-has-order';
-      await takeStock(trx, order.voucherId);
-      await trx.insertInto('tb_voucher_order').values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId }).execute();
-      return 'created';
-    });
   }
 }
 

@@ -4,15 +4,19 @@ import { ok } from '../../http/result.js';
 import { Current, IdParams } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { OrderLimits } from './order-limits.js';
-import type { OrderService } from './order-service.js';
+import { ORDER_DEADLINE_MESSAGE, type OrderService } from './order-service.js';
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; limits: OrderLimits }> = async (app, { service, limits }) => {
   // rateLimit: false: the general per-IP API limit (if on) skips this route, which has its own.
   app.post(
     '/voucher-order/seckill/:id',
     {
-      schema: { summary: 'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit)', params: IdParams },
-      config: { rateLimit: false },
+      schema: {
+        summary:
+          'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit; 503 when Redis did not answer, saying whether the outcome is unknown)',
+        params: IdParams,
+      },
+      config: { rateLimit: false, deadlineMessage: ORDER_DEADLINE_MESSAGE },
     },
     async (request) => {
       const userId = currentUser(request).id;
@@ -29,6 +33,13 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; lim
       const { list, total } = await service.listForUser(currentUser(request).id, request.query.current);
       return ok(list, total);
     },
+  );
+
+  // After an "outcome unknown" answer: did that order go through? MySQL first, then Redis's buyer mark.
+  app.get(
+    '/voucher-order/of/me/voucher/:id',
+    { schema: { summary: 'My order of one voucher (created, paid... or queued: accepted, not yet written); 404 when I have none', params: IdParams } },
+    async (request) => ok(await service.findForVoucher(currentUser(request).id, request.params.id)),
   );
 
   app.get(

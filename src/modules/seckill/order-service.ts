@@ -1,4 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
+import { isTransient, unavailableDependency } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
@@ -63,6 +64,29 @@ export class SaleRefused extends HttpError {
   }
 }
 
+/**
+ * The reserve script was sent and no answer came (Redis stalled, timed out or dropped the
+ * connection): the order may have been accepted. Never answered as a refusal: 503, with the order
+ * id it would have and where to look it up.
+ */
+export class OutcomeUnknown extends HttpError {
+  readonly outcome = 'unknown';
+
+  constructor(orderId: string, voucherId: string, cause: unknown) {
+    super(
+      503,
+      `The outcome of this order is unknown (${unavailableDependency(cause)?.dependency ?? 'a dependency'} did not answer): it may have been placed as order ${orderId}. ` +
+        `Check GET /api/voucher-order/${orderId} or GET /api/voucher-order/of/me/voucher/${voucherId} before ordering again`,
+      { 'retry-after': '1' },
+    );
+    this.cause = cause;
+  }
+}
+
+/** What the request deadline answers on the order route, whose reserve may have run by then. */
+export const ORDER_DEADLINE_MESSAGE =
+  'The outcome of this order is unknown (no answer in time): check GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again';
+
 export const REFUSALS = {
   notStarted: 'The sale has not started yet',
   ended: 'The sale has ended',
@@ -117,7 +141,7 @@ export class OrderService {
   private async placeAsync(userId: string, voucherId: string): Promise<string> {
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
     const order = { orderId, userId, voucherId };
-    let outcome = await this.deps.store.reserve(order);
+    let outcome = await this.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
     switch (outcome) {
       case 'accepted':
@@ -142,49 +166,100 @@ export class OrderService {
    * A voucher Redis does not know: created while Redis was away, lost by Redis, or a sale long
    * over whose keys expired. Published from MySQL (not when over: its answer is known), then retried.
    */
-  private async publishFromDatabase(order: QueuedOrder): Promise<ReserveOutcome> {
+  private async publishFromDatabase(order: QueuedOrder, reserve = (again: QueuedOrder) => this.reserve(again)): Promise<ReserveOutcome> {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
     await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
-    return this.deps.store.reserve(order);
+    return reserve(order);
+  }
+
+  /** reserve.lua; any failure after it may have been sent means the outcome is unknown, never "refused". */
+  private async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.reserve(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
+  }
+
+  /** The sync strategy's hold (the same script, not streamed); likewise never "refused" on a failure. */
+  private async hold(order: QueuedOrder): Promise<ReserveOutcome> {
+    try {
+      return await this.deps.store.hold(order);
+    } catch (error) {
+      throw new OutcomeUnknown(order.orderId, order.voucherId, error);
+    }
   }
 
   /**
-   * hmdp's synchronous version, for comparison: a per-user distributed lock, then window check,
-   * one-per-user check, conditional stock decrement and insert in one MySQL transaction.
+   * hmdp's synchronous version, kept in step with Redis: under hmdp's per-user lock, the order is
+   * decided by the same Redis script as the async strategy (window, stock, one per user; held,
+   * not streamed), then written in one MySQL transaction before the answer. Instances on either
+   * strategy therefore share one stock and one buyer set: switching strategy mid-sale, or running
+   * both, can neither oversell nor accept an order that is later dropped.
    */
   private async placeSync(userId: string, voucherId: string): Promise<string> {
     const locks = this.deps.locks;
     if (!locks) throw new Error('the sync strategy needs a lock service');
-    const seckill = await this.deps.vouchers.findSeckill(voucherId);
-    if (!seckill) throw notFound(REFUSALS.unknownVoucher(voucherId));
-    const now = Date.now();
-    if (now < seckill.begin_time.getTime()) throw new SaleRefused('not-started', REFUSALS.notStarted);
-    if (now >= seckill.end_time.getTime()) throw new SaleRefused('ended', REFUSALS.ended);
-    if (seckill.stock <= 0) throw new SaleRefused('sold-out', REFUSALS.soldOut);
-
     const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
+    const order = { orderId, userId, voucherId };
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
-    const place = async () => {
-      try {
-        return await this.deps.orders.placeDirect({ orderId, userId, voucherId });
-      } catch (error) {
-        if (error instanceof OutOfStockInDatabase) return 'sold-out' as const;
-        throw error;
-      }
+    let held = false;
+    const place = async (): Promise<ReserveOutcome> => {
+      let outcome = await this.hold(order);
+      if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order, (again) => this.hold(again));
+      if (outcome !== 'accepted') return outcome;
+      held = true;
+      return this.writeHeld(order);
     };
-    let outcome: Awaited<ReturnType<typeof place>>;
     try {
-      outcome = await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS });
+      throwIfRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), voucherId);
     } catch (error) {
       if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
+      // Held in Redis, then MySQL and Redis stopped answering (or the lock's release did): the
+      // order may be written, or streamed later by the worker's sweep; never answered as failed.
+      if (held && isTransient(error)) throw new OutcomeUnknown(orderId, voucherId, error);
       throw error;
     }
-    if (outcome === 'user-has-order') throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
-    if (outcome === 'sold-out') throw new SaleRefused('sold-out', REFUSALS.soldOut);
     return orderId;
+  }
+
+  /**
+   * Writes an order reserved with `hold` to MySQL. Refused by MySQL (Redis had drifted from it) or
+   * failed for a reason of its own (rolled back): the unit and buyer mark go back and the answer is
+   * the refusal or the error. MySQL unreachable or busy, so the outcome may be unknown (the commit
+   * may have landed): the order is handed to the worker through the stream, whose write is
+   * idempotent, and answered as accepted (state `queued` until written); never dropped.
+   */
+  private async writeHeld(order: QueuedOrder): Promise<ReserveOutcome> {
+    let written: Awaited<ReturnType<OrderRepository['persist']>>;
+    try {
+      written = await this.deps.orders.persist(order);
+    } catch (error) {
+      if (error instanceof OutOfStockInDatabase) {
+        await this.deps.store.release(order);
+        return 'sold-out';
+      }
+      if (!isTransient(error)) {
+        await this.deps.store.release(order);
+        throw error;
+      }
+      try {
+        await this.deps.store.handOff(order);
+      } catch {
+        throw error; // Redis too: the held order is streamed later by the worker's sweep (hand-off.lua "older")
+      }
+      return 'accepted';
+    }
+    if (written === 'user-has-order') {
+      await this.deps.store.release(order);
+      return 'already-bought';
+    }
+    // Best effort: an order left held is streamed by the worker's sweep and found written.
+    await this.deps.store.settle(order).catch(() => undefined);
+    return 'accepted';
   }
 
   async getOrder(userId: string, orderId: string): Promise<OrderView> {
@@ -193,6 +268,17 @@ export class OrderService {
     const queued = await this.deps.stream.findQueued(orderId);
     if (queued && queued.userId === userId) return { id: orderId, voucherId: queued.voucherId, state: 'queued' };
     throw notFound(`Order ${orderId} not found`);
+  }
+
+  /**
+   * The user's order of one voucher, wherever it is: MySQL, else Redis's buyer mark (accepted, the
+   * worker has not written it yet). For a client told "outcome unknown" that lost the order id.
+   */
+  async findForVoucher(userId: string, voucherId: string): Promise<OrderView | { voucherId: string; state: 'queued' }> {
+    const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
+    if (row) return toView(row);
+    if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
+    throw notFound(`You have no order for voucher ${voucherId}`);
   }
 
   /**
@@ -219,8 +305,29 @@ export class OrderService {
   }
 }
 
+/** Throws the refusal the user reads for every outcome but `accepted`. */
+function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
+  switch (outcome) {
+    case 'accepted':
+      return;
+    case 'not-started':
+      throw new SaleRefused('not-started', REFUSALS.notStarted);
+    case 'ended':
+      throw new SaleRefused('ended', REFUSALS.ended);
+    case 'sold-out':
+      throw new SaleRefused('sold-out', REFUSALS.soldOut);
+    case 'already-bought':
+      throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
+    case 'unknown-voucher':
+      throw notFound(REFUSALS.unknownVoucher(voucherId));
+    // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
+    case 'paused':
+      throw new SaleRefused('paused', REFUSALS.paused);
+  }
+}
+
 function outcomeOf(error: unknown): string {
-  if (error instanceof SaleRefused) return error.outcome;
+  if (error instanceof SaleRefused || error instanceof OutcomeUnknown) return error.outcome;
   if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
   return 'error';
 }

@@ -1,4 +1,4 @@
-import type { RedisClient } from '../../infra/redis.js';
+import { duplicateRedis, type RedisClient } from '../../infra/redis.js';
 import type { Scripts } from '../../lib/redis-scripts/index.js';
 import { ORDER_GROUP, type SaleKeys } from './keys.js';
 import { defineSaleScripts, type SaleScripts } from './scripts.js';
@@ -37,9 +37,13 @@ export class OrderStream {
     this.scripts = defineSaleScripts(redis);
   }
 
-  /** A connection of its own for blocking reads (XREADGROUP BLOCK holds its connection). */
+  /**
+   * A connection of its own for blocking reads (XREADGROUP BLOCK holds its connection), without
+   * the usual command timeout, which would cut a legitimate block short (each read is bounded at
+   * its BLOCK time instead: src/infra/redis.ts duplicateRedis).
+   */
   connectionForBlockingReads(): RedisClient {
-    return this.redis.duplicate();
+    return duplicateRedis(this.redis, null);
   }
 
   /** Creates the shard's stream and group if missing; from id 0, not $: entries appended before the group existed are orders too. */

@@ -5,6 +5,7 @@ import { isTransient } from '../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from './order-repository.js';
 import { parseOrder, type OrderEntry, type OrderStream } from './order-stream.js';
 import type { SaleStore } from './sale-store.js';
+import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
 
 export interface OrderWorkerOptions {
   /** Consumer name in the group. Keep it stable across restarts: a restarted worker finds its own pending entries by it. */
@@ -16,11 +17,18 @@ export interface OrderWorkerOptions {
   claimIdleMs: number;
   /** Wait before retrying an entry of our own that failed. */
   retryDelayMs?: number;
+  /**
+   * A sync order held in Redis this long (its request writes MySQL itself) is streamed for this
+   * worker to write: its request died before settling it. Far longer than a request can last.
+   */
+  handOffHeldAfterMs?: number;
   /** Longest XREADGROUP block; bounds how late stop() and maintenance run. */
   blockMs?: number;
   log: Log;
   /** Told of every finished entry (created, duplicate, user-has-order, dead-letter) and failure. */
   onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
+  /** The circuit breaker on MySQL writes: thresholds, backoff and its observers (metrics). */
+  breaker?: WriteBreakerOptions;
 }
 
 type Entry = [id: string, fields: string[]];
@@ -43,13 +51,24 @@ export class OrderWorker {
   private loops: Array<Promise<void>> = [];
   /** Why this worker's latest attempt at an entry failed; only such entries can be dead-lettered. */
   private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
+  /** Every MySQL write goes through it; while it is open the loops read nothing and only probe. */
+  readonly breaker: WriteBreaker;
 
   constructor(
     private readonly stream: OrderStream,
     private readonly store: SaleStore,
     private readonly orders: OrderRepository,
     private readonly options: OrderWorkerOptions,
-  ) {}
+  ) {
+    this.breaker = new WriteBreaker(() => orders.ping(), {
+      ...options.breaker,
+      onStateChange: (state) => {
+        options.breaker?.onStateChange?.(state);
+        if (state === 'open') options.log.error('order worker: MySQL writes keep failing; circuit open, entries stay pending until a probe succeeds');
+        if (state === 'closed') options.log.info('order worker: MySQL probe succeeded; circuit closed, writing again');
+      },
+    });
+  }
 
   start(): void {
     if (this.running) return;
@@ -72,6 +91,7 @@ export class OrderWorker {
       await this.stream.ensureGroup(shard);
       await this.readOwnPending(shard);
       await this.readNew(shard);
+      await this.handOffStale(shard);
       await this.retryOwn(shard);
       await this.claimAbandoned(shard);
       await this.stream.trimAcknowledged(shard);
@@ -87,6 +107,12 @@ export class OrderWorker {
     let trimDue = Date.now() + TRIM_INTERVAL_MS;
     let recovered = false;
     while (this.running) {
+      // MySQL unreachable: read nothing (entries stay where they are, undelivered or pending) and
+      // let one probe through when its backoff has passed; the backlog never sets the pace.
+      if (!this.breaker.closed) {
+        await this.breaker.waitForProbe();
+        continue;
+      }
       try {
         if (!recovered) {
           await this.stream.ensureGroup(shard);
@@ -95,6 +121,7 @@ export class OrderWorker {
         }
         await this.readNew(shard, reader, this.options.blockMs ?? 1000);
         if (Date.now() >= maintenanceDue) {
+          await this.handOffStale(shard);
           await this.retryOwn(shard);
           await this.claimAbandoned(shard);
           maintenanceDue = Date.now() + this.retryDelayMs;
@@ -116,6 +143,12 @@ export class OrderWorker {
     return this.options.retryDelayMs ?? 1000;
   }
 
+  /** Sync orders whose request never settled them (its instance died) go to the stream; the write is idempotent. */
+  private async handOffStale(shard: number): Promise<void> {
+    const handed = await this.store.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.batchSize);
+    if (handed > 0) this.options.log.warn({ shard, count: handed }, 'order worker: streamed sync orders their request left unsettled');
+  }
+
   /** After a restart: entries delivered to this consumer before the crash and never acknowledged. */
   private async readOwnPending(shard: number): Promise<void> {
     let after = '0';
@@ -132,10 +165,25 @@ export class OrderWorker {
     if (entries.length > 0) await this.handleBatch(shard, entries);
   }
 
-  /** Our own failed entries: retried after a pause, dead-lettered after too many deliveries. */
+  /**
+   * Our own failed entries: retried after a pause, a batch at a time until none is idle (after an
+   * outage the whole backlog of them at once), dead-lettered after too many deliveries. A claim
+   * resets an entry's idle time, so each page is new entries and the loop ends.
+   */
   private async retryOwn(shard: number): Promise<void> {
+    for (;;) {
+      const fullPage = await this.retryOwnPage(shard);
+      if (!fullPage || !this.breaker.closed || !this.running) return;
+    }
+  }
+
+  /** One page of retryOwn; true if the page was full (more may be waiting). */
+  private async retryOwnPage(shard: number): Promise<boolean> {
     const { consumer, batchSize, maxDeliveries } = this.options;
-    for (const { id, deliveries } of await this.stream.pendingOf(shard, consumer, this.retryDelayMs, batchSize)) {
+    const retries: Entry[] = [];
+    const page = await this.stream.pendingOf(shard, consumer, this.retryDelayMs, batchSize);
+    for (const { id, deliveries } of page) {
+      if (!this.breaker.closed) return false; // claiming them now would only count deliveries
       const entry = await this.stream.claim(shard, consumer, this.retryDelayMs, id);
       // Nothing claimed: another consumer took the entry over (XAUTOCLAIM) since XPENDING, so it
       // is not idle enough, or it was deleted from the stream (Redis 7 then drops it from the
@@ -148,8 +196,10 @@ export class OrderWorker {
         continue;
       }
       if (deliveries >= maxDeliveries && this.isPoison(id)) await this.deadLetter(shard, [id, fields], deliveries + 1);
-      else await this.handleBatch(shard, [[id, fields]]);
+      else retries.push([id, fields]);
     }
+    if (retries.length > 0) await this.handleBatch(shard, retries);
+    return page.length === batchSize;
   }
 
   /** Entries left pending by consumers that stopped answering (crashed instances). */
@@ -177,20 +227,31 @@ export class OrderWorker {
       this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false });
       await this.deadLetter(shard, [id, fields], 1);
     }
-    if (orders.length > 1 && (await this.writeTogether(shard, orders))) return;
+    if (orders.length > 1) {
+      const together = await this.writeTogether(shard, orders);
+      if (together !== 'each-alone') return;
+    }
     await Promise.all(orders.map((entry) => this.handleEntry(shard, entry)));
   }
 
   /**
    * The common case, fast: every order of the batch is new, so one transaction writes them all
-   * and one MULTI acknowledges them. False when that does not hold (a redelivered or conflicting
-   * order, stock, an outage): nothing was written, and each entry then goes its own way.
+   * and one MULTI acknowledges them. `each-alone` when that does not hold (a redelivered or
+   * conflicting order, stock): nothing was written, and each entry then goes its own way.
+   * `unavailable` when MySQL failed or the circuit is open: the entries stay pending, retried
+   * later, and not one by one now (that would multiply the attempts on a MySQL that is down).
    */
-  private async writeTogether(shard: number, entries: OrderEntry[]): Promise<boolean> {
+  private async writeTogether(shard: number, entries: OrderEntry[]): Promise<'written' | 'each-alone' | 'unavailable'> {
     try {
-      await this.orders.persistAllNew(entries.map((entry) => entry.order));
-    } catch {
-      return false;
+      await this.breaker.write(() => this.orders.persistAllNew(entries.map((entry) => entry.order)));
+    } catch (error) {
+      if (!(error instanceof BrokenCircuitError) && !isTransient(error)) return 'each-alone';
+      for (const { id } of entries) this.lastErrors.set(id, { message: String(error), transient: true });
+      if (!(error instanceof BrokenCircuitError)) {
+        this.options.onResult?.('failed');
+        this.options.log.warn({ err: error, shard, count: entries.length }, 'order worker: writing a batch failed; its entries stay pending');
+      }
+      return 'unavailable';
     }
     for (const { id } of entries) {
       this.lastErrors.delete(id);
@@ -202,13 +263,13 @@ export class OrderWorker {
       // Written but not acknowledged: redelivered later, found written (duplicate), acknowledged then.
       this.options.log.warn({ err: error, shard, count: entries.length }, 'order worker: acknowledging written orders failed; they stay pending');
     }
-    return true;
+    return 'written';
   }
 
   private async handleEntry(shard: number, entry: OrderEntry): Promise<void> {
     const { id, order } = entry;
     try {
-      const outcome = await this.orders.persist(order);
+      const outcome = await this.breaker.write(() => this.orders.persist(order));
       if (outcome === 'user-has-order') {
         // Redis had lost the buyer mark (failover); MySQL's unique key kept the rule. Give the unit back.
         this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
@@ -218,6 +279,11 @@ export class OrderWorker {
       this.lastErrors.delete(id);
       this.options.onResult?.(outcome);
     } catch (error) {
+      // The circuit is open: MySQL was not even tried; the entry waits for it to close.
+      if (error instanceof BrokenCircuitError) {
+        this.lastErrors.set(id, { message: 'MySQL circuit open', transient: true });
+        return;
+      }
       this.options.onResult?.('failed');
       this.lastErrors.set(id, { message: String(error), transient: isTransient(error) });
       this.options.log.warn({ err: error, entry: id, order }, 'order worker: writing the order failed; it stays pending');

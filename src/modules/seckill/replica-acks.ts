@@ -1,4 +1,4 @@
-import { closeRedis, type RedisClient } from '../../infra/redis.js';
+import { closeRedis, commandTimeoutOf, duplicateRedis, type RedisClient } from '../../infra/redis.js';
 import type { Scripts } from '../../lib/redis-scripts/index.js';
 import type { SaleKeys } from './keys.js';
 import { defineSaleScripts, reserveArgs, toReserveOutcome, type SaleScripts } from './scripts.js';
@@ -90,7 +90,9 @@ export class AcknowledgedReserve {
 
   private connection(): { redis: RedisClient; scripts: Scripts<SaleScripts> } {
     if (!this.client) {
-      const redis = this.redis.duplicate();
+      // WAIT may take its whole timeout on top of the usual command bound.
+      const bound = commandTimeoutOf(this.redis);
+      const redis = bound === undefined ? this.redis.duplicate() : duplicateRedis(this.redis, bound + this.options.timeoutMs);
       redis.on('error', () => {}); // reported through the commands that fail
       this.client = { redis, scripts: defineSaleScripts(redis) };
     }

@@ -53,11 +53,43 @@ export class SaleStore {
     return toReserveOutcome(await this.scripts.reserve(...reserveArgs(this.keys, order)));
   }
 
+  /**
+   * The sync strategy's reserve: the same decision on the same stock and buyers as `reserve`,
+   * but the accepted order is held in the in-flight set, not streamed: the caller writes MySQL,
+   * then calls `settle` (written), `release` (refused by MySQL) or `handOff` (failed, or unknown).
+   */
+  async hold(order: QueuedOrder): Promise<ReserveOutcome> {
+    return toReserveOutcome(await this.scripts.reserve(...reserveArgs(this.keys, order, 'hold')));
+  }
+
+  /** A held order is in MySQL: no longer in flight nor queued. */
+  async settle(order: QueuedOrder): Promise<void> {
+    const { inFlight, queued } = this.keys.voucher(order.voucherId);
+    const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).exec();
+    const failure = replies?.find(([error]) => error);
+    if (failure) throw failure[0]!;
+  }
+
+  /** Streams a held order for the worker to write (hand-off.lua); false if it was not held any more. */
+  async handOff(order: QueuedOrder): Promise<boolean> {
+    const { inFlight, queued, stream } = this.keys.voucher(order.voucherId);
+    return (await this.scripts.handOff(inFlight, queued, stream, 'one', order.orderId)) === 1;
+  }
+
+  /** Streams the shard's orders held longer than `ageMs` (their request died); returns how many. */
+  async handOffStale(shard: number, ageMs: number, limit: number): Promise<number> {
+    const { inFlight, queued, stream } = this.keys.shard(shard);
+    return this.scripts.handOff(inFlight, queued, stream, 'older', ageMs, limit);
+  }
+
   /** Gives an order's unit and buyer mark back, exactly once per order (release.lua). */
   async release(order: QueuedOrder): Promise<boolean> {
-    const { voucher, buyers, queued } = this.keys.voucher(order.voucherId);
+    const { voucher, buyers, queued, inFlight } = this.keys.voucher(order.voucherId);
     const marker = this.keys.releaseMarker(order);
-    return (await this.scripts.release(voucher, buyers, marker, queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS)) === 1;
+    const released = (await this.scripts.release(voucher, buyers, marker, queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS)) === 1;
+    // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
+    await this.redis.zrem(inFlight, order.orderId);
+    return released;
   }
 
   /** Holds the sale for a repair (reserve.lua answers "paused") until `pauseMs` pass or the token's owner lifts it. */
@@ -113,6 +145,11 @@ export class SaleStore {
       if (ofVoucher === voucherId) queued.set(orderId, userId);
     }
     return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
+  }
+
+  /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
+  async isBuyer(voucherId: string, userId: string): Promise<boolean> {
+    return (await this.redis.sismember(this.keys.voucher(voucherId).buyers, userId)) === 1;
   }
 
   /** Which of the voucher's orders have had their unit given back (their release marker exists). */

@@ -11,7 +11,20 @@ export interface SaleScripts {
   /** 1 published, 0 the voucher was there already (its live stock is kept). */
   publish(voucher: string, stock: number, beginMs: number, endMs: number, keepMs: number): Promise<number>;
   /** A RESERVE_OUTCOMES index. */
-  reserve(voucher: string, buyers: string, stream: string, queued: string, userId: string, orderId: string, voucherId: string, keepMs: number): Promise<number>;
+  reserve(
+    voucher: string,
+    buyers: string,
+    stream: string,
+    queued: string,
+    inFlight: string,
+    userId: string,
+    orderId: string,
+    voucherId: string,
+    keepMs: number,
+    mode: ReserveMode,
+  ): Promise<number>;
+  /** Orders appended to the stream. Mode "one": ARGV orderId; mode "older": ARGV age (ms), limit. */
+  handOff(inFlight: string, queued: string, stream: string, mode: 'one' | 'older', orderIdOrAgeMs: string | number, limit?: number): Promise<number>;
   /** 1 released now, 0 released before (the marker exists). */
   release(voucher: string, buyers: string, marker: string, queued: string, userId: string, orderId: string, markerTtlSeconds: number): Promise<number>;
   /** 1 the group was created, 0 it existed. */
@@ -32,7 +45,8 @@ const lua = (name: string): string => readLua(import.meta.url, `lua/${name}.lua`
 
 const SOURCES = {
   publish: { keys: 1, lua: lua('publish-voucher') },
-  reserve: { keys: 4, lua: lua('reserve') },
+  reserve: { keys: 5, lua: lua('reserve') },
+  handOff: { keys: 3, lua: lua('hand-off') },
   release: { keys: 4, lua: lua('release') },
   ensureGroup: { keys: 1, lua: lua('ensure-group') },
   trimAcknowledged: { keys: 1, lua: lua('trim-acknowledged') },
@@ -48,10 +62,16 @@ export const defineSaleScripts = (redis: RedisClient): Scripts<SaleScripts> => d
 /** reserve.lua's replies, in the order of its return codes. */
 const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher', 'paused'];
 
+/**
+ * What reserve.lua does with an accepted order: `stream` appends it to the order stream for the
+ * worker (async strategy); `hold` keeps it in the in-flight set while the caller writes MySQL (sync).
+ */
+export type ReserveMode = 'stream' | 'hold';
+
 /** reserve.lua's keys and arguments for one order. */
-export function reserveArgs(keys: SaleKeys, order: QueuedOrder): Parameters<SaleScripts['reserve']> {
-  const { voucher, buyers, stream, queued } = keys.voucher(order.voucherId);
-  return [voucher, buyers, stream, queued, order.userId, order.orderId, order.voucherId, SALE_KEYS_KEPT_AFTER_END_MS];
+export function reserveArgs(keys: SaleKeys, order: QueuedOrder, mode: ReserveMode = 'stream'): Parameters<SaleScripts['reserve']> {
+  const { voucher, buyers, stream, queued, inFlight } = keys.voucher(order.voucherId);
+  return [voucher, buyers, stream, queued, inFlight, order.userId, order.orderId, order.voucherId, SALE_KEYS_KEPT_AFTER_END_MS, mode];
 }
 
 export function toReserveOutcome(code: number): ReserveOutcome {

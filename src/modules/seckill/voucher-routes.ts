@@ -1,17 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ok } from '../../http/result.js';
-import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY, IdBody, IdString, Instant } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
 import type { VoucherService } from './voucher-service.js';
 
 /** Money in fen (1/100 yuan), as hmdp stores it. */
 const Fen = Type.Integer({ minimum: 0, maximum: 100_000_000, errorMessage: 'must be a whole number of fen from 0' });
-/** RFC 3339 with an explicit offset, e.g. 2026-12-01T10:00:00+08:00: a time without a zone is ambiguous. */
-const Instant = Type.String({ format: 'date-time', errorMessage: 'must be an RFC 3339 date-time with offset, e.g. 2026-12-01T10:00:00+08:00' });
 
 const VoucherBody = {
-  shopId: IdString,
+  shopId: IdBody,
   title: Type.String({ minLength: 1, maxLength: 255 }),
   subTitle: Type.Optional(Type.String({ maxLength: 255 })),
   rules: Type.Optional(Type.String({ maxLength: 1024 })),

@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { ADMIN_ONLY, Current, IdParams, IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY, Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import type { ShopService } from './shop-service.js';
@@ -20,7 +20,7 @@ const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: '
 
 const ShopFields = {
   name: Type.String({ minLength: 1, maxLength: 128 }),
-  typeId: IdString,
+  typeId: IdBody,
   images: Type.String({ maxLength: 1024 }),
   area: Type.String({ maxLength: 128 }),
   address: Type.String({ minLength: 1, maxLength: 255 }),
@@ -106,7 +106,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
         ...ADMIN_ONLY,
         summary: 'Update the fields given of a shop',
         // Only the fields present change (hmdp's updateById skips nulls).
-        body: Type.Object({ id: IdString, ...Type.Partial(Type.Object(ShopFields)).properties }),
+        body: Type.Object({ id: IdBody, ...Type.Partial(Type.Object(ShopFields)).properties }),
       },
     },
     async (request) => {

@@ -1,6 +1,6 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
-import { Current, IdParams, IdString } from '../../http/schemas.js';
+import { Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { BlogService } from './blog-service.js';
 import type { WriteLimits } from './write-limits.js';
@@ -16,7 +16,7 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
       schema: {
         summary: "Write a blog about a shop (pushed to the followers' feeds)",
         body: Type.Object({
-          shopId: IdString,
+          shopId: IdBody,
           title: Type.String({ minLength: 1, maxLength: 255 }),
           content: Type.String({ minLength: 1, maxLength: 2048 }),
           // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an

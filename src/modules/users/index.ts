@@ -32,7 +32,7 @@ export type Users = ReturnType<typeof buildUsers>;
 export function buildUsers(deps: UsersDeps) {
   const { auth } = deps.config;
   const limiter = new RateLimiter(deps.redis, { onReject: (rule) => deps.metrics.rateLimitRejections.inc({ limit: rule }) });
-  const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds);
+  const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds, auth.sessionMaxAgeSeconds);
   const service = new UserService({
     users: new UserRepository(deps.db),
     sessions,

@@ -4,8 +4,9 @@ import { createHash } from 'node:crypto';
  * Every Redis key of login and sessions (hmdp's `login:code:` and `login:token:` families):
  *
  *   login:code:{phone}              hash {code, attempts}, TTL LOGIN_CODE_TTL_SECONDS
- *   login:token:{sha256(token)}     hash {id, nickName, icon, role}, sliding TTL SESSION_TTL_SECONDS
- *   login:sessions:{userId}         set of a user's session digests, no TTL (see SessionStore)
+ *   login:token:{sha256(token)}     hash {id, nickName, icon, role, deadline}, sliding TTL SESSION_TTL_SECONDS
+ *                                   up to deadline (login + SESSION_MAX_AGE_SECONDS)
+ *   login:sessions:{userId}         set of a user's session digests, TTL SESSION_MAX_AGE_SECONDS from the latest login (see SessionStore)
  *
  * Keys the rate limiter derives from the rule names below: `rl:{name}:{phone or ip}`.
  */

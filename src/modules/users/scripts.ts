@@ -4,8 +4,8 @@ import { defineScripts, readLua } from '../../lib/redis-scripts/index.js';
 
 /** The users' Lua scripts (lua/*.lua, each with its KEYS/ARGV/returns header): what they take and return. */
 export interface UserScripts {
-  /** The session hash as a flat field/value list (empty: no session), its TTL renewed. */
-  touchSession(key: string, ttlSeconds: number): Promise<string[]>;
+  /** The session hash as a flat field/value list (empty: no session, or past its deadline), its TTL renewed up to its deadline. */
+  touchSession(key: string, ttlSeconds: number, maxAgeSeconds: number): Promise<string[]>;
   /** 1 updated, 0 no such session. */
   setSessionRole(key: string, role: UserRole): Promise<number>;
   /** 1 valid (code used up), 0 wrong (attempt counted), -1 no code. */

@@ -43,6 +43,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
     return ok();
   });
 
+  // After a lost phone or a shared computer: every session of the user ends, on every device.
+  app.post('/user/logout-all', { schema: { summary: 'End every session of mine (log out everywhere): data = how many ended' } }, async (request) =>
+    ok(await service.logoutEverywhere(currentUser(request).id)),
+  );
+
   // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
   app.get('/user/me', { schema: { summary: 'The logged-in user (with role)' } }, async (request) => ok(currentUser(request)));
 

@@ -76,6 +76,11 @@ export class UserService {
     await this.deps.sessions.delete(token, userId);
   }
 
+  /** Ends every session of the user, this one included; returns how many there were. */
+  async logoutEverywhere(userId: string): Promise<number> {
+    return this.deps.sessions.deleteAll(userId);
+  }
+
   async getUser(id: string): Promise<UserSummary> {
     const user = await this.deps.users.findById(id);
     if (!user) throw notFound(`User ${id} not found`);

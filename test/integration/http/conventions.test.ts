@@ -49,7 +49,7 @@ describe('HTTP conventions', () => {
       const code = await broken.inject({ method: 'POST', url: '/api/user/code?phone=13812345678' });
       expect(code.statusCode).toBe(503);
       expect(code.headers['retry-after']).toBe('1');
-      expect(code.json().errorMsg).toMatch(/^Service temporarily unavailable, please retry/);
+      expect(code.json().errorMsg).toMatch(/^Redis is unreachable, please retry/);
     } finally {
       await broken.close();
       await closeRedis(deadRedis);

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { loadConfig, type Config } from '../../../src/infra/config.js';
-import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
+import { findLeaks } from '../../support/app-logs.js';
+import { buildTestApp, createTestEnv, sessionOf, type TestEnv } from '../../support/test-env.js';
 
 /** Security headers, CORS, body limit, timeouts and what the logs may contain (issue #10). */
 let env: TestEnv;
@@ -81,9 +82,21 @@ describe('body size and timeouts', () => {
 
   it('applies the configured timeouts to the server', async () => {
     expect(app.server.requestTimeout).toBe(env.config.http.requestTimeoutMs);
+    // Slow headers are bounded by the request timeout as well (issue #17; slow bodies: abuse/slow-requests.test.ts).
+    expect(app.server.headersTimeout).toBe(Math.min(60_000, env.config.http.requestTimeoutMs));
     expect(app.server.keepAliveTimeout).toBe(env.config.http.keepAliveTimeoutMs);
     expect(app.server.timeout).toBe(env.config.http.connectionTimeoutMs);
     expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000', HTTP_CONNECTION_TIMEOUT_MS: '60000' })).toThrow(/HTTP_CONNECTION_TIMEOUT_MS/);
+  });
+
+  it("keeps Node's header timeout when the request timeout is off (HTTP_REQUEST_TIMEOUT_MS=0)", async () => {
+    const { app: untimed } = await buildTestApp({ ...env, config: { ...env.config, http: { ...env.config.http, requestTimeoutMs: 0 } } });
+    try {
+      expect(untimed.server.requestTimeout).toBe(0);
+      expect(untimed.server.headersTimeout).toBe(60_000);
+    } finally {
+      await untimed.close();
+    }
   });
 });
 
@@ -113,5 +126,26 @@ describe('logs', () => {
     const requestLines = logLines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string }).filter((entry) => entry.msg === 'incoming request');
     expect(requestLines.length).toBeGreaterThanOrEqual(3);
     expect(requestLines.every((entry) => typeof entry.reqId === 'string' && entry.reqId.length > 0)).toBe(true);
+  });
+
+  it('mask phones in every written form and redact tokens sent in the query, in request lines, messages and errors (issue #17)', async () => {
+    const from = logLines.length;
+    const { authorization: token } = await sessionOf(env, '1');
+    const phones = ['8613912345678', '+8613912345678', '008613912345678', '139-1234-5678', '139 1234 5678', '+86 139 1234 5678'];
+    for (const phone of phones) {
+      // In a URL (encoded), in a refused query, and in a message and a field of any name.
+      await loggedApp.inject({ method: 'POST', url: `/api/user/code?phone=${encodeURIComponent(phone)}` });
+      await loggedApp.inject({ url: `/api/shop/of/name?name=${encodeURIComponent(phone)}` });
+      loggedApp.log.info({ contact: phone, err: new Error(`no account for ${phone}`) }, `lookup of ${phone}`);
+    }
+    await loggedApp.inject({ url: `/api/user/me?token=${token}`, headers: { authorization: token } });
+    await loggedApp.inject({ url: `/api/blog/hot?access_token=${token}&current=1` });
+    const text = logLines.slice(from).join('');
+    expect(text).toContain('lookup of');
+    expect(text).toContain('139****5678');
+    expect(text).toContain('token=[Redacted]');
+    for (const phone of phones) expect(text).not.toContain(phone);
+    expect(text).not.toContain(token);
+    expect(findLeaks(text)).toEqual([]);
   });
 });

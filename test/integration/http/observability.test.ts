@@ -5,7 +5,7 @@ import type { Config } from '../../../src/infra/config.js';
 import { OrderStream } from '../../../src/modules/seckill/order-stream.js';
 import { ORDER_GROUP, SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../../../kit/services.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../support/seckill.js';
 
 /** The series issue #10 adds to GET /metrics, with sane values after some traffic. */
@@ -35,7 +35,7 @@ function value(text: string, name: string, labels: string): number | undefined {
   return line === undefined ? undefined : Number(line.split(' ').pop());
 }
 
-const scrape = async (app: FastifyInstance) => (await app.inject({ url: '/metrics' })).body;
+const scrape = async (app: FastifyInstance) => (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
 
 describe('GET /metrics', () => {
   it('shows consumer lag, pending entries, dead letters and accepted orders per shard of the order streams', async () => {

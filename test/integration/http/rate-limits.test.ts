@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/infra/config.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../support/test-env.js';
 import { insertSeckillVoucher } from '../../support/seckill.js';
 
 /**
@@ -69,7 +69,7 @@ describe('order placement: per user and per IP', () => {
     expect(later.statusCode).toBe(200);
     expect(later.json().errorMsg).toContain('already');
 
-    const metrics = (await app.inject({ url: '/metrics' })).body;
+    const metrics = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
     expect(metricValue(metrics, 'rate_limit_rejections_total', 'limit="order:user"')).toBe(1);
   });
 
@@ -126,7 +126,9 @@ describe('the per-sale admission rate (SECKILL_ADMISSION_RATE)', () => {
     expect(stock).toBe(1000 - admitted.length);
 
     const rejections = await Promise.all(
-      instances.map(async (app) => metricValue((await app.inject({ url: '/metrics' })).body, 'rate_limit_rejections_total', 'limit="sale:admission"')),
+      instances.map(async (app) =>
+        metricValue((await app.inject({ url: '/metrics', headers: metricsAuth })).body, 'rate_limit_rejections_total', 'limit="sale:admission"'),
+      ),
     );
     expect(rejections[0]! + rejections[1]!).toBe(shed.length);
 
@@ -149,7 +151,7 @@ describe('general per-IP API limit (@fastify/rate-limit on Redis)', () => {
     // The order route is exempt (it has its own limits).
     const voucherId = await insertSeckillVoucher(env, { stock: 10 });
     expect((await order(app, users[160]!.token, voucherId, '10.8.0.1')).statusCode).toBe(200);
-    const metrics = (await app.inject({ url: '/metrics' })).body;
+    const metrics = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
     expect(metricValue(metrics, 'rate_limit_rejections_total', 'limit="api:ip"')).toBe(1);
     await sleep(1_100);
     expect((await get('10.8.0.1')).statusCode).toBe(200);

@@ -6,6 +6,7 @@ import {
   LockClientClosedError,
   LockLostError,
   LockNotHeldError,
+  LockReentryError,
   LockTimeoutError,
   fenceKey,
   lockKey,
@@ -91,7 +92,7 @@ describe('simple lock', () => {
     await current!.release();
   });
 
-  it('is not reentrant: the same async context waits like anyone else', async () => {
+  it('is not reentrant: the same async context gets null from a try without wait', async () => {
     const locks = newClient();
     const name = freshName();
     await locks.runInContext(async () => {
@@ -99,6 +100,46 @@ describe('simple lock', () => {
       expect(await locks.simpleLock(name).tryLock({ leaseMs: 10_000 })).toBeNull();
       await outer!.release();
     });
+  });
+
+  it('throws LockReentryError when its holder would wait for it (instead of deadlocking), other contexts still wait', async () => {
+    const locks = newClient();
+    const name = freshName();
+    await locks.runInContext(async () => {
+      const outer = await locks.simpleLock(name).lock({ leaseMs: 10_000 });
+      const start = Date.now();
+      const nested = locks.simpleLock(name).lock(); // default wait: Infinity
+      await expect(nested).rejects.toBeInstanceOf(LockReentryError);
+      await expect(locks.simpleLock(name).tryLock({ waitMs: 1_000 })).rejects.toThrow(`Simple lock "${name}"`);
+      expect(Date.now() - start).toBeLessThan(500);
+      // Another logical operation waits as usual, and gets it once released.
+      const other = locks.runInContext(() => locks.simpleLock(name).tryLock({ waitMs: 5_000, leaseMs: 5_000 }));
+      await sleep(100);
+      await outer.release();
+      const handle = await other;
+      expect(handle).not.toBeNull();
+      // Once released, the first context may take it again.
+      await handle!.release();
+      await (await locks.simpleLock(name).lock({ waitMs: 1_000 })).release();
+    });
+  });
+
+  it('takes leases longer than Node timers allow (2^31 - 1 ms), without losing the lock at once', async () => {
+    const locks = newClient();
+    const name = freshName();
+    const leaseMs = 2 ** 31 + 60_000;
+    const handle = await locks.simpleLock(name).lock({ leaseMs });
+    expect(await admin.pttl(lockKey(name))).toBeGreaterThan(2 ** 31);
+    await sleep(100);
+    expect(handle.signal.aborted).toBe(false);
+    expect(await handle.release()).toBe(true);
+
+    const watched = newClient({ defaultLeaseMs: 2 ** 33 }); // watchdog period lease/3 > 2^31 too
+    const reentrant = await watched.lock(name).lock();
+    expect(await admin.pttl(lockKey(name))).toBeGreaterThan(2 ** 32);
+    await sleep(100);
+    expect(reentrant.signal.aborted).toBe(false);
+    expect(await reentrant.release()).toBe(true);
   });
 
   it('rejects names that would break the Cluster hash tag, and impossible durations', async () => {

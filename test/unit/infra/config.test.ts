@@ -19,10 +19,10 @@ describe('loadConfig', () => {
   });
 
   it('reads the cache settings (defaults and overrides)', () => {
-    expect(loadConfig({}).shop).toMatchObject({ cacheStrategy: 'mutex', cacheTtlSeconds: 1800, bloom: false, bloomFalsePositiveRate: 0.01 });
+    expect(loadConfig({}).shop).toMatchObject({ cacheStrategy: 'mutex', cacheTtlSeconds: 1800, bloom: true, bloomFalsePositiveRate: 0.01 });
     expect(loadConfig({}).cache).toEqual({ ttlJitterPercent: 10, nullTtlSeconds: 60, rebuildWaitMs: 2000 });
-    const config = loadConfig({ SHOP_CACHE_STRATEGY: 'logical', SHOP_BLOOM: 'true', SHOP_BLOOM_FALSE_POSITIVE_RATE: '0.001', CACHE_NULL_TTL_SECONDS: '120' });
-    expect(config.shop).toMatchObject({ cacheStrategy: 'logical', bloom: true, bloomFalsePositiveRate: 0.001 });
+    const config = loadConfig({ SHOP_CACHE_STRATEGY: 'logical', SHOP_BLOOM: 'false', SHOP_BLOOM_FALSE_POSITIVE_RATE: '0.001', CACHE_NULL_TTL_SECONDS: '120' });
+    expect(config.shop).toMatchObject({ cacheStrategy: 'logical', bloom: false, bloomFalsePositiveRate: 0.001 });
     expect(config.cache.nullTtlSeconds).toBe(120);
   });
 
@@ -94,6 +94,7 @@ describe('loadConfig', () => {
     ['SESSION_TTL_SECONDS', '0', 'SESSION_TTL_SECONDS'],
     ['REDIS_CLUSTER_NODES', 'a,b', 'REDIS_CLUSTER_NODES'],
     ['TRUST_PROXY', 'maybe', 'TRUST_PROXY'],
+    ['TRUST_PROXY', 'true', 'TRUST_PROXY=true: it trusts an X-Forwarded-For the client writes itself'],
     ['SHOP_CACHE_STRATEGY', 'lru', 'expected one of mutex, logical'],
     ['CACHE_TTL_JITTER_PERCENT', '101', 'CACHE_TTL_JITTER_PERCENT'],
     ['SHOP_BLOOM', 'yes', 'expected true or false'],
@@ -103,5 +104,13 @@ describe('loadConfig', () => {
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('TRUST_PROXY (issue #17)', () => {
+  it('reads a number of proxy hops, addresses, or nothing', () => {
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' }).trustProxy).toBe('127.0.0.1,10.0.0.0/8');
+    expect(loadConfig({}).trustProxy).toBe(false);
   });
 });

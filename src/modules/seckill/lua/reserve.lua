@@ -1,14 +1,18 @@
 --[[
   One seckill order, atomically: check the sale window (Redis server time, so app instances
   with skewed clocks agree), the stock and whether this user already bought; then take one unit,
-  mark the buyer, remember the order as queued and append it to the order stream.
+  mark the buyer, remember the order as queued and, by mode, append it to the order stream
+  (async strategy) or hold it in the in-flight set while the caller writes MySQL itself (sync
+  strategy). Both strategies decide here, on the same stock and buyers, so instances on
+  different strategies, or a switch mid-sale, can neither oversell nor drop an accepted order.
   Every key shares the hash tag {seckill:N}: one Redis Cluster slot.
 
   KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end[, paused_until, paused_by]}
   KEYS[2]  {seckill:N}:buyers:{voucherId}   set of user ids with a live order
   KEYS[3]  {seckill:N}:orders               stream the order worker reads
   KEYS[4]  {seckill:N}:queued               hash orderId -> "userId:voucherId", until in MySQL
-  ARGV     userId, orderId, voucherId, keep after the end (ms)
+  KEYS[5]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
+  ARGV     userId, orderId, voucherId, keep after the end (ms), mode ("stream" or "hold")
 
   Returns 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher,
   6 paused (the reconciliation is repairing this voucher: stock and buyers are about to be
@@ -40,5 +44,10 @@ redis.call('HINCRBY', KEYS[1], 'stock', -1)
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('PEXPIREAT', KEYS[2], tonumber(voucher[3]) + tonumber(ARGV[4]))
 redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3])
-redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3])
+if ARGV[5] == 'hold' then
+  -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
+  redis.call('ZADD', KEYS[5], now, ARGV[2])
+else
+  redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3])
+end
 return 0

@@ -101,6 +101,9 @@ const HOSTILE_JSON: unknown[] = [
   1e308,
   new Raw('1e309'),
   new Raw('-1e309'),
+  new Raw('9007199254740993'), // reads as 9007199254740992: an id that lost a digit
+  '2030-06-30T23:59:60Z', // a leap second: RFC 3339, but not a JavaScript Date
+  ['1'],
   [],
   [1, 2],
   {},
@@ -175,11 +178,16 @@ function baseOf(schema: Schema | undefined): Values | undefined {
   return Object.fromEntries(Object.entries(schema.properties).map(([field, property]) => [field, sampleOf(property, field)]));
 }
 
-/** Fastify's validator: its defaults (@fastify/ajv-compiler) plus the app's own options, to predict its verdicts. */
-const ajv = addFormats(new Ajv({ coerceTypes: 'array', useDefaults: true, removeAdditional: true, addUsedSchema: false, ...ajvOptions.customOptions }));
+/**
+ * Fastify's validators: its defaults (@fastify/ajv-compiler) plus the app's own options, to predict
+ * its verdicts. Query strings and params are coerced, JSON bodies are not (src/http/validation.ts).
+ */
+const fastifyDefaults = { coerceTypes: 'array', useDefaults: true, removeAdditional: true, addUsedSchema: false } as const;
+const ajv = addFormats(new Ajv({ ...fastifyDefaults, ...ajvOptions.customOptions }));
+const bodyAjv = addFormats(new Ajv({ ...fastifyDefaults, ...ajvOptions.customOptions, coerceTypes: false }));
 
-function passesValidation(schema: object, value: unknown): boolean {
-  return ajv.validate(schema, structuredClone(value));
+function passesValidation(schema: object, value: unknown, part: Part): boolean {
+  return (part === 'body' ? bodyAjv : ajv).validate(schema, structuredClone(value));
 }
 
 interface Request {
@@ -234,7 +242,7 @@ export interface Context {
  * Routes whose valid request does something whatever its values (there is no id to point
  * elsewhere): only requests that fail validation or authentication are sent to them.
  */
-export const ALWAYS_ACT = new Set(['POST /api/user/code', 'POST /api/user/sign', 'POST /api/user/logout']);
+export const ALWAYS_ACT = new Set(['POST /api/user/code', 'POST /api/user/sign', 'POST /api/user/logout', 'POST /api/user/logout-all']);
 
 export const NORMAL_USER_ON_ADMIN_ROUTE = "a normal user on an administrators' route";
 export const NORMAL_USER = 'a normal user';
@@ -275,9 +283,9 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
     if (schema === undefined) return null;
     // What the server will see: the body as JSON.parse reads it (1e309 → Infinity); a Raw text in
     // a URL may decode to anything, so it gets no prediction (any status below 500 will do).
-    if (part === 'body') return passesValidation(schema, JSON.parse(jsonOf(value))) ? null : 400;
+    if (part === 'body') return passesValidation(schema, JSON.parse(jsonOf(value)), part) ? null : 400;
     if (Object.values(value as Values).some((item) => item instanceof Raw)) return null;
-    return passesValidation(schema, value) ? null : 400;
+    return passesValidation(schema, value, part) ? null : 400;
   };
 
   // The base itself must pass validation, or every case below would test nothing but the base.

@@ -5,7 +5,7 @@ import { OrderStream } from '../../../../src/modules/seckill/order-stream.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { scanKeys } from '../../../support/redis.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
@@ -140,7 +140,7 @@ function sample(text: string, name: string, labels: string): number {
 describe('metrics', () => {
   it('counts outcomes, worker results and request durations at GET /metrics', async () => {
     const app = instances[0]!;
-    const scrape = async () => (await app.inject({ url: '/metrics' })).body;
+    const scrape = async () => (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
     const before = await scrape();
     const voucherId = await insertSeckillVoucher(env, { stock: 2 });
     for (const user of users.slice(500, 503)) await buy(app, user.token, voucherId);
@@ -153,7 +153,9 @@ describe('metrics', () => {
     expect(delta('http_request_duration_seconds_count', 'method="POST",route="/api/voucher-order/seckill/:id",status="200"')).toBe(3);
     // Both instances' workers write orders; together they wrote these two.
     const written = await Promise.all(
-      instances.map(async (instance) => sample((await instance.inject({ url: '/metrics' })).body, 'seckill_worker_entries_total', 'result="created"')),
+      instances.map(async (instance) =>
+        sample((await instance.inject({ url: '/metrics', headers: metricsAuth })).body, 'seckill_worker_entries_total', 'result="created"'),
+      ),
     );
     expect(written.reduce((sum, value) => sum + value, 0)).toBeGreaterThanOrEqual(2);
     expect(after).toMatch(/^seckill_stream_pending\{shard="0"\} \d+$/m);

@@ -8,7 +8,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
-import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
 
 /**
@@ -127,10 +127,10 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
       // Through the app: the order is answered (success) and counted in the metric.
       const response = await buy(app, users[0]!.token, stalled);
       expect(response.json()).toMatchObject({ success: true });
-      const metrics = (await app.inject({ url: '/metrics' })).body;
+      const metrics = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
       expect(metrics).toMatch(/^seckill_replica_ack_timeouts_total 1$/m);
       expect((await buy(app, users[1]!.token, healthy)).json()).toMatchObject({ success: true });
-      expect((await app.inject({ url: '/metrics' })).body).toMatch(/^seckill_replica_ack_timeouts_total 1$/m);
+      expect((await app.inject({ url: '/metrics', headers: metricsAuth })).body).toMatch(/^seckill_replica_ack_timeouts_total 1$/m);
     } finally {
       replica.kill('SIGCONT');
     }

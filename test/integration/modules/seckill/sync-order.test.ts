@@ -1,17 +1,21 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let instances: FastifyInstance[];
 let users: Array<{ id: string; token: string }>;
+let store: SaleStore;
 
 beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STRATEGY: 'sync', MYSQL_POOL_SIZE: '20' });
   users = await createUsersWithSessions(env, 1000);
   instances = [(await buildTestApp(env)).app, (await buildTestApp(env)).app];
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -19,7 +23,15 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-describe('sync seckill (per-user lock + MySQL transaction)', () => {
+/** The sale's Redis keys of a voucher: nothing queued, held or streamed once every answer is in. */
+async function expectNothingInFlight(voucherId: string): Promise<void> {
+  const keys = store.keys.voucher(voucherId);
+  expect(await env.redis.zcard(keys.inFlight)).toBe(0);
+  expect(await env.redis.hlen(keys.queued)).toBe(0);
+  expect(await env.redis.xlen(keys.stream)).toBe(0);
+}
+
+describe('sync seckill (Redis decides as for async, per-user lock + MySQL transaction before the answer)', () => {
   it('2,000 concurrent requests from 1,000 users on stock 100: exactly 100 orders, all written before the answer', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 100 });
     const responses = await Promise.all(Array.from({ length: 2000 }, (_, i) => buy(instances[i % 2]!, users[i % 1000]!.token, voucherId)));
@@ -31,8 +43,9 @@ describe('sync seckill (per-user lock + MySQL transaction)', () => {
     // ("busy"): a refusal like the others, it takes nothing.
     const expected = new Set([REFUSALS.soldOut, REFUSALS.alreadyBought, REFUSALS.busy]);
     expect([...refusals].filter((message) => !expected.has(message))).toEqual([]);
-    // Redis is not involved in this strategy: MySQL alone must hold the invariants.
-    await expectSoldOutExactly(env, voucherId, 100, accepted, async () => mysqlStock(env, voucherId));
+    // Written before the answer, and Redis (which decided) agrees: stock 0, nothing left in flight.
+    await expectSoldOutExactly(env, voucherId, 100, accepted, async () => (await store.read(voucherId))?.stock);
+    await expectNothingInFlight(voucherId);
   });
 
   it('one user sending 50 concurrent requests gets exactly one order', async () => {
@@ -43,6 +56,8 @@ describe('sync seckill (per-user lock + MySQL transaction)', () => {
     expect(bodies.filter((body) => body.errorMsg === REFUSALS.alreadyBought)).toHaveLength(49);
     expect(await mysqlOrders(env, voucherId)).toHaveLength(1);
     expect(await mysqlStock(env, voucherId)).toBe(9);
+    expect((await store.read(voucherId))?.stock).toBe(9);
+    await expectNothingInFlight(voucherId);
   });
 
   it('refuses before and after the window with the stock untouched', async () => {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { ShopRepository, type ShopRow } from '../../../../src/modules/shops/shop-repository.js';
-import { buildTestApp, type TestEnv } from '../../../support/test-env.js';
+import { buildTestApp, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { Gate } from '../../../support/gate.js';
 
 /**
@@ -56,7 +56,7 @@ export function getMany(apps: FastifyInstance[], url: string, count: number) {
 
 /** A counter of an app's /metrics, e.g. cache_requests_total{cache="shop",result="rebuild"}. */
 export async function metric(app: FastifyInstance, series: string): Promise<number> {
-  const text = (await app.inject({ url: '/metrics' })).body;
+  const text = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line ? Number(line.slice(series.length + 1)) : 0;
 }

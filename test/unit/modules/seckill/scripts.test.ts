@@ -30,6 +30,7 @@ describe('reserve.lua as a typed function', () => {
     const patterns = [...header.matchAll(/^\s*KEYS\[(\d)\]\s+(\S+)/gm)].map((match) => match[2]!);
     const expected = patterns.map((pattern) => pattern.replace('{seckill:N}', '{seckill:5}').replace('{voucherId}', '13'));
     expect(args.slice(0, patterns.length)).toEqual(expected);
-    expect(args.slice(patterns.length)).toEqual(['42', '4611686018427387904', '13', SALE_KEYS_KEPT_AFTER_END_MS]);
+    expect(args.slice(patterns.length)).toEqual(['42', '4611686018427387904', '13', SALE_KEYS_KEPT_AFTER_END_MS, 'stream']);
+    expect(reserveArgs(keys, order, 'hold').at(-1)).toBe('hold');
   });
 });

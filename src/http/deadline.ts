@@ -1,0 +1,70 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { fail } from './result.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * What the deadline's 503 says on this route instead of "try again", for a route whose work
+     * may have been done when it fires (the seckill order: its outcome is then unknown).
+     */
+    deadlineMessage?: string;
+  }
+}
+
+/** Seconds a client is asked to wait after a 503 of a stalled dependency. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/**
+ * The last line of defence against a hung request: a request still unanswered `deadlineMs` after
+ * it arrived gets 503 + Retry-After, whatever it is waiting for. Redis commands and MySQL queries
+ * have shorter bounds of their own (config.deadlines), so the handler usually answers first and
+ * names the dependency; this catches the rest (several slow steps in a row, a pool queue, a
+ * Cluster still looking for its nodes).
+ *
+ * The late handler result is dropped: the reply is hijacked once the 503 is out, so Fastify
+ * neither sends it nor complains that the reply was already sent. Multipart uploads are left to
+ * HTTP_REQUEST_TIMEOUT_MS: their body is read inside the handler, at the client's pace.
+ */
+export function installDeadline(app: FastifyInstance, deadlineMs: number): void {
+  const expired = new WeakSet<FastifyRequest>();
+  // A handler that fails after the deadline answered: Fastify would log "Promise errored, but
+  // reply.sent = true was set" at error level for each; say what happened instead, once, as a warning.
+  app.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request, reply) {
+      const result: unknown = handler.call(this, request, reply);
+      if (!(result instanceof Promise)) return result;
+      return result.catch((error: unknown) => {
+        if (!expired.has(request)) throw error;
+        request.log.warn({ err: error }, 'request failed after its deadline answered 503');
+        return undefined;
+      });
+    };
+  });
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers['content-type']?.startsWith('multipart/') === true) {
+      done();
+      return;
+    }
+    const timer = setTimeout(() => {
+      if (expire(request, reply, deadlineMs)) expired.add(request);
+    }, deadlineMs).unref();
+    reply.raw.once('close', () => {
+      clearTimeout(timer);
+    });
+    done();
+  });
+}
+
+/** Answers 503 unless the request was answered already; true if it did. */
+function expire(request: FastifyRequest, reply: FastifyReply, deadlineMs: number): boolean {
+  if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return false;
+  const message = request.routeOptions.config.deadlineMessage ?? `No answer within ${deadlineMs} ms (a dependency is slow), please retry`;
+  request.log.warn({ deadlineMs, route: request.routeOptions.url }, 'request deadline passed: answered 503');
+  void reply
+    .code(503)
+    .header('retry-after', String(RETRY_AFTER_SECONDS))
+    .send(fail(`${message} (request id ${request.id})`));
+  reply.hijack();
+  return true;
+}
