@@ -25,7 +25,6 @@ const config = loadConfig();
 const redis = createRedis(config);
 const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const app = await buildApp({ config, redis, db });
-redis.on('error', (err: Error) => app.log.warn({ err }, 'redis connection error')); // as src/main.ts: logged, never unhandled
 const scripts = defineScripts<{ noop(key: string): Promise<number> }>(redis, 'bench', { noop: { keys: 1, lua: "return redis.call('EXISTS', KEYS[1])" } });
 app.post('/bench/evalsha', async () => ok(await scripts.noop('bench:noop')));
 
