@@ -29,8 +29,16 @@ export interface RequestSource {
   method: 'GET' | 'POST';
   /** The next request's path and headers; called once per request, in order. */
   next(): { path: string; headers?: Record<string, string> };
-  /** Sees every answer (only set where the body matters: it costs the load generator time). */
-  onResponse?(status: number, body: string): void;
+  /** Sees every answer (only set where the body matters: it costs the load generator time); `timing` from the fixed-rate phase only. */
+  onResponse?(status: number, body: string, timing?: RequestTiming): void;
+  /** Sees every request that got no answer (socket error, timeout): fixed-rate phase only. */
+  onNoAnswer?(timing: RequestTiming): void;
+}
+
+/** When a fixed-rate request was due (performance.now()) and how long after that its answer (or failure) came. */
+export interface RequestTiming {
+  dueAt: number;
+  latencyMs: number;
 }
 
 export interface Latency {
@@ -121,7 +129,7 @@ export async function saturate(
 export async function fixedRate(
   url: string,
   source: RequestSource,
-  options: { rate: number; connections: number; durationSeconds: number; onTick?: Ticker },
+  options: { rate: number; connections: number; durationSeconds: number; onTick?: Ticker; onStart?: () => void },
 ): Promise<PhaseResult> {
   const { rate, durationSeconds } = options;
   const total = Math.max(1, Math.round(rate * durationSeconds));
@@ -140,13 +148,15 @@ export async function fixedRate(
       .request({ method: source.method, path, headers: headers ?? {} })
       .then(async ({ statusCode, body }) => {
         const text = await body.text();
-        histogram.recordValue(Math.max(1, Math.round((performance.now() - dueAt) * 1000)));
+        const latencyMs = performance.now() - dueAt;
+        histogram.recordValue(Math.max(1, Math.round(latencyMs * 1000)));
         answered += 1;
         if (statusCode < 200 || statusCode > 299) non2xx += 1;
-        source.onResponse?.(statusCode, text);
+        source.onResponse?.(statusCode, text, { dueAt, latencyMs });
       })
       .catch(() => {
         errors += 1;
+        source.onNoAnswer?.({ dueAt, latencyMs: performance.now() - dueAt });
       })
       .finally(() => inFlight.delete(request));
     inFlight.add(request);
@@ -165,6 +175,7 @@ export async function fixedRate(
   const lag = monitorEventLoopDelay({ resolution: 5 });
   lag.enable();
   const intervalMs = 1000 / rate;
+  options.onStart?.(); // the connections are open: the first request is due now
   const started = performance.now();
   let sent = 0;
   let lastTick = 0;

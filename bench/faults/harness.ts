@@ -184,17 +184,33 @@ export interface LoadResult {
  * no balancer in front: requests sent to a dead instance fail (a balancer would retry them).
  */
 export async function driveSale(instances: readonly Instance[], setup: SaleSetup, events: FaultEvent[] = [], connections = 16): Promise<LoadResult> {
-  const startedAt = performance.now();
   const timers: NodeJS.Timeout[] = [];
-  const eventRuns = events.map(
-    (event) =>
-      new Promise<void>((resolve, reject) => {
-        timers.push(
-          setTimeout(() => {
-            event.run().then(resolve, reject);
-          }, event.atSeconds * 1000),
-        );
-      }),
+  // Events are timed from the first request, once every instance's connections are open (with
+  // many connections on a loaded machine, opening them takes seconds).
+  let started = 0;
+  let startedAt = 0;
+  let allStartedNow: () => void = () => undefined;
+  const allStarted = new Promise<void>((resolve) => {
+    allStartedNow = resolve;
+  });
+  const onStart = () => {
+    started += 1;
+    if (started === instances.length) {
+      startedAt = performance.now();
+      allStartedNow();
+    }
+  };
+  const eventRuns = events.map((event) =>
+    allStarted.then(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          timers.push(
+            setTimeout(() => {
+              event.run().then(resolve, reject);
+            }, event.atSeconds * 1000),
+          );
+        }),
+    ),
   );
   // Observed from the start: an event whose run() rejects during the load is otherwise an
   // unhandled rejection that ends the process before `finally` clears the timers. The await
@@ -204,7 +220,7 @@ export async function driveSale(instances: readonly Instance[], setup: SaleSetup
   try {
     const phases = await Promise.all(
       instances.map((instance) =>
-        fixedRate(instance.url, setup.sale, { rate: setup.rate / instances.length, connections, durationSeconds: setup.durationSeconds }),
+        fixedRate(instance.url, setup.sale, { rate: setup.rate / instances.length, connections, durationSeconds: setup.durationSeconds, onStart }),
       ),
     );
     const endedAt = performance.now();

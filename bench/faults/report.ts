@@ -52,6 +52,18 @@ const LABELS: Record<string, string> = {
   repairedAtFailover: 'repaired at failover',
   ackTimeouts: 'answered after a WAIT timeout',
   deadLetters: 'dead letters',
+  faultSeconds: 'fault s',
+  withinDeadlinePct: 'answered within deadline %',
+  answered503: '503',
+  other5xx: '5xx other than 503',
+  p99BeforeMs: 'p99 before ms',
+  p99DuringMs: 'p99 during ms',
+  p99AfterMs: 'p99 after ms',
+  recoverMs: 'fault end → normal ms',
+  redisResets: 'Redis connections reset',
+  mysqlResets: 'MySQL connections reset',
+  redisKibPerSecondBefore: 'app → Redis / Redis → app KiB/s before',
+  redisKibPerSecondDuring: 'KiB/s during',
 };
 
 const TITLES: Record<string, string> = {
@@ -60,6 +72,11 @@ const TITLES: Record<string, string> = {
   'redis-restart': 'Fault 3: restart Redis (AOF)',
   'mysql-outage': 'Fault 4: MySQL unreachable for 10 s',
   'lock-pause': 'Fault 5: a lock holder paused past its lease',
+  'redis-stall': 'Gray 1: Redis stalled 20 s',
+  'redis-latency': 'Gray 2: Redis latency 100 ± 50 ms for 20 s',
+  'mysql-stall': 'Gray 3: MySQL stalled 20 s',
+  'connection-reset': 'Gray 4: connections reset mid-sale',
+  'bandwidth-limit': 'Gray 5: app ↔ Redis bandwidth limit',
 };
 
 export function renderScenarioTable(runs: FaultRun[]): string {

@@ -12,11 +12,12 @@ import type { FaultRun } from './harness.js';
 import { renderMarkdown, writeReliabilityDoc } from './report.js';
 import { SCENARIOS } from './scenarios.js';
 
-const USAGE = `npm run faults -- [--runs N] [--scenario NAME ...] [--variant V ...] [--write] [--json]
+const USAGE = `npm run faults -- [--runs N] [--scenario NAME ...] [--variant V ...] [--size test|report] [--write] [--json]
 
   --runs N        runs of every scenario variant (default 1)
   --scenario NAME only these scenarios (default all): ${SCENARIOS.map((s) => s.name).join(', ')}
   --variant V     only these variants (e.g. SECKILL_REPLICA_ACKS=1)
+  --size S        report (default: the size docs/RELIABILITY.md quotes) or test (the system tests' short runs; never with --write)
   --write         write the figures into docs/RELIABILITY.md
   --json          print the runs as JSON instead of Markdown`;
 
@@ -28,6 +29,7 @@ async function main(): Promise<number> {
         runs: { type: 'string', default: '1' },
         scenario: { type: 'string', multiple: true },
         variant: { type: 'string', multiple: true },
+        size: { type: 'string', default: 'report' },
         write: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
@@ -47,13 +49,18 @@ async function main(): Promise<number> {
     console.error(`faults: ${unknown.length > 0 ? `unknown scenario ${unknown.join(', ')}` : '--runs must be a positive integer'}\n\n${USAGE}`);
     return 2;
   }
+  const size = values.size;
+  if ((size !== 'report' && size !== 'test') || (size === 'test' && values.write)) {
+    console.error(`faults: --size must be report or test, and only report sizes are written\n\n${USAGE}`);
+    return 2;
+  }
   const scenarios = SCENARIOS.filter((s) => !values.scenario || values.scenario.includes(s.name));
   const results: FaultRun[] = [];
   for (const scenario of scenarios) {
     for (const variant of scenario.variants.filter((v) => !values.variant || values.variant.includes(v))) {
       for (let run = 1; run <= runs; run++) {
         console.error(`faults: ${scenario.name} ${variant} run ${run}/${runs}`);
-        const result = await scenario.run(variant, 'report');
+        const result = await scenario.run(variant, size);
         for (const check of result.checks) console.error(`  ${check.pass ? 'PASS' : 'FAIL'} ${check.name}: ${check.detail}`);
         results.push(result);
       }

@@ -1,9 +1,25 @@
-/** Every fault scenario, in the order of docs/RELIABILITY.md. */
+/** Every fault scenario, in the order of docs/RELIABILITY.md: crashes first, then gray failures. */
+import { bandwidthLimit } from './bandwidth-limit.js';
+import { connectionReset } from './connection-reset.js';
 import type { FaultScenario } from './harness.js';
 import { killApp } from './kill-app.js';
 import { lockPause } from './lock-pause.js';
 import { mysqlOutage } from './mysql-outage.js';
+import { mysqlStall } from './mysql-stall.js';
 import { redisFailover } from './redis-failover.js';
+import { redisLatency } from './redis-latency.js';
 import { redisRestart } from './redis-restart.js';
+import { redisStall } from './redis-stall.js';
 
-export const SCENARIOS: FaultScenario[] = [killApp, redisFailover, redisRestart, mysqlOutage, lockPause];
+export const SCENARIOS: FaultScenario[] = [
+  killApp,
+  redisFailover,
+  redisRestart,
+  mysqlOutage,
+  lockPause,
+  redisStall,
+  redisLatency,
+  mysqlStall,
+  connectionReset,
+  bandwidthLimit,
+];

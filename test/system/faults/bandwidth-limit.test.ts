@@ -1,0 +1,14 @@
+import { describe, expect, it } from 'vitest';
+import { bandwidthLimit } from '../../../bench/faults/bandwidth-limit.js';
+import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
+
+describe('gray fault: app ↔ Redis limited to 32 KiB/s per connection for 6 s during a sale', () => {
+  it('sheds with 503 rather than hanging, loses and doubles nothing, recovers once the limit goes', async () => {
+    const run = await bandwidthLimit.run(bandwidthLimit.variants[0]!, 'test');
+    expect(run.figures.faultSeconds).toBeGreaterThanOrEqual(6);
+    // The limit bit: less went to Redis during the fault than before it (the order requests are the larger direction).
+    const toRedis = (figure: string | number | undefined) => Number(String(figure).split(' / ')[0]);
+    expect(toRedis(run.figures.redisKibPerSecondDuring)).toBeLessThan(toRedis(run.figures.redisKibPerSecondBefore));
+    expectGrayRunKeepsItsPromises(run);
+  }, 120_000);
+});
