@@ -1,13 +1,15 @@
 /**
- * Fault runs as Markdown tables, one per scenario, and their place in docs/RELIABILITY.md: each
- * scenario's table goes between its own markers, so a run of one scenario rewrites only its
- * table and the hand-written text around the markers stays.
+ * Fault runs as Markdown tables, one per scenario, and their place in the reliability pages: each
+ * scenario's table goes between its own markers (in docs/RELIABILITY.md for the crash faults,
+ * docs/reliability-gray.md for the gray ones), so a run of one scenario rewrites only its table and
+ * the hand-written text around the markers stays.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { FaultRun } from './harness.js';
 
-const DOC = fileURLToPath(new URL('../../docs/RELIABILITY.md', import.meta.url));
+/** The pages that hold scenario tables; a scenario without markers yet is appended to the first. */
+const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
 
 /** Column titles; figures without one are shown under their key. */
 const LABELS: Record<string, string> = {
@@ -96,22 +98,29 @@ export function renderMarkdown(results: FaultRun[], commandLine: string): string
   return `${sections.join('\n\n')}\n\n(${commandLine}, ${new Date().toISOString().slice(0, 16)} UTC)\n`;
 }
 
-/** Replaces each run scenario's table in docs/RELIABILITY.md; returns the path. */
+/** Replaces each run scenario's table between its markers in the reliability pages; returns the pages written. */
 export async function writeReliabilityDoc(results: FaultRun[], commandLine: string): Promise<string> {
-  let doc = await readFile(DOC, 'utf8');
+  const before = new Map<string, string>();
+  for (const path of DOCS) before.set(path, await readFile(path, 'utf8'));
+  const docs = new Map(before);
   for (const [name, runs] of groupByScenario(results)) {
     const begin = `<!-- faults:${name}:begin (written by npm run faults -- --write; edit outside these markers) -->`;
     const end = `<!-- faults:${name}:end -->`;
     const generated = `${begin}\n\n${renderScenarioTable(runs)}\n\n\`${commandLine}\`, ${new Date().toISOString().slice(0, 10)}\n\n${end}`;
+    const path = DOCS.find((candidate) => docs.get(candidate)!.includes(begin)) ?? DOCS[0]!;
+    const doc = docs.get(path)!;
     const start = doc.indexOf(begin);
     const stop = doc.indexOf(end);
-    doc =
+    docs.set(
+      path,
       start >= 0 && stop > start
         ? doc.slice(0, start) + generated + doc.slice(stop + end.length)
-        : `${doc.trimEnd()}\n\n### ${TITLES[name] ?? name}\n\n${generated}\n`;
+        : `${doc.trimEnd()}\n\n### ${TITLES[name] ?? name}\n\n${generated}\n`,
+    );
   }
-  await writeFile(DOC, doc);
-  return DOC;
+  const changed = [...docs].filter(([path, text]) => text !== before.get(path));
+  for (const [path, text] of changed) await writeFile(path, text);
+  return changed.map(([path]) => path).join(', ');
 }
 
 function groupByScenario(results: FaultRun[]): Array<[string, FaultRun[]]> {
