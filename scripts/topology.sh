@@ -5,7 +5,8 @@
 #     /api/* proxied (X-Forwarded-For, keepalive)   ╲      │      ╱
 #     /  the web front end (web/dist)                Redis Cluster 7001..7006 (3 masters + 3 replicas)
 #                                                     MySQL database hmdp_topology
-#   order workers ×2 (node dist/cli/order-worker.js, stable consumer names)
+#   order workers ×2 (node dist/cli/order-worker.js, stable consumer names, /metrics on :8191 :8192)
+#   Prometheus :9090 (TOPOLOGY_PROMETHEUS=1) scraping every app and worker, ops/prometheus/alerts.yml loaded
 #
 # Usage:
 #   scripts/topology.sh up              start what is not running (idempotent)
@@ -19,9 +20,11 @@
 # Settings (environment): TOPOLOGY_DIR (.topology), TOPOLOGY_REDIS_BASE_PORT (7001; six ports and
 # their cluster bus ports +10000), TOPOLOGY_APP_BASE_PORT (8091; three ports), TOPOLOGY_HTTP_PORT
 # (8080), TOPOLOGY_DB (hmdp_topology, on MYSQL_URL's server), TOPOLOGY_REDIS_KEY_PREFIX (empty),
-# SECKILL_STREAM_SHARDS (4). Other app settings in the environment (SECKILL_REPLICA_ACKS, LOG_LEVEL,
+# SECKILL_STREAM_SHARDS (4), TOPOLOGY_WORKER_METRICS_BASE_PORT (8191; two ports), TOPOLOGY_PROMETHEUS
+# (unset: no Prometheus; 1: start one), TOPOLOGY_PROMETHEUS_PORT (9090). Every app and worker serves
+# /metrics to the token in $TOPOLOGY_DIR/metrics-token (METRICS_TOKEN, generated once). Other app settings in the environment (SECKILL_REPLICA_ACKS, LOG_LEVEL,
 # ...) are passed to the app instances and workers.
-# Packages (redis-server, redis-tools, nginx) are installed with apt-get when missing. The nginx used
+# Packages (redis-server, redis-tools, nginx; prometheus with TOPOLOGY_PROMETHEUS=1) are installed with apt-get when missing. The nginx used
 # here runs from its own configuration, pid and logs in the topology folder; the system's nginx
 # and /etc/nginx/sites-* are never touched.
 set -euo pipefail
@@ -35,6 +38,9 @@ HTTP_PORT=${TOPOLOGY_HTTP_PORT:-8080}
 DB_NAME=${TOPOLOGY_DB:-hmdp_topology}
 KEY_PREFIX=${TOPOLOGY_REDIS_KEY_PREFIX:-}
 SHARDS=${SECKILL_STREAM_SHARDS:-4}
+WORKER_METRICS_BASE_PORT=${TOPOLOGY_WORKER_METRICS_BASE_PORT:-8191}
+PROMETHEUS=${TOPOLOGY_PROMETHEUS:-}
+PROMETHEUS_PORT=${TOPOLOGY_PROMETHEUS_PORT:-9090}
 REDIS_NODES=6
 APPS=3
 WORKERS=2
@@ -44,13 +50,15 @@ RUN_DIR=$TOPOLOGY_DIR/run
 LOG_DIR=$TOPOLOGY_DIR/logs
 REDIS_DIR=$TOPOLOGY_DIR/redis
 NGINX_DIR=$TOPOLOGY_DIR/nginx
+PROMETHEUS_DIR=$TOPOLOGY_DIR/prometheus
+TOKEN_FILE=$TOPOLOGY_DIR/metrics-token
 ENV_FILE=$TOPOLOGY_DIR/env
 
 log() { echo "topology: $*"; }
 fail() { echo "topology: $*" >&2; exit 1; }
 
 [[ $DB_NAME =~ ^[A-Za-z0-9_]+$ ]] || fail "TOPOLOGY_DB must be letters, digits and _ (got '$DB_NAME')"
-for port in "$REDIS_BASE_PORT" "$APP_BASE_PORT" "$HTTP_PORT"; do
+for port in "$REDIS_BASE_PORT" "$APP_BASE_PORT" "$HTTP_PORT" "$WORKER_METRICS_BASE_PORT" "$PROMETHEUS_PORT"; do
   [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 55000 ] || fail "ports must be integers from 1 to 55000 (got '$port')"
 done
 
@@ -60,6 +68,7 @@ TOPOLOGY_MYSQL_URL="$MYSQL_SERVER_URL/$DB_NAME"
 
 redis_ports() { seq "$REDIS_BASE_PORT" $((REDIS_BASE_PORT + REDIS_NODES - 1)); }
 app_ports() { seq "$APP_BASE_PORT" $((APP_BASE_PORT + APPS - 1)); }
+worker_metrics_port() { echo $((WORKER_METRICS_BASE_PORT + $1 - 1)); }
 cluster_nodes() { redis_ports | sed 's/^/127.0.0.1:/' | paste -sd, -; }
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -79,6 +88,7 @@ ensure_packages() {
   command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || apt_install nginx
   NGINX=$(command -v nginx || echo /usr/sbin/nginx)
   [ -x "$NGINX" ] || fail "nginx is not installed and apt-get could not install it"
+  if [ -n "$PROMETHEUS" ]; then command -v prometheus >/dev/null || apt_install prometheus; fi
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -154,6 +164,7 @@ REDIS_CLUSTER_NODES=$(cluster_nodes)
 REDIS_KEY_PREFIX=$KEY_PREFIX
 SECKILL_STREAM_SHARDS=$SHARDS
 SMS_SENDER=${SMS_SENDER:-log}
+METRICS_TOKEN=$(cat "$TOKEN_FILE" 2>/dev/null)
 TOPOLOGY_URL=http://127.0.0.1:$HTTP_PORT
 EOF
 }
@@ -190,7 +201,8 @@ start_workers() {
   for i in $(seq 1 "$WORKERS"); do
     local pidfile=$RUN_DIR/worker-$i.pid
     if alive "$pidfile"; then continue; fi
-    SECKILL_CONSUMER="topology-worker-$i" spawn "$pidfile" "$LOG_DIR/worker-$i.log" node dist/cli/order-worker.js
+    require_free "$(worker_metrics_port "$i")" "order worker metrics"
+    HOST=127.0.0.1 WORKER_METRICS_PORT=$(worker_metrics_port "$i") SECKILL_CONSUMER="topology-worker-$i" spawn "$pidfile" "$LOG_DIR/worker-$i.log" node dist/cli/order-worker.js
   done
   sleep 0.5
   for i in $(seq 1 "$WORKERS"); do alive "$RUN_DIR/worker-$i.pid" || fail "order worker $i exited: see $LOG_DIR/worker-$i.log"; done
@@ -268,12 +280,51 @@ start_nginx() {
   wait_until 10 "nginx answering on $HTTP_PORT" curl -fsS "http://127.0.0.1:$HTTP_PORT/api/health" -o /dev/null
 }
 
+# --- Prometheus (TOPOLOGY_PROMETHEUS=1) -------------------------------------------------------
+
+# A token of 32 hex characters, made once; every app and worker serves /metrics to it.
+ensure_token() {
+  [ -s "$TOKEN_FILE" ] || node -e 'process.stdout.write(require("node:crypto").randomBytes(16).toString("hex"))' >"$TOKEN_FILE"
+  chmod 600 "$TOKEN_FILE"
+}
+
+write_prometheus_conf() {
+  mkdir -p "$PROMETHEUS_DIR/data"
+  local targets=""
+  for port in $(app_ports); do targets+="'127.0.0.1:$port', "; done
+  for i in $(seq 1 "$WORKERS"); do targets+="'127.0.0.1:$(worker_metrics_port "$i")', "; done
+  cat >"$PROMETHEUS_DIR/prometheus.yml" <<EOF
+# Written by scripts/topology.sh; regenerated on every 'up'.
+global: { scrape_interval: 5s, evaluation_interval: 5s }
+rule_files: ['$ROOT/ops/prometheus/alerts.yml']
+scrape_configs:
+  - job_name: hmdp
+    authorization: { type: Bearer, credentials_file: '$TOKEN_FILE' }
+    static_configs: [{ targets: [${targets%, }] }]
+EOF
+}
+
+start_prometheus() {
+  [ -n "$PROMETHEUS" ] || return 0
+  write_prometheus_conf
+  promtool check config "$PROMETHEUS_DIR/prometheus.yml" >"$LOG_DIR/prometheus-check.log" 2>&1 \
+    || fail "promtool rejected $PROMETHEUS_DIR/prometheus.yml: see $LOG_DIR/prometheus-check.log"
+  local pidfile=$RUN_DIR/prometheus.pid
+  if alive "$pidfile"; then kill -HUP "$(cat "$pidfile")"; return; fi
+  require_free "$PROMETHEUS_PORT" "Prometheus"
+  ( exec nohup prometheus --config.file="$PROMETHEUS_DIR/prometheus.yml" --storage.tsdb.path="$PROMETHEUS_DIR/data" \
+      --web.listen-address="127.0.0.1:$PROMETHEUS_PORT" ) </dev/null >>"$LOG_DIR/prometheus.log" 2>&1 &
+  echo $! >"$pidfile"
+  wait_until 30 "Prometheus answering on $PROMETHEUS_PORT" curl -fs "http://127.0.0.1:$PROMETHEUS_PORT/-/ready" -o /dev/null
+}
+
 # --- Commands --------------------------------------------------------------------------------
 
 up() {
   ensure_packages
   command -v curl >/dev/null || apt_install curl
   mkdir -p "$RUN_DIR" "$LOG_DIR" "$REDIS_DIR"
+  ensure_token
   build_if_stale
   start_redis
   topology_env >"$ENV_FILE"
@@ -281,6 +332,8 @@ up() {
   start_apps
   start_workers
   start_nginx
+  start_prometheus
+  [ -z "$PROMETHEUS" ] || log "Prometheus: http://127.0.0.1:$PROMETHEUS_PORT (alerts: ops/prometheus/alerts.yml; dashboard: ops/grafana/hmdp.json)"
   log "up: http://127.0.0.1:$HTTP_PORT (nginx) -> apps $(app_ports | paste -sd, -); Redis Cluster $(cluster_nodes); MySQL $DB_NAME"
   log "environment for tools: $ENV_FILE (scripts/topology.sh run <command>, scripts/topology.sh bench <args>)"
 }
@@ -302,6 +355,7 @@ down() {
   local purge=${1:-}
   [ -z "$purge" ] || [ "$purge" = --purge ] || fail "usage: scripts/topology.sh down [--purge]"
   if [ -f "$NGINX_DIR/nginx.pid" ]; then stop_pidfile "$NGINX_DIR/nginx.pid" nginx; fi
+  stop_pidfile "$RUN_DIR/prometheus.pid" Prometheus
   for port in $(app_ports); do stop_pidfile "$RUN_DIR/app-$port.pid" "app :$port"; done
   for i in $(seq 1 "$WORKERS"); do stop_pidfile "$RUN_DIR/worker-$i.pid" "order worker $i"; done
   for port in $(redis_ports); do stop_pidfile "$RUN_DIR/redis-$port.pid" "Redis :$port"; done
@@ -343,6 +397,8 @@ status() {
   done
   alive "$NGINX_DIR/nginx.pid" && line="pid $(cat "$NGINX_DIR/nginx.pid"), http://127.0.0.1:$HTTP_PORT" || line="not running"
   show "nginx" "$line"
+  alive "$RUN_DIR/prometheus.pid" && line="pid $(cat "$RUN_DIR/prometheus.pid"), http://127.0.0.1:$PROMETHEUS_PORT" || line="not running (TOPOLOGY_PROMETHEUS=1 starts it)"
+  show "prometheus" "$line"
   show "database" "$TOPOLOGY_MYSQL_URL"
 }
 

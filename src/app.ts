@@ -7,6 +7,7 @@ import { installApiRateLimit } from './http/api-rate-limit.js';
 import { installCors } from './http/cors.js';
 import { installDeadline } from './http/deadline.js';
 import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
+import { compatRewriteUrl, installCompatReplies } from './http/hmdp-compat.js';
 import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
@@ -107,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
     return503OnClosing: true,
+    ...(config.hmdpCompat ? { rewriteUrl: compatRewriteUrl } : {}),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const metrics = deps.metrics ?? createMetrics();
@@ -125,6 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     done();
   });
   installErrorHandling(app);
+  if (config.hmdpCompat) installCompatReplies(app);
   // A JSON API (and multipart on the upload route): a text/plain body is refused with 415 rather
   // than parsed and ignored (Fastify parses text/plain by default).
   app.removeContentTypeParser('text/plain');

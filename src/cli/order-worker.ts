@@ -3,6 +3,7 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../infra/config.js';
 import { createDb } from '../infra/db.js';
 import { createMetrics } from '../infra/metrics.js';
+import { serveMetrics } from '../infra/metrics-server.js';
 import { closeRedis, createRedis } from '../infra/redis.js';
 import { buildSeckill } from '../modules/seckill/index.js';
 
@@ -28,15 +29,26 @@ const db = createDb({
   timeouts: { queryMs: config.deadlines.mysqlQueryMs, connectMs: config.deadlines.mysqlConnectMs },
 });
 const consumerName = config.seckill.consumer || `${hostname()}:worker`;
-const seckill = buildSeckill({ config, redis, db, log, metrics: createMetrics(), consumerName });
+const metrics = createMetrics();
+const seckill = buildSeckill({ config, redis, db, log, metrics, consumerName });
 
 seckill.startJobs();
 log.info({ consumer: consumerName, shards: config.seckill.streamShards }, 'order worker started');
+
+// The worker's own series (breaker, MySQL attempts, entries, stream gauges) for Prometheus:
+// GET /metrics on WORKER_METRICS_PORT, for a scraper holding METRICS_TOKEN, as on an app instance.
+const metricsServer =
+  config.workerMetricsPort > 0 && config.metricsToken !== ''
+    ? await serveMetrics(metrics, { token: config.metricsToken, host: config.host, port: config.workerMetricsPort })
+    : undefined;
+if (metricsServer) log.info({ port: config.workerMetricsPort }, 'order worker metrics at /metrics');
+else if (config.workerMetricsPort > 0) log.warn('WORKER_METRICS_PORT is set but METRICS_TOKEN is not: no /metrics');
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     log.info(`${signal} received, stopping the order worker`);
     void (async () => {
+      metricsServer?.close();
       await seckill.close();
       await db.destroy();
       await closeRedis(redis);

@@ -1,21 +1,30 @@
 import { redactUrl } from '../infra/migrate.js';
+import { loadDemoContent } from '../infra/seed/demo-content.js';
 import { loadDemoData } from '../infra/seed/load-demo-data.js';
-import { closeAll, openDb } from './connections.js';
+import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';
 
-/** `npm run seed`: loads the demo data (idempotent: a second run inserts nothing). */
+/**
+ * `npm run seed`: loads the demo data, then the demo blogs, follows and likes with their pictures
+ * (written to UPLOAD_DIR). Idempotent: a second run inserts nothing.
+ */
 await runCli('seed', async (config) => {
   const db = await openDb(config, 1);
+  const redis = await openRedis(config).catch(async (error: unknown) => {
+    await closeAll(undefined, db);
+    throw error;
+  });
   try {
-    const report = await loadDemoData(db);
+    const report = { ...(await loadDemoData(db)), ...(await loadDemoContent(db, redis, config.upload.dir)) };
     const added = Object.entries(report)
-      .map(([table, count]) => `${count as number} ${table}`)
+      .map(([table, count]) => `${count} ${table}`)
       .join(', ');
     console.log(`seed: ${redactUrl(config.mysqlUrl)} new rows: ${added}`);
     // An app that already ran on this Redis built its shop id Bloom filter (SHOP_BLOOM, on by
     // default) and GEO sets without these shops: until they are rebuilt, the new shops answer 404.
-    if (report.shops > 0) console.log('seed: new shops were written to MySQL directly: run `npm run shop:index` if an app has run on this Redis before');
+    if (report.shops + report.branches > 0)
+      console.log('seed: new shops were written to MySQL directly: run `npm run shop:index` if an app has run on this Redis before');
   } finally {
-    await closeAll(undefined, db);
+    await closeAll(redis, db);
   }
 });

@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../infra/metrics.js';
+import { bearerTokenMatcher } from '../infra/metrics-server.js';
 import { fail } from './result.js';
 
 /**
@@ -12,7 +12,7 @@ import { fail } from './result.js';
  */
 export function installMetricsRoute(app: FastifyInstance, metrics: Metrics, token: string): void {
   if (token === '') return;
-  const expected = digest(token);
+  const holdsToken = bearerTokenMatcher(token);
   let rendering: Promise<string> | undefined;
   const render = (): Promise<string> =>
     (rendering ??= metrics.render().finally(() => {
@@ -20,7 +20,7 @@ export function installMetricsRoute(app: FastifyInstance, metrics: Metrics, toke
     }));
 
   app.get('/metrics', async (request, reply) => {
-    if (!holdsToken(request, expected)) {
+    if (!holdsToken(request.headers.authorization)) {
       return reply.code(401).header('www-authenticate', 'Bearer realm="metrics"').send(fail('A metrics token is required'));
     }
     return reply
@@ -28,13 +28,4 @@ export function installMetricsRoute(app: FastifyInstance, metrics: Metrics, toke
       .serializer(String)
       .send(await render());
   });
-}
-
-const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-
-/** Compared as digests, in constant time: neither the token nor its length leaks through timing. */
-function holdsToken(request: FastifyRequest, expected: Buffer): boolean {
-  const header = request.headers.authorization;
-  if (header?.startsWith('Bearer ') !== true) return false;
-  return timingSafeEqual(digest(header.slice('Bearer '.length).trim()), expected);
 }

@@ -165,6 +165,10 @@ export interface Config {
   };
   /** Bearer token of `GET /metrics`; empty: no /metrics route at all. */
   metricsToken: string;
+  /** Port of the standalone order worker's `GET /metrics` (src/cli/order-worker.ts); 0: none. */
+  workerMetricsPort: number;
+  /** HMDP_COMPAT: the API also without /api, refusals there as 200 + success:false (src/http/hmdp-compat.ts). */
+  hmdpCompat: boolean;
   http: {
     /** Origins allowed to call the API from a browser (CORS); empty: same origin only. */
     corsOrigins: string[];
@@ -286,6 +290,18 @@ export const ENV_VARS: readonly EnvVar[] = [
     shown: '(empty: no `/metrics`)',
     meaning:
       'bearer token the Prometheus scraper sends to `GET /metrics` (`authorization: Bearer <token>`, at least 16 characters); without it the route does not exist',
+  },
+  {
+    name: 'WORKER_METRICS_PORT',
+    default: '0',
+    shown: '`0` (none)',
+    meaning: 'port (on `HOST`) where a standalone order worker (`src/cli/order-worker.ts`) serves `GET /metrics` to a scraper holding `METRICS_TOKEN`',
+  },
+  {
+    name: 'HMDP_COMPAT',
+    default: 'false',
+    meaning:
+      "the course's own front end and nginx config unchanged: the API also served without `/api`, refusals there answered 200 with `success: false`, the editor's `/imgs/…` delete name accepted ([docs/http.md](docs/http.md#hmdp-compatibility-mode))",
   },
   { name: 'BODY_LIMIT_BYTES', default: '65536', meaning: 'largest JSON request body (larger → 413); image uploads are bounded by `UPLOAD_MAX_BYTES`' },
   { name: 'HTTP_REQUEST_TIMEOUT_MS', default: '30000', meaning: 'longest time to receive a whole request (slow clients get 408; `0`: none)' },
@@ -495,6 +511,8 @@ export function loadConfig(env: Env = process.env): Config {
       apiWindowSeconds: read.int('API_RATE_LIMIT_WINDOW_SECONDS', 60, { min: 1, max: 86_400 }),
     },
     metricsToken: read.secret('METRICS_TOKEN', 16),
+    workerMetricsPort: read.int('WORKER_METRICS_PORT', 0, { min: 0, max: 65535 }),
+    hmdpCompat: read.bool('HMDP_COMPAT', false),
     http: readHttp(read),
   };
 }

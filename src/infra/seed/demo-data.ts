@@ -1,7 +1,9 @@
 /**
  * Demo data: hmdp's ten shop types, 60 shops spread over Hangzhou (the city hmdp's front end
  * centres on, x=120.149993 y=30.334229), demo users and vouchers, one of them a seckill voucher
- * on sale now. Ids are fixed so loading twice changes nothing.
+ * on sale now. Ids are fixed so loading twice changes nothing. `npm run seed` adds the demo
+ * content (demo-content.ts): 60 branches near the default point (every type's list there spans
+ * pages of 5), shop pictures, seckill vouchers in the other states, blogs, likes and follows.
  */
 
 export const SHOP_TYPES = [
@@ -32,6 +34,13 @@ const AREAS = [
   { area: '城西银泰', street: '丰潭路', x: 120.0935, y: 30.2995 },
   { area: '钱江新城', street: '富春路', x: 120.216, y: 30.2505 },
 ];
+
+/** The areas within ~3 km of the default point, where the branches open. */
+const NEAR_AREAS = AREAS.slice(0, 5);
+
+/** Shop pictures, generated at seed time (demo-images.ts): `/imgs/shops/{typeId}-{n}.png`, n < SHOP_IMAGES_PER_TYPE. */
+export const SHOP_IMAGES_PER_TYPE = 3;
+export const shopImageName = (typeId: string, n: number): string => `/shops/${typeId}-${n}.png`;
 
 const BRANDS: Record<string, string[]> = {
   '1': ['103茶餐厅', '新白鹿餐厅', '海底捞火锅', '外婆家', '绿茶餐厅', '炉鱼'],
@@ -86,29 +95,55 @@ export interface DemoShop {
   open_hours: string;
 }
 
+/** The 60 shops loaded by loadDemoData (without pictures: the seed's demo content adds them). */
 export function demoShops(): DemoShop[] {
+  return allShops()
+    .slice(0, 60)
+    .map((shop) => ({ ...shop, images: '' }));
+}
+
+/** Ids 61..120: a branch of each brand near the default point, in an area it is not in yet (demo content). */
+export function demoBranches(): DemoShop[] {
+  return allShops().slice(60);
+}
+
+/** Every demo shop's pictures: `/imgs/shops/{typeId}-{n}.png`, full paths as hmdp's shop images are full URLs. */
+export function demoShopImages(): Map<string, string> {
+  return new Map(allShops().map((shop) => [shop.id, shop.images]));
+}
+
+function allShops(): DemoShop[] {
   const random = seededRandom(20_240_101);
   const shops: DemoShop[] = [];
+  const names = new Set<string>();
+  const add = (type: (typeof SHOP_TYPES)[number], brand: string, place: (typeof AREAS)[number]) => {
+    const id = shops.length + 1;
+    names.add(`${brand}(${place.area}店)`);
+    shops.push({
+      id: String(id),
+      name: `${brand}(${place.area}店)`,
+      type_id: type.id,
+      images: [0, 1, 2].map((k) => `/imgs${shopImageName(type.id, (id + k) % SHOP_IMAGES_PER_TYPE)}`).join(','),
+      area: place.area,
+      address: `${place.street}${10 + Math.floor(random() * 490)}号`,
+      // Up to ~600 m from the area's centre, rounded like a map pin (6 decimals).
+      x: round6(place.x + (random() - 0.5) * 0.012),
+      y: round6(place.y + (random() - 0.5) * 0.01),
+      avg_price: String(Math.round(AVERAGE_PRICE[type.id]! * (0.6 + random() * 0.8))),
+      sold: Math.floor(random() * 5000),
+      comments: Math.floor(random() * 3000),
+      score: 30 + Math.floor(random() * 21),
+      open_hours: type.id === '8' ? '19:00-02:00' : '10:00-22:00',
+    });
+  };
+  for (const type of SHOP_TYPES) {
+    BRANDS[type.id]!.forEach((brand, index) => add(type, brand, AREAS[(Number(type.id) * 7 + index * 5) % AREAS.length]!));
+  }
   for (const type of SHOP_TYPES) {
     BRANDS[type.id]!.forEach((brand, index) => {
-      const place = AREAS[(Number(type.id) * 7 + index * 5) % AREAS.length]!;
-      const id = shops.length + 1;
-      shops.push({
-        id: String(id),
-        name: `${brand}(${place.area}店)`,
-        type_id: type.id,
-        images: '',
-        area: place.area,
-        address: `${place.street}${10 + Math.floor(random() * 490)}号`,
-        // Up to ~600 m from the area's centre, rounded like a map pin (6 decimals).
-        x: round6(place.x + (random() - 0.5) * 0.012),
-        y: round6(place.y + (random() - 0.5) * 0.01),
-        avg_price: String(Math.round(AVERAGE_PRICE[type.id]! * (0.6 + random() * 0.8))),
-        sold: Math.floor(random() * 5000),
-        comments: Math.floor(random() * 3000),
-        score: 30 + Math.floor(random() * 21),
-        open_hours: type.id === '8' ? '19:00-02:00' : '10:00-22:00',
-      });
+      const start = Number(type.id) + index;
+      const offset = [0, 1, 2, 3, 4].find((k) => !names.has(`${brand}(${NEAR_AREAS[(start + k) % NEAR_AREAS.length]!.area}店)`)) ?? 0;
+      add(type, brand, NEAR_AREAS[(start + offset) % NEAR_AREAS.length]!);
     });
   }
   return shops;
@@ -126,6 +161,9 @@ export const DEMO_USERS = [
 
 /** The demo seckill voucher: sale open from an hour before the first load, for a year. */
 export const DEMO_SECKILL_VOUCHER_ID = '2';
+
+/** Seckill vouchers in the other states, relative to the first load: upcoming (in 30 days), sold out (stock 0, on sale), ended (yesterday). */
+export const DEMO_SECKILL_STATES = { open: DEMO_SECKILL_VOUCHER_ID, upcoming: '4', soldOut: '5', ended: '6' } as const;
 
 export function demoVouchers(now: Date) {
   const hour = 3600_000;
@@ -168,5 +206,36 @@ export function demoVouchers(now: Date) {
     seckill: [
       { voucher_id: DEMO_SECKILL_VOUCHER_ID, stock: 100, begin_time: new Date(now.getTime() - hour), end_time: new Date(now.getTime() + 365 * 24 * hour) },
     ],
+  };
+}
+
+/** Seckill vouchers on branches (demo content), in the states other than on sale. */
+export function demoSaleStates(now: Date) {
+  const day = 24 * 3600_000;
+  return {
+    vouchers: [
+      seckillVoucher(DEMO_SECKILL_STATES.upcoming, '61', '200元代金券', '下月开抢，每人限购一张', '20000', '30000'),
+      seckillVoucher(DEMO_SECKILL_STATES.soldOut, '62', '88元欢唱券', '已抢光', '8800', '20000'),
+      seckillVoucher(DEMO_SECKILL_STATES.ended, '63', '1元体验券', '活动已结束', '100', '5000'),
+    ],
+    seckill: [
+      { voucher_id: DEMO_SECKILL_STATES.upcoming, stock: 50, begin_time: new Date(now.getTime() + 30 * day), end_time: new Date(now.getTime() + 60 * day) },
+      { voucher_id: DEMO_SECKILL_STATES.soldOut, stock: 0, begin_time: new Date(now.getTime() - day), end_time: new Date(now.getTime() + 30 * day) },
+      { voucher_id: DEMO_SECKILL_STATES.ended, stock: 20, begin_time: new Date(now.getTime() - 8 * day), end_time: new Date(now.getTime() - day) },
+    ],
+  };
+}
+
+function seckillVoucher(id: string, shopId: string, title: string, subTitle: string, payValue: string, actualValue: string) {
+  return {
+    id,
+    shop_id: shopId,
+    title,
+    sub_title: subTitle,
+    rules: '全场通用\n无需预约\n不兑现、不找零',
+    pay_value: payValue,
+    actual_value: actualValue,
+    type: 1,
+    status: 1,
   };
 }

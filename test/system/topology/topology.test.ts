@@ -27,6 +27,8 @@ const SHARDS = 4;
 let dir: string;
 let env: Record<string, string>;
 let httpPort: number;
+let prometheusPort: number;
+let workerMetricsBase: number;
 let db: Db | undefined;
 let redis: RedisClient | undefined;
 let nodes: string[];
@@ -46,6 +48,8 @@ beforeAll(async () => {
   const redisBase = await freeRange(6, true);
   const appBase = await freeRange(3, false, [redisBase]);
   httpPort = await freeRange(1, false, [redisBase, appBase]);
+  workerMetricsBase = await freeRange(2, false, [redisBase, appBase, httpPort]);
+  prometheusPort = await freeRange(1, false, [redisBase, appBase, httpPort, workerMetricsBase]);
   nodes = Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisBase + i}`);
   env = {
     ...(process.env as Record<string, string>),
@@ -56,6 +60,9 @@ beforeAll(async () => {
     TOPOLOGY_REDIS_BASE_PORT: String(redisBase),
     TOPOLOGY_APP_BASE_PORT: String(appBase),
     TOPOLOGY_HTTP_PORT: String(httpPort),
+    TOPOLOGY_WORKER_METRICS_BASE_PORT: String(workerMetricsBase),
+    TOPOLOGY_PROMETHEUS: '1',
+    TOPOLOGY_PROMETHEUS_PORT: String(prometheusPort),
     SECKILL_STREAM_SHARDS: String(SHARDS),
     LOG_LEVEL: 'warn',
   };
@@ -80,6 +87,24 @@ describe('scripts/topology.sh', () => {
     expect(stdout.match(/healthy/g)).toHaveLength(3);
     expect(stdout.match(/consumer topology-worker-\d/g)).toHaveLength(2);
     expect(stdout).toMatch(/nginx\s+pid \d+/);
+    expect(stdout).toMatch(/prometheus\s+pid \d+/);
+  });
+
+  it('starts a Prometheus that scrapes every app instance and order worker and evaluates ops/prometheus/alerts.yml', async () => {
+    const api = async <T>(path: string) => ((await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/${path}`)).json()) as { data: T }).data;
+    await eventually(async () => {
+      const { activeTargets } = await api<{ activeTargets: Array<{ scrapeUrl: string; health: string }> }>('targets');
+      expect(activeTargets.map((target) => target.health)).toEqual(['up', 'up', 'up', 'up', 'up']);
+    }, 30_000);
+    const { groups } = await api<{ groups: Array<{ rules: Array<{ name: string; health: string }> }> }>('rules');
+    const rules = groups.flatMap((group) => group.rules);
+    expect(rules.map((rule) => rule.name)).toContain('HmdpDeadLetters');
+    expect(rules.every((rule) => rule.health === 'ok')).toBe(true);
+    // The workers' own series, from their WORKER_METRICS_PORT.
+    const breaker = await api<{ result: unknown[] }>(
+      `query?query=${encodeURIComponent(`seckill_worker_breaker_state{state="closed",instance=~".*:(${workerMetricsBase}|${workerMetricsBase + 1})"}`)}`,
+    );
+    expect(breaker.result).toHaveLength(2);
   });
 
   it('serves the front end and the API through nginx; /metrics stays off it', async () => {
