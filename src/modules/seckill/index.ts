@@ -20,6 +20,8 @@ import { SaleStore } from './sale-store.js';
 import { BREAKER_STATES } from './write-breaker.js';
 import { VoucherRepository } from './voucher-repository.js';
 import { voucherRoutes } from './voucher-routes.js';
+import { saleControlRoutes } from './sale-control-routes.js';
+import { SaleControls } from './sale-controls.js';
 import { VoucherService } from './voucher-service.js';
 
 export type { Locks } from './order-service.js';
@@ -58,6 +60,7 @@ export function buildSeckill(deps: SeckillDeps) {
   const vouchers = new VoucherRepository(db);
   const orders = new OrderRepository(db);
   const voucherService = new VoucherService(vouchers, store);
+  const controls = new SaleControls(db, store);
   // The sync strategy takes a per-user lock; the async one needs none.
   const ownLocks = !deps.locks && settings.strategy === 'sync' ? new LockClient(redis, { observer: lockWaitObserver(metrics) }) : undefined;
   const locks = deps.locks ?? ownLocks;
@@ -110,6 +113,7 @@ export function buildSeckill(deps: SeckillDeps) {
 
   const routes: FastifyPluginAsync = async (api) => {
     await api.register(voucherRoutes, { service: voucherService });
+    await api.register(saleControlRoutes, { controls });
     await api.register(orderRoutes, { service: orderService, limits });
   };
 
@@ -124,6 +128,7 @@ export function buildSeckill(deps: SeckillDeps) {
     stream,
     orders,
     voucherService,
+    controls,
     orderService,
     limits,
     worker,

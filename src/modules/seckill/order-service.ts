@@ -50,7 +50,7 @@ export const ORDERS_PER_PAGE = 10;
 
 /** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
 export class SaleRefused extends HttpError {
-  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused';
+  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused' | 'suspended';
 
   constructor(outcome: SaleRefused['outcome'], message: string) {
     // A refusal is an answer, not a fault, and most requests of a flash sale get one ("sold
@@ -94,6 +94,7 @@ export const REFUSALS = {
   alreadyBought: 'You already have an order for this voucher',
   busy: 'Your previous order request is still being processed',
   paused: 'Sale is being checked, please retry',
+  suspended: 'The sale is paused by the organiser, please retry later',
   unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
 } as const;
 
@@ -159,6 +160,8 @@ export class OrderService {
       // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
       case 'paused':
         throw new SaleRefused('paused', REFUSALS.paused);
+      case 'suspended':
+        throw new SaleRefused('suspended', REFUSALS.suspended);
     }
   }
 
@@ -170,7 +173,14 @@ export class OrderService {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
-    await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
+    await this.deps.store.publish({
+      voucherId: order.voucherId,
+      stock: seckill.stock,
+      begin: seckill.begin_time,
+      end: seckill.end_time,
+      total: seckill.total_stock,
+      suspended: seckill.paused === 1,
+    });
     return reserve(order);
   }
 
@@ -323,6 +333,8 @@ function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
     // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
     case 'paused':
       throw new SaleRefused('paused', REFUSALS.paused);
+    case 'suspended':
+      throw new SaleRefused('suspended', REFUSALS.suspended);
   }
 }
 
