@@ -118,6 +118,21 @@ describe('live sale controls', () => {
     await expectConsistent(voucherId, [orderId], 6);
   });
 
+  it('after a reconciliation repair the controls count sold units from MySQL again', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 4 });
+    const accepted = [(await buy(app(), users[36]!.token, voucherId)).json().data, (await buy(app(), users[37]!.token, voucherId)).json().data];
+    expect((await patch(voucherId, { stock: 6 })).json().data.left).toBe(4);
+    await drained(voucherId, 2);
+    // A failover lost the raise in Redis; the repair puts the stock back from MySQL.
+    await env.redis.hset(store.keys.voucher(voucherId).voucher, 'stock', 2, 'total', 4);
+    const repaired = await reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] });
+    expect(repaired.repaired).toBe(1);
+    const below = await patch(voucherId, { stock: 1 });
+    expect(below.statusCode).toBe(400);
+    expect(below.json().errorMsg).toMatch(/2 units are sold or queued/);
+    await expectConsistent(voucherId, accepted, 6);
+  });
+
   it('the window moves and ends now; bad changes get a 400', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
     const later = new Date(Date.now() + 3_600_000).toISOString();
