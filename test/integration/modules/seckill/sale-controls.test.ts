@@ -198,7 +198,7 @@ describe('live sale controls', () => {
     stop = true;
     await Promise.all(clients);
     expect(accepted.length).toBeGreaterThan(60);
-    const allowed = new Set([REFUSALS.soldOut, REFUSALS.suspended, REFUSALS.ended, REFUSALS.alreadyBought]);
+    const allowed = new Set<string>([REFUSALS.soldOut, REFUSALS.suspended, REFUSALS.ended, REFUSALS.alreadyBought]);
     expect([...refusals].filter((message) => !allowed.has(message) && !/Too many/i.test(message))).toEqual([]);
     const total = (await env.db.selectFrom('tb_seckill_voucher').select('total_stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow())
       .total_stock!;
