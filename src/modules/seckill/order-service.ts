@@ -3,6 +3,7 @@ import { isTransient, unavailableDependency } from '../../infra/transient-errors
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
+import type { SoldOutMemory } from './sold-out.js';
 import type { SaleStore } from './sale-store.js';
 import type { QueuedOrder, ReserveOutcome } from './types.js';
 import type { VoucherRepository } from './voucher-repository.js';
@@ -115,12 +116,24 @@ export interface OrderServiceDeps {
   orders: OrderRepository;
   vouchers: VoucherRepository;
   locks?: Locks;
+  /** Vouchers this instance knows are sold out (answered from memory). */
+  soldOut?: SoldOutMemory;
   /** Counts outcomes (seckill_requests_total). */
   countOutcome?: (strategy: string, outcome: string) => void;
 }
 
 export class OrderService {
   constructor(private readonly deps: OrderServiceDeps) {}
+
+  /**
+   * Refuses an order of a voucher this instance knows is sold out, from memory: called first, so
+   * no Redis command (not even a rate limit) and no order id is spent on it.
+   */
+  refuseIfKnownSoldOut(voucherId: string): void {
+    if (!this.deps.soldOut?.known(voucherId)) return;
+    this.deps.countOutcome?.(this.deps.strategy, 'sold-out-known');
+    throw new SaleRefused('sold-out', REFUSALS.soldOut);
+  }
 
   /** Places a seckill order; returns its id (as a decimal string). */
   async placeSeckillOrder(userId: string, voucherId: string): Promise<string> {
@@ -131,6 +144,8 @@ export class OrderService {
       return orderId;
     } catch (error) {
       countOutcome?.(strategy, outcomeOf(error));
+      // Best effort: a failed read only means the next refusal asks Redis again.
+      if (error instanceof SaleRefused && error.outcome === 'sold-out') this.deps.soldOut?.remember(voucherId).catch(() => undefined);
       throw error;
     }
   }

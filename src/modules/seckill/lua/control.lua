@@ -30,9 +30,14 @@ if ARGV[2] ~= '' then
   if target < sold then
     return {2, sold, total}
   end
+  local raised = target - sold > stock
   stock = target - sold
   total = target
   redis.call('HSET', KEYS[1], 'stock', stock, 'total', total)
+  if raised then
+    -- Units are back: instances that know the voucher sold out drop their flag (sold-out.ts).
+    redis.call('HINCRBY', KEYS[1], 'restocks', 1)
+  end
 end
 if ARGV[3] ~= '' then
   redis.call('HSET', KEYS[1], 'begin', ARGV[3])
