@@ -103,15 +103,9 @@ export class SaleControls {
   }
 
   private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl): Promise<SaleControlResult> {
-    return this.db.connection().execute(async (conn) => {
-      const { rows } = await sql<{ locked: number | null }>`SELECT GET_LOCK(${lockName(voucherId)}, ${LOCK_WAIT_SECONDS}) AS locked`.execute(conn);
-      if (rows[0]?.locked !== 1) throw new HttpError(409, 'Another change of this sale is in progress; retry in a moment');
-      try {
-        return await this.applyLocked(conn, voucherId, adminId, action, plan);
-      } finally {
-        await sql`SELECT RELEASE_LOCK(${lockName(voucherId)})`.execute(conn);
-      }
-    });
+    const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan));
+    if (result === SALE_BUSY) throw new HttpError(409, 'Another change of this sale is in progress (a change or a reconciliation repair); retry in a moment');
+    return result;
   }
 
   private async applyLocked(conn: Db, voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl): Promise<SaleControlResult> {
@@ -181,7 +175,26 @@ export class SaleControls {
   }
 }
 
-const lockName = (voucherId: string): string => `hmdp:seckill:control:${voucherId}`;
+export const SALE_BUSY = Symbol('sale busy');
+
+/**
+ * Runs `work` holding the voucher's MariaDB named lock, on one pooled connection (given to
+ * `work`), so administrators' changes and reconciliation repairs of a sale never interleave,
+ * whichever instance or process runs them. SALE_BUSY when another holds it after LOCK_WAIT_SECONDS.
+ */
+export async function withSaleLock<T>(db: Db, voucherId: string, work: (conn: Db) => Promise<T>): Promise<T | typeof SALE_BUSY> {
+  return db.connection().execute(async (conn) => {
+    const { rows } = await sql<{ locked: number | null }>`SELECT GET_LOCK(${lockName(voucherId)}, ${LOCK_WAIT_SECONDS}) AS locked`.execute(conn);
+    if (rows[0]?.locked !== 1) return SALE_BUSY;
+    try {
+      return await work(conn);
+    } finally {
+      await sql`SELECT RELEASE_LOCK(${lockName(voucherId)})`.execute(conn);
+    }
+  });
+}
+
+const lockName = (voucherId: string): string => `hmdp:seckill:sale:${voucherId}`;
 
 const belowSold = (sold: number): HttpError =>
   badRequest(`body.stock: ${sold} units are sold or queued; the stock cannot go below that (orders may still be arriving: read it again)`);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
 import { reconcileSeckill } from '../../../../src/modules/seckill/reconcile.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { SALE_BUSY, withSaleLock } from '../../../../src/modules/seckill/sale-controls.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
@@ -131,6 +132,20 @@ describe('live sale controls', () => {
     expect(below.statusCode).toBe(400);
     expect(below.json().errorMsg).toMatch(/2 units are sold or queued/);
     await expectConsistent(voucherId, accepted, 6);
+  });
+
+  it('a reconciliation repair and an administrator change of one sale never interleave', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 4 });
+    await env.redis.del(store.keys.voucher(voucherId).voucher); // drifted: missing from Redis
+    const report = await withSaleLock(env.db, voucherId, async () => {
+      // Held here (as by a change on another instance): the repair steps aside, and so does a second change.
+      expect((await patch(voucherId, { stock: 6 })).statusCode).toBe(409);
+      return reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] });
+    });
+    expect(report).not.toBe(SALE_BUSY);
+    expect(report === SALE_BUSY ? null : report.skipped).toEqual([{ voucherId, reason: 'an administrator is changing this sale; run it again' }]);
+    expect((await reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] })).repaired).toBe(1);
+    expect((await patch(voucherId, { stock: 6 })).json().data).toMatchObject({ stock: 6, left: 6 });
   });
 
   it('the window moves and ends now; bad changes get a 400', async () => {
