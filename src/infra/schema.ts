@@ -119,8 +119,12 @@ export interface VoucherTable {
 export interface SeckillVoucherTable {
   voucher_id: Id;
   stock: number;
+  /** Units offered, sold or not (migration 0006); NULL until first computed as stock + live orders. */
+  total_stock: Defaulted<number | null>;
   begin_time: Date;
   end_time: Date;
+  /** 1 while an administrator pauses the sale (migration 0006). */
+  paused: Defaulted<number>;
   create_time: CreateTime;
   update_time: UpdateTime;
 }
@@ -161,6 +165,18 @@ export interface UploadTable {
   create_time: CreateTime;
 }
 
+/** A change an administrator made to a live sale (migration 0006). */
+export interface SeckillAuditTable {
+  id: AutoId;
+  voucher_id: Id;
+  admin_id: Id;
+  action: string;
+  /** JSON of the sale before and after the change. */
+  before_state: string;
+  after_state: string;
+  create_time: CreateTime;
+}
+
 export interface Database {
   tb_user: UserTable;
   tb_user_info: UserInfoTable;
@@ -174,4 +190,5 @@ export interface Database {
   tb_voucher_order: VoucherOrderTable;
   tb_sign: SignTable;
   tb_upload: UploadTable;
+  tb_seckill_audit: SeckillAuditTable;
 }

@@ -67,6 +67,26 @@ export interface Voucher {
   beginTime?: string;
   endTime?: string;
 }
+/** A sale's settings after an administrator's change; stock is the total offered, left what remains. */
+export interface SaleSettings {
+  stock: number;
+  beginTime: string;
+  endTime: string;
+  paused: boolean;
+}
+export interface SaleControl extends SaleSettings {
+  voucherId: string;
+  left: number;
+  changed: boolean;
+}
+export interface SaleAuditEntry {
+  id: string;
+  adminId: string;
+  action: string;
+  before: SaleSettings;
+  after: SaleSettings;
+  time: string;
+}
 export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
 export interface Order {
   id: string;
@@ -206,6 +226,11 @@ export const api = {
     beginTime: string;
     endTime: string;
   }) => call<string>('POST', '/voucher/seckill', { body: voucher }),
+  pauseSale: (voucherId: string) => call<SaleControl>('POST', `/voucher/seckill/${voucherId}/pause`),
+  resumeSale: (voucherId: string) => call<SaleControl>('POST', `/voucher/seckill/${voucherId}/resume`),
+  updateSale: (voucherId: string, change: { stock?: number; beginTime?: string; endTime?: string }) =>
+    call<SaleControl>('PATCH', `/voucher/seckill/${voucherId}`, { body: change }),
+  saleAudit: (voucherId: string) => call<SaleAuditEntry[]>('GET', `/voucher/seckill/${voucherId}/audit`),
   follow: (userId: string, follow: boolean) => call<null>('PUT', `/follow/${userId}/${follow}`),
   isFollowing: (userId: string) => call<boolean>('GET', `/follow/or/not/${userId}`),
   feed: (lastId?: number, offset = 0) =>

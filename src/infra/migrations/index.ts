@@ -4,6 +4,7 @@ import * as orderLifecycle from './0002_order_lifecycle.js';
 import * as uploads from './0003_uploads.js';
 import * as userRole from './0004_user_role.js';
 import * as uploadBlog from './0005_upload_blog.js';
+import * as saleControls from './0006_sale_controls.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0003_uploads': uploads,
   '0004_user_role': userRole,
   '0005_upload_blog': uploadBlog,
+  '0006_sale_controls': saleControls,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -20,6 +20,9 @@ import { SaleStore } from './sale-store.js';
 import { BREAKER_STATES } from './write-breaker.js';
 import { VoucherRepository } from './voucher-repository.js';
 import { voucherRoutes } from './voucher-routes.js';
+import { saleControlRoutes } from './sale-control-routes.js';
+import { SaleControls } from './sale-controls.js';
+import { SoldOutMemory } from './sold-out.js';
 import { VoucherService } from './voucher-service.js';
 
 export type { Locks } from './order-service.js';
@@ -58,6 +61,8 @@ export function buildSeckill(deps: SeckillDeps) {
   const vouchers = new VoucherRepository(db);
   const orders = new OrderRepository(db);
   const voucherService = new VoucherService(vouchers, store);
+  const controls = new SaleControls(db, store);
+  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
   // The sync strategy takes a per-user lock; the async one needs none.
   const ownLocks = !deps.locks && settings.strategy === 'sync' ? new LockClient(redis, { observer: lockWaitObserver(metrics) }) : undefined;
   const locks = deps.locks ?? ownLocks;
@@ -69,6 +74,7 @@ export function buildSeckill(deps: SeckillDeps) {
     orders,
     vouchers,
     ...(locks ? { locks } : {}),
+    soldOut,
     countOutcome: (strategy, outcome) => metrics.seckillRequests.inc({ strategy, outcome }),
   });
   const limits = new OrderLimits(
@@ -110,6 +116,7 @@ export function buildSeckill(deps: SeckillDeps) {
 
   const routes: FastifyPluginAsync = async (api) => {
     await api.register(voucherRoutes, { service: voucherService });
+    await api.register(saleControlRoutes, { controls });
     await api.register(orderRoutes, { service: orderService, limits });
   };
 
@@ -124,6 +131,7 @@ export function buildSeckill(deps: SeckillDeps) {
     stream,
     orders,
     voucherService,
+    controls,
     orderService,
     limits,
     worker,
@@ -143,6 +151,7 @@ export function buildSeckill(deps: SeckillDeps) {
     },
     /** Stops the jobs (finishing the batch in hand) and closes the sale's own connections. */
     async close(): Promise<void> {
+      soldOut.stop();
       await worker.stop();
       await canceller.stop();
       await store.close();

@@ -6,7 +6,7 @@
  * Redis Cluster slot, and different vouchers still spread over the cluster. The shard count is
  * fixed for a deployment (SECKILL_STREAM_SHARDS): changing it while orders are queued strands them.
  *
- *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end[, paused_until, paused_by, paused_created]}
+ *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, total, suspended, paused_until, paused_by, paused_created]}
  *   {seckill:N}:buyers:{voucherId}    set of user ids with a live order
  *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`
  *   {seckill:N}:orders:dead           stream of dead letters (entries that kept failing)

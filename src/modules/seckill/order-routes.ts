@@ -20,6 +20,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; lim
     },
     async (request) => {
       const userId = currentUser(request).id;
+      service.refuseIfKnownSoldOut(request.params.id);
       await limits.check(userId, request.ip, request.params.id);
       return ok(await service.placeSeckillOrder(userId, request.params.id));
     },

@@ -3,6 +3,7 @@ import { isTransient, unavailableDependency } from '../../infra/transient-errors
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
 import type { OrderStream } from './order-stream.js';
+import type { SoldOutMemory } from './sold-out.js';
 import type { SaleStore } from './sale-store.js';
 import type { QueuedOrder, ReserveOutcome } from './types.js';
 import type { VoucherRepository } from './voucher-repository.js';
@@ -50,7 +51,7 @@ export const ORDERS_PER_PAGE = 10;
 
 /** A refusal the user can read; answered with HTTP 200 and success: false, as hmdp does. */
 export class SaleRefused extends HttpError {
-  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused';
+  readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused' | 'suspended';
 
   constructor(outcome: SaleRefused['outcome'], message: string) {
     // A refusal is an answer, not a fault, and most requests of a flash sale get one ("sold
@@ -94,6 +95,7 @@ export const REFUSALS = {
   alreadyBought: 'You already have an order for this voucher',
   busy: 'Your previous order request is still being processed',
   paused: 'Sale is being checked, please retry',
+  suspended: 'The sale is paused by the organiser, please retry later',
   unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
 } as const;
 
@@ -114,12 +116,24 @@ export interface OrderServiceDeps {
   orders: OrderRepository;
   vouchers: VoucherRepository;
   locks?: Locks;
+  /** Vouchers this instance knows are sold out (answered from memory). */
+  soldOut?: SoldOutMemory;
   /** Counts outcomes (seckill_requests_total). */
   countOutcome?: (strategy: string, outcome: string) => void;
 }
 
 export class OrderService {
   constructor(private readonly deps: OrderServiceDeps) {}
+
+  /**
+   * Refuses an order of a voucher this instance knows is sold out, from memory: called first, so
+   * no Redis command (not even a rate limit) and no order id is spent on it.
+   */
+  refuseIfKnownSoldOut(voucherId: string): void {
+    if (!this.deps.soldOut?.known(voucherId)) return;
+    this.deps.countOutcome?.(this.deps.strategy, 'sold-out-known');
+    throw new SaleRefused('sold-out', REFUSALS.soldOut);
+  }
 
   /** Places a seckill order; returns its id (as a decimal string). */
   async placeSeckillOrder(userId: string, voucherId: string): Promise<string> {
@@ -130,6 +144,8 @@ export class OrderService {
       return orderId;
     } catch (error) {
       countOutcome?.(strategy, outcomeOf(error));
+      // Best effort: a failed read only means the next refusal asks Redis again.
+      if (error instanceof SaleRefused && error.outcome === 'sold-out') this.deps.soldOut?.remember(voucherId).catch(() => undefined);
       throw error;
     }
   }
@@ -159,6 +175,8 @@ export class OrderService {
       // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
       case 'paused':
         throw new SaleRefused('paused', REFUSALS.paused);
+      case 'suspended':
+        throw new SaleRefused('suspended', REFUSALS.suspended);
     }
   }
 
@@ -170,7 +188,14 @@ export class OrderService {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
     if (!seckill) return 'unknown-voucher';
     if (Date.now() >= seckill.end_time.getTime()) return 'ended';
-    await this.deps.store.publish({ voucherId: order.voucherId, stock: seckill.stock, begin: seckill.begin_time, end: seckill.end_time });
+    await this.deps.store.publish({
+      voucherId: order.voucherId,
+      stock: seckill.stock,
+      begin: seckill.begin_time,
+      end: seckill.end_time,
+      total: seckill.total_stock,
+      suspended: seckill.paused === 1,
+    });
     return reserve(order);
   }
 
@@ -323,6 +348,8 @@ function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
     // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
     case 'paused':
       throw new SaleRefused('paused', REFUSALS.paused);
+    case 'suspended':
+      throw new SaleRefused('suspended', REFUSALS.suspended);
   }
 }
 

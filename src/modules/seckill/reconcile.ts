@@ -3,6 +3,7 @@ import type { Db } from '../../infra/db.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SALE_KEYS_KEPT_AFTER_END_MS } from './keys.js';
 import type { SaleSnapshot, SaleStore } from './sale-store.js';
+import { SALE_BUSY, withSaleLock } from './sale-controls.js';
 
 /**
  * Reconciliation of a flash sale's Redis state with MySQL, the record of orders.
@@ -104,7 +105,10 @@ async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair:
     report.drifted.push(drift);
     return;
   }
-  const result = await reconciler.repair(voucher);
+  // Under the sale's lock: an administrator's change (sale-controls.ts) cannot interleave, and the
+  // window the repair writes to Redis is read fresh under it.
+  const locked = await withSaleLock(reconciler.db, voucher.voucherId, async () => reconciler.repair(await reconciler.fresh(voucher)));
+  const result = locked === SALE_BUSY ? { drift: null, repaired: false, skipped: 'an administrator is changing this sale; run it again' } : locked;
   // Report what the paused, drained comparison found (the check's snapshot may have been transient).
   if (result.drift) report.drifted.push(result.drift);
   else if (result.skipped) report.drifted.push(drift);
@@ -114,7 +118,7 @@ async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair:
 
 class Reconciler {
   constructor(
-    private readonly db: Db,
+    readonly db: Db,
     private readonly store: SaleStore,
     private readonly drainTimeoutMs: number,
   ) {}
@@ -129,6 +133,17 @@ class Reconciler {
     const unknown = (voucherIds ?? []).filter((id) => !found.has(id));
     if (unknown.length > 0) throw new UnknownVoucherError(`not a seckill voucher: ${unknown.join(', ')}`);
     return rows.map((row) => ({ voucherId: row.voucher_id, stock: row.stock, begin: row.begin_time, end: row.end_time }));
+  }
+
+  /** The voucher's row read again (its window may have moved since the scope was read). */
+  async fresh(voucher: SeckillRow): Promise<SeckillRow> {
+    const row = await this.db
+      .selectFrom('tb_seckill_voucher')
+      .select(['stock', 'begin_time', 'end_time'])
+      .where('voucher_id', '=', voucher.voucherId)
+      .executeTakeFirst();
+    if (!row) throw new VoucherGone(voucher.voucherId);
+    return { voucherId: voucher.voucherId, stock: row.stock, begin: row.begin_time, end: row.end_time };
   }
 
   /** A snapshot comparison; a drift must show in consecutive snapshots to be reported. */

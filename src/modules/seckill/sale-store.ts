@@ -5,6 +5,17 @@ import { AcknowledgedReserve, type ReplicaAckOptions } from './replica-acks.js';
 import { defineSaleScripts, reserveArgs, toReserveOutcome, type SaleScripts } from './scripts.js';
 import type { QueuedOrder, ReserveOutcome, SaleState } from './types.js';
 
+/** An administrator's change to a sale; undefined fields are left as they are. */
+export interface SaleControl {
+  total?: number;
+  begin?: Date;
+  end?: Date;
+  suspended?: boolean;
+}
+
+export type ControlOutcome =
+  { outcome: 'applied'; stock: number; total: number } | { outcome: 'not-published' } | { outcome: 'below-sold'; sold: number; total: number };
+
 /** A voucher's sale as the reconciliation reads it, atomically (one slot). */
 export interface SaleSnapshot {
   stock: number | null;
@@ -34,7 +45,15 @@ export class SaleStore {
   /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
   async publish(state: SaleState): Promise<boolean> {
     const key = this.keys.voucher(state.voucherId).voucher;
-    const published = await this.scripts.publish(key, state.stock, state.begin.getTime(), state.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS);
+    const published = await this.scripts.publish(
+      key,
+      state.stock,
+      state.begin.getTime(),
+      state.end.getTime(),
+      SALE_KEYS_KEPT_AFTER_END_MS,
+      state.total ?? '',
+      state.suspended === true ? '1' : '',
+    );
     return published === 1;
   }
 
@@ -90,6 +109,28 @@ export class SaleStore {
     // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
     await this.redis.zrem(inFlight, order.orderId);
     return released;
+  }
+
+  /**
+   * An administrator's change (control.lua): absolute total (stock), window and suspension; a
+   * field left undefined is unchanged. `totalIfMissing` is MySQL's total before the change.
+   */
+  async control(voucherId: string, totalIfMissing: number, change: SaleControl): Promise<ControlOutcome> {
+    const { voucher, buyers } = this.keys.voucher(voucherId);
+    const suspended = change.suspended === undefined ? '' : change.suspended ? '1' : '0';
+    const [code, stockOrSold, total] = await this.scripts.control(
+      voucher,
+      buyers,
+      totalIfMissing,
+      change.total ?? '',
+      change.begin?.getTime() ?? '',
+      change.end?.getTime() ?? '',
+      suspended,
+      SALE_KEYS_KEPT_AFTER_END_MS,
+    );
+    if (code === 1) return { outcome: 'not-published' };
+    if (code === 2) return { outcome: 'below-sold', sold: stockOrSold, total };
+    return { outcome: 'applied', stock: stockOrSold, total };
   }
 
   /** Holds the sale for a repair (reserve.lua answers "paused") until `pauseMs` pass or the token's owner lifts it. */

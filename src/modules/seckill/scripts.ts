@@ -9,7 +9,7 @@ import type { QueuedOrder, ReserveOutcome } from './types.js';
  */
 export interface SaleScripts {
   /** 1 published, 0 the voucher was there already (its live stock is kept). */
-  publish(voucher: string, stock: number, beginMs: number, endMs: number, keepMs: number): Promise<number>;
+  publish(voucher: string, stock: number, beginMs: number, endMs: number, keepMs: number, total: number | '', suspended: '1' | ''): Promise<number>;
   /** A RESERVE_OUTCOMES index. */
   reserve(
     voucher: string,
@@ -37,6 +37,17 @@ export interface SaleScripts {
   pause(voucher: string, token: string, pauseMs: number, beginMs: number, endMs: number, keepMs: number): Promise<number>;
   /** 1 lifted, 0 the pause was not the caller's. */
   unpause(voucher: string, token: string): Promise<number>;
+  /** [0, stock, total] applied, [1, 0, 0] not in Redis, [2, sold, total] below what is sold. Absent fields are "". */
+  control(
+    voucher: string,
+    buyers: string,
+    totalIfMissing: number,
+    total: number | '',
+    beginMs: number | '',
+    endMs: number | '',
+    suspended: '1' | '0' | '',
+    keepMs: number,
+  ): Promise<[number, number, number]>;
   /** The stock written, or -1 when the pause is gone. The key count comes first (it varies). */
   repair(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
 }
@@ -53,6 +64,7 @@ const SOURCES = {
   streamStats: { keys: 2, lua: lua('stream-stats') },
   pause: { keys: 1, lua: lua('pause') },
   unpause: { keys: 1, lua: lua('unpause') },
+  control: { keys: 2, lua: lua('control') },
   // One release marker per cancelled, unreleased order: the key count is given per call.
   repair: { keys: 'dynamic', lua: lua('repair') },
 } as const;
@@ -60,7 +72,7 @@ const SOURCES = {
 export const defineSaleScripts = (redis: RedisClient): Scripts<SaleScripts> => defineScripts<SaleScripts>(redis, 'seckill', SOURCES);
 
 /** reserve.lua's replies, in the order of its return codes. */
-const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher', 'paused'];
+const RESERVE_OUTCOMES: ReserveOutcome[] = ['accepted', 'not-started', 'ended', 'sold-out', 'already-bought', 'unknown-voucher', 'paused', 'suspended'];
 
 /**
  * What reserve.lua does with an accepted order: `stream` appends it to the order stream for the

@@ -11,7 +11,11 @@ export interface SaleState {
   stock: number;
   begin: Date;
   end: Date;
+  /** Units offered, sold or not (MySQL total_stock), when known. */
+  total?: number | null;
+  /** An administrator paused the sale. */
+  suspended?: boolean;
 }
 
 /** What reserve.lua decided for one order. */
-export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'paused';
+export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'paused' | 'suspended';

@@ -54,8 +54,8 @@ export class VoucherService {
     if (end.getTime() <= begin.getTime()) throw badRequest('body.endTime must be after body.beginTime');
     if (end.getTime() <= Date.now()) throw badRequest('body.endTime must be in the future');
     const voucher = await this.validated(input);
-    const voucherId = await this.vouchers.insertSeckill(voucher, { stock: input.stock, begin_time: begin, end_time: end });
-    await this.seckill.publish({ voucherId, stock: input.stock, begin, end });
+    const voucherId = await this.vouchers.insertSeckill(voucher, { stock: input.stock, total_stock: input.stock, begin_time: begin, end_time: end });
+    await this.seckill.publish({ voucherId, stock: input.stock, begin, end, total: input.stock });
     return voucherId;
   }
 
@@ -71,7 +71,14 @@ export class VoucherService {
   async publishUnfinished(now = new Date()): Promise<number> {
     let published = 0;
     for (const row of await this.vouchers.listUnfinishedSeckill(now)) {
-      const state = { voucherId: row.voucher_id, stock: row.stock, begin: row.begin_time, end: row.end_time };
+      const state = {
+        voucherId: row.voucher_id,
+        stock: row.stock,
+        begin: row.begin_time,
+        end: row.end_time,
+        total: row.total_stock,
+        suspended: row.paused === 1,
+      };
       if (await this.seckill.publish(state)) published += 1;
     }
     return published;

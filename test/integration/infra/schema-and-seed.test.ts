@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('schema', () => {
-  it("has hmdp's eleven tables (+ tb_upload) in utf8mb4", async () => {
+  it("has hmdp's eleven tables (+ tb_upload, tb_seckill_audit) in utf8mb4", async () => {
     const { rows } = await sql<{ name: string; collation: string }>`
       SELECT TABLE_NAME AS name, TABLE_COLLATION AS collation FROM information_schema.TABLES
       WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'tb\\_%' ORDER BY TABLE_NAME`.execute(env.db);
@@ -24,6 +24,7 @@ describe('schema', () => {
       'tb_blog',
       'tb_blog_comments',
       'tb_follow',
+      'tb_seckill_audit',
       'tb_seckill_voucher',
       'tb_shop',
       'tb_shop_type',

@@ -379,7 +379,7 @@ describe('web front end', () => {
     });
   });
 
-  it('lets an administrator create a shop and a seckill voucher, and watch its stock fall', async () => {
+  it('lets an administrator create a shop and a seckill voucher, watch its stock fall, pause, resume and restock it, and read the audit', async () => {
     await withPage('admin', async (page) => {
       await logIn(page, ADMIN_PHONE);
       await page.getByTestId('nav-me').click();
@@ -407,6 +407,21 @@ describe('web front end', () => {
       }
       await expect.poll(() => sale.getByTestId('sale-stock').textContent(), { timeout: 15_000 }).toBe('2');
       await expect.poll(() => sale.getByTestId('sale-rate').textContent()).toMatch(/^\d+\.\d$/);
+
+      // Steer it: paused, a buyer is refused; resumed; the total raised to 10 leaves 7; the audit lists all three.
+      await sale.getByTestId('sale-pause').click();
+      await expect.poll(() => sale.getByTestId('sale-state').textContent()).toContain('已暂停');
+      const [late] = await createUsersWithSessions(env, 1, 15_100_000_100);
+      const refused = await fetch(`${baseURL}/api/voucher-order/seckill/${voucherId}`, { method: 'POST', headers: { authorization: late!.token } });
+      expect((await refused.json()) as { success: boolean; errorMsg: string }).toMatchObject({ success: false, errorMsg: expect.stringMatching(/paused/) });
+      await sale.getByTestId('sale-resume').click();
+      await expect.poll(() => sale.getByTestId('sale-state').textContent()).toContain('在售');
+      await sale.getByTestId('sale-total').fill('10');
+      await sale.getByTestId('sale-set-total').click();
+      await expect.poll(() => sale.getByTestId('sale-stock').textContent()).toBe('7');
+      await sale.getByTestId('sale-audit').click();
+      await expect.poll(() => sale.getByTestId('audit-entry').count()).toBe(3);
+      await expect.poll(() => sale.getByTestId('audit-list').textContent()).toContain('5→10');
       await page.getByTestId('monitor').scrollIntoViewIfNeeded(); // the live sale in the screenshot
     });
   });

@@ -4,13 +4,21 @@
 
   The hash expires some days after the sale ends (ARGV[4]): no sale leaves keys behind forever.
 
-  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end}  (begin/end: epoch ms)
-  ARGV     stock, begin, end, keep after the end (ms)
+  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, total, suspended]}  (begin/end: epoch ms)
+  ARGV     stock, begin, end, keep after the end (ms), total ("" unknown), suspended ("1" or "")
   Returns 1 when published, 0 when the voucher was already there.
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3])
+-- restocks: the version of the sold-out flags (sold-out.ts); a fresh one for a (re)published sale.
+local time = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3], 'restocks', time[1] .. time[2])
+if ARGV[5] and ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[1], 'total', ARGV[5])
+end
+if ARGV[6] == '1' then
+  redis.call('HSET', KEYS[1], 'suspended', 1)
+end
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[3]) + tonumber(ARGV[4]))
 return 1

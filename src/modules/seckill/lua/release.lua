@@ -16,6 +16,8 @@ if not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
 end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'stock', 1)
+  -- A unit is back: instances that know the voucher sold out drop their flag (sold-out.ts).
+  redis.call('HINCRBY', KEYS[1], 'restocks', 1)
 end
 redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[2])

@@ -45,6 +45,9 @@ if #buyers > 0 then
   redis.call('PEXPIREAT', KEYS[2], expire_at)
 end
 redis.call('HSET', KEYS[1], 'stock', stock, 'begin', ARGV[3], 'end', ARGV[4])
-redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by', 'paused_created')
+redis.call('HINCRBY', KEYS[1], 'restocks', 1)
+-- The stock now derives from MySQL: so must the total the live controls count sold units from
+-- (control.lua seeds it again from tb_seckill_voucher.total_stock).
+redis.call('HDEL', KEYS[1], 'paused_until', 'paused_by', 'paused_created', 'total')
 redis.call('PEXPIREAT', KEYS[1], expire_at)
 return stock

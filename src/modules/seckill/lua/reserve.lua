@@ -7,7 +7,7 @@
   different strategies, or a switch mid-sale, can neither oversell nor drop an accepted order.
   Every key shares the hash tag {seckill:N}: one Redis Cluster slot.
 
-  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end[, paused_until, paused_by]}
+  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end[, total, suspended, paused_until, paused_by]}
   KEYS[2]  {seckill:N}:buyers:{voucherId}   set of user ids with a live order
   KEYS[3]  {seckill:N}:orders               stream the order worker reads
   KEYS[4]  {seckill:N}:queued               hash orderId -> "userId:voucherId", until in MySQL
@@ -17,9 +17,10 @@
   Returns 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher,
   6 paused (the reconciliation is repairing this voucher: stock and buyers are about to be
   rewritten from MySQL, so nothing may be taken meanwhile; the pause lapses by itself at
-  paused_until, so a repair that dies cannot stop a sale).
+  paused_until, so a repair that dies cannot stop a sale), 7 suspended (an administrator paused
+  the sale: control.lua).
 ]]
-local voucher = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'paused_until')
+local voucher = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'paused_until', 'suspended')
 if not voucher[1] then
   return 5
 end
@@ -33,6 +34,9 @@ if now >= tonumber(voucher[3]) then
 end
 if voucher[4] and now < tonumber(voucher[4]) then
   return 6
+end
+if voucher[5] then
+  return 7
 end
 if tonumber(voucher[1]) <= 0 then
   return 3

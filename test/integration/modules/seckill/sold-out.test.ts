@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
+import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
+import { eventually } from '../../../support/eventually.js';
+
+let env: TestEnv;
+let instances: FastifyInstance[];
+let metrics: Metrics[];
+let users: Array<{ id: string; token: string }>;
+let store: SaleStore;
+let nextUser = 0;
+
+beforeAll(async () => {
+  env = await createTestEnv({ SECKILL_STRATEGY: 'async', SECKILL_WORKER: 'true' });
+  users = await createUsersWithSessions(env, 200);
+  metrics = [createMetrics(), createMetrics()];
+  instances = [];
+  for (const [index, consumerName] of ['sold-out-a', 'sold-out-b'].entries()) {
+    instances.push((await buildTestApp(env, undefined, { consumerName, metrics: metrics[index] })).app);
+  }
+  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+});
+
+afterAll(async () => {
+  for (const app of instances ?? []) await app.close();
+  await env?.cleanup();
+});
+
+const newBuyer = () => users[nextUser++]!.token;
+const knownRefusals = async (index: number) =>
+  (await metrics[index]!.seckillRequests.get()).values.find((value) => value.labels.outcome === 'sold-out-known')?.value ?? 0;
+
+/** The commands the app sends on the shared client while `run` runs (a spy: the real Redis answers). */
+async function commandsDuring(run: () => Promise<void>): Promise<string[]> {
+  const redis = env.redis as unknown as { sendCommand: (command: { name: string; args: unknown[] }) => unknown };
+  const original = redis.sendCommand.bind(redis);
+  const names: string[] = [];
+  redis.sendCommand = (command) => {
+    names.push(`${command.name} ${JSON.stringify(command.args)}`);
+    return original(command);
+  };
+  try {
+    await run();
+  } finally {
+    redis.sendCommand = original;
+  }
+  return names;
+}
+
+/** Sells the voucher out and waits until instance `index` answers its refusals from memory. */
+async function soldOutKnownOn(index: number, voucherId: string) {
+  const before = await knownRefusals(index);
+  await eventually(async () => {
+    expect((await buy(instances[index]!, newBuyer(), voucherId)).json().errorMsg).toBe(REFUSALS.soldOut);
+    expect(await knownRefusals(index)).toBeGreaterThan(before);
+  }, 5_000);
+}
+
+describe('sold-out flag', () => {
+  it('refuses from memory, with no order id, rate limit or reserve; cleared within 1 s when units come back', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 2 });
+    const first = (await buy(instances[0]!, newBuyer(), voucherId)).json().data as string;
+    await buy(instances[1]!, newBuyer(), voucherId);
+    await soldOutKnownOn(0, voucherId);
+    await soldOutKnownOn(1, voucherId);
+
+    const before = await knownRefusals(0);
+    const commands = await commandsDuring(async () => {
+      for (let i = 0; i < 20; i += 1) expect((await buy(instances[0]!, newBuyer(), voucherId)).json().errorMsg).toBe(REFUSALS.soldOut);
+    });
+    expect(await knownRefusals(0)).toBe(before + 20);
+    // No reserve, rate limit or id block: only the session lookup of each request and the flag's own poll.
+    expect(commands.filter((command) => !command.includes(':login:token:') && !command.startsWith('hmget '))).toEqual([]);
+    expect(commands.length).toBeGreaterThanOrEqual(20);
+
+    // Units back by an administrator (on the other instance): instance A sells again within 1 s.
+    const admin = await sessionOf(env, '999002', 'admin');
+    await instances[1]!.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { stock: 3 } });
+    const raisedAt = Date.now();
+    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), 1_000);
+    expect(Date.now() - raisedAt).toBeLessThan(1_000);
+
+    // Sold out again, then an unpaid order's unit released (as the canceller does): cleared again.
+    await soldOutKnownOn(0, voucherId);
+    await store.release({ orderId: first, userId: users[0]!.id, voucherId });
+    const releasedAt = Date.now();
+    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), 1_000);
+    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+  });
+});
