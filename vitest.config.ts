@@ -8,6 +8,9 @@ export default defineConfig({
     // Test files that use services get their own database and key prefix (test/support/test-env.ts),
     // so files run in parallel.
     pool: 'forks',
+    // Two files at a time even on two cores (Vitest's default there is one): most of a file's time
+    // is spent waiting on Redis, MariaDB, child processes and timers, not on the CPU.
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // expect.poll retries for up to 10 s: pages, workers and flushes update asynchronously, and
@@ -29,8 +32,12 @@ export default defineConfig({
       {
         extends: true,
         // The services, plus web/dist (built when stale) and Debian's Chromium (installed when missing).
+        // One file at a time, after the other tiers (groupOrder): each starts several processes and
+        // measures timings (faults, topology, bench) that a neighbour's load would distort.
         test: {
           name: 'system',
+          sequence: { groupOrder: 1 },
+          fileParallelism: false,
           include: ['test/system/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts', 'test/support/log-scan.ts'],
         },
