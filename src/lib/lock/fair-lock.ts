@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
 import { currentContextId } from './context.js';
 import { assertDuration, fenceKey, fenceTtlMs, lockKey, type LockEngine } from './engine.js';
-import { LockNotHeldError, LockTimeoutError } from './errors.js';
+import { LockNotHeldError } from './errors.js';
 import type { HoldBackend } from './hold.js';
 import type { AcquireReply } from './scripts.js';
 import type { Lock, LockHandle, RedisClient, TryLockOptions } from './types.js';
-import { acquire, handleFor, latestHandle, type Attempt } from './waiting.js';
+import { acquire, handleFor, latestHandle, lockOrTimeout, type Attempt } from './waiting.js';
 
 /** Waiters in arrival order: a list of owners. Same hash tag as the lock key (one Cluster slot). */
 export const fairQueueKey = (name: string): string => `lock:{${name}}:queue`;
@@ -100,11 +100,8 @@ export class FairLock implements Lock {
     );
   }
 
-  async lock(options: TryLockOptions = {}): Promise<LockHandle> {
-    const waitMs = options.waitMs ?? Infinity;
-    const handle = await this.tryLock({ ...options, waitMs });
-    if (!handle) throw new LockTimeoutError(this.name, waitMs);
-    return handle;
+  lock(options: TryLockOptions = {}): Promise<LockHandle> {
+    return lockOrTimeout(this.name, (tryOptions) => this.tryLock(tryOptions), options);
   }
 
   async isLocked(): Promise<boolean> {

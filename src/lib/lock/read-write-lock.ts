@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
 import { currentContextId } from './context.js';
 import { fenceTtlMs, type LockEngine } from './engine.js';
-import { LockNotHeldError, LockTimeoutError, LockUpgradeError } from './errors.js';
+import { LockNotHeldError, LockUpgradeError } from './errors.js';
 import { assertLockName } from './fair-lock.js';
 import type { HoldBackend } from './hold.js';
 import type { Waiter } from './release-notifier.js';
 import type { Lock, LockHandle, RedisClient, TryLockOptions } from './types.js';
-import { acquire, handleFor, latestHandle, type Attempt } from './waiting.js';
+import { acquire, handleFor, latestHandle, lockOrTimeout, type Attempt } from './waiting.js';
 
 /** Hash: mode, writer, and a hold count per owner and kind. All keys of one name share the hash tag. */
 export const rwLockKey = (name: string): string => `rwlock:{${name}}`;
@@ -134,11 +134,8 @@ export class RwHalf implements Lock {
     );
   }
 
-  async lock(options: TryLockOptions = {}): Promise<LockHandle> {
-    const waitMs = options.waitMs ?? Infinity;
-    const handle = await this.tryLock({ ...options, waitMs });
-    if (!handle) throw new LockTimeoutError(this.name, waitMs);
-    return handle;
+  lock(options: TryLockOptions = {}): Promise<LockHandle> {
+    return lockOrTimeout(this.name, (tryOptions) => this.tryLock(tryOptions), options);
   }
 
   /** Whether the read-write lock is held in this mode right now (Redisson's semantics). */

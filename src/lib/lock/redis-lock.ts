@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { currentContextId } from './context.js';
 import { assertDuration, fenceKey, fenceTtlMs, lockKey, MAX_LEASE_MS, type LockEngine } from './engine.js';
-import { LockClientClosedError, LockNotHeldError, LockReentryError, LockTimeoutError } from './errors.js';
+import { LockClientClosedError, LockNotHeldError, LockReentryError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { LockKind, LockScripts } from './scripts.js';
-import { TIMED_OUT, within } from './timers.js';
 import type { Lock, LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
+import { attemptBefore, lockOrTimeout } from './waiting.js';
 
 type Attempt = { handle: LockHandle } | { handle: null; ttlMs: number };
 
@@ -43,7 +43,7 @@ abstract class RedisLock implements Lock {
     const deadline = started + waitMs;
     const owner = this.ownerOfNextAcquisition();
     // waitMs 0 means one attempt, as long as Redis takes to answer; any wait bounds the attempts too.
-    const first = await this.attemptBefore(owner, leaseMs, waitMs === 0 ? Infinity : deadline);
+    const first = await attemptBefore(this.attempt(owner, leaseMs), waitMs === 0 ? Infinity : deadline);
     if (first === null) {
       this.observe('timeout', started);
       return null;
@@ -67,11 +67,8 @@ abstract class RedisLock implements Lock {
     }
   }
 
-  async lock(options: TryLockOptions = {}): Promise<LockHandle> {
-    const waitMs = options.waitMs ?? Infinity;
-    const handle = await this.tryLock({ ...options, waitMs });
-    if (!handle) throw new LockTimeoutError(this.name, waitMs);
-    return handle;
+  lock(options: TryLockOptions = {}): Promise<LockHandle> {
+    return lockOrTimeout(this.name, (tryOptions) => this.tryLock(tryOptions), options);
   }
 
   async isLocked(): Promise<boolean> {
@@ -98,7 +95,7 @@ abstract class RedisLock implements Lock {
       await settledWithin(waiter.subscribed, deadline - now());
       for (;;) {
         signal?.throwIfAborted();
-        const attempt = await this.attemptBefore(owner, leaseMs, deadline);
+        const attempt = await attemptBefore(this.attempt(owner, leaseMs), deadline);
         if (attempt === null) return null;
         if (attempt.handle) return attempt.handle;
         const remainingMs = deadline - now();
@@ -118,23 +115,6 @@ abstract class RedisLock implements Lock {
 
   /** A hook for locks that can tell a wait could never end (SimpleLock). */
   protected assertWaitCanEnd(_waitMs: number): void {}
-
-  /**
-   * One attempt, given up at `deadline` (null) when Redis is down or slow: ioredis would otherwise
-   * queue and retry the command for seconds past any wait the caller asked for. An acquisition
-   * that arrives after we gave up is released as soon as it arrives.
-   */
-  private async attemptBefore(owner: string, leaseMs: number | undefined, deadline: number): Promise<Attempt | null> {
-    const attempt = this.attempt(owner, leaseMs);
-    if (deadline === Infinity) return attempt;
-    const outcome = await within(attempt, deadline - now());
-    if (outcome === TIMED_OUT) {
-      attempt.then((late) => late.handle?.release()).catch(() => undefined);
-      return null;
-    }
-    if (outcome instanceof Error) throw outcome;
-    return outcome;
-  }
 
   private async attempt(owner: string, leaseMs: number | undefined): Promise<Attempt> {
     const lease = leaseMs ?? this.engine.defaultLeaseMs;

@@ -1,5 +1,5 @@
 import { assertDuration, MAX_LEASE_MS, type LockEngine } from './engine.js';
-import { LockClientClosedError } from './errors.js';
+import { LockClientClosedError, LockTimeoutError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { Waiter } from './release-notifier.js';
 import { TIMED_OUT, within } from './timers.js';
@@ -40,7 +40,7 @@ export async function acquire(engine: LockEngine, name: string, spec: WaitSpec, 
   signal?.throwIfAborted();
   const started = now();
   // waitMs 0 means one attempt, as long as Redis takes to answer; any wait bounds the attempts too.
-  const first = await attemptBefore(spec, false, waitMs === 0 ? Infinity : started + waitMs);
+  const first = await attemptBefore(spec.attempt(false), waitMs === 0 ? Infinity : started + waitMs);
   if (first === null) {
     observe(engine, name, spec.kind, 'timeout', started);
     return null;
@@ -62,7 +62,7 @@ async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSig
     spec.joined?.(waiter);
     for (;;) {
       signal?.throwIfAborted();
-      const attempt = await attemptBefore(spec, true, deadline);
+      const attempt = await attemptBefore(spec.attempt(true), deadline);
       if (attempt === null) return null;
       if (attempt.handle) return (handle = attempt.handle);
       const remainingMs = deadline - now();
@@ -82,8 +82,7 @@ async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSig
  * queue and retry the command for seconds past any wait the caller asked for. An acquisition that
  * arrives after we gave up is released as soon as it arrives.
  */
-async function attemptBefore(spec: WaitSpec, queued: boolean, deadline: number): Promise<Attempt | null> {
-  const attempt = spec.attempt(queued);
+export async function attemptBefore<T extends { handle: LockHandle | null }>(attempt: Promise<T>, deadline: number): Promise<T | null> {
   if (deadline === Infinity) return attempt;
   const outcome = await within(attempt, deadline - now());
   if (outcome === TIMED_OUT) {
@@ -92,6 +91,18 @@ async function attemptBefore(spec: WaitSpec, queued: boolean, deadline: number):
   }
   if (outcome instanceof Error) throw outcome;
   return outcome;
+}
+
+/** `lock()` of every kind: tryLock waiting forever by default, LockTimeoutError when it gives up. */
+export async function lockOrTimeout(
+  name: string,
+  tryLock: (options: TryLockOptions) => Promise<LockHandle | null>,
+  options: TryLockOptions,
+): Promise<LockHandle> {
+  const waitMs = options.waitMs ?? Infinity;
+  const handle = await tryLock({ ...options, waitMs });
+  if (!handle) throw new LockTimeoutError(name, waitMs);
+  return handle;
 }
 
 function observe(engine: LockEngine, name: string, kind: LockWaitEvent['kind'], outcome: LockWaitEvent['outcome'], started: number): void {

@@ -159,25 +159,8 @@ export class OrderService {
     const order = { orderId, userId, voucherId };
     let outcome = await this.reserve(order);
     if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
-    switch (outcome) {
-      case 'accepted':
-        return orderId;
-      case 'not-started':
-        throw new SaleRefused('not-started', REFUSALS.notStarted);
-      case 'ended':
-        throw new SaleRefused('ended', REFUSALS.ended);
-      case 'sold-out':
-        throw new SaleRefused('sold-out', REFUSALS.soldOut);
-      case 'already-bought':
-        throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
-      case 'unknown-voucher':
-        throw notFound(REFUSALS.unknownVoucher(voucherId));
-      // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
-      case 'paused':
-        throw new SaleRefused('paused', REFUSALS.paused);
-      case 'suspended':
-        throw new SaleRefused('suspended', REFUSALS.suspended);
-    }
+    throwIfRefused(outcome, voucherId);
+    return orderId;
   }
 
   /**
