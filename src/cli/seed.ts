@@ -1,5 +1,5 @@
 import { redactUrl } from '../infra/migrate.js';
-import { loadDemoContent } from '../infra/seed/demo-content.js';
+import { loadDemoContent } from './demo-content.js';
 import { loadDemoData } from '../infra/seed/load-demo-data.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';

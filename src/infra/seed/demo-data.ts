@@ -2,7 +2,7 @@
  * Demo data: hmdp's ten shop types, 60 shops spread over Hangzhou (the city hmdp's front end
  * centres on, x=120.149993 y=30.334229), demo users and vouchers, one of them a seckill voucher
  * on sale now. Ids are fixed so loading twice changes nothing. `npm run seed` adds the demo
- * content (demo-content.ts): 60 branches near the default point (every type's list there spans
+ * content (src/cli/demo-content.ts): 60 branches near the default point (every type's list there spans
  * pages of 5), shop pictures, seckill vouchers in the other states, blogs, likes and follows.
  */
 

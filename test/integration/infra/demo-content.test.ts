@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_BLOGS, DEMO_FOLLOWS, loadDemoContent } from '../../../src/infra/seed/demo-content.js';
+import { DEMO_BLOGS, DEMO_FOLLOWS, loadDemoContent } from '../../../src/cli/demo-content.js';
 import { DEMO_SECKILL_STATES, SHOP_TYPES } from '../../../src/infra/seed/demo-data.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { buy } from '../../support/seckill.js';

@@ -1,15 +1,16 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { Db } from '../db.js';
-import type { RedisClient } from '../redis.js';
-import { feedKey, followsKey, likedKey } from '../../modules/social/keys.js';
-import { SHOP_IMAGES_PER_TYPE, SHOP_TYPES, demoBranches, demoSaleStates, demoShopImages, shopImageName } from './demo-data.js';
-import { demoPicture } from './demo-images.js';
+import type { Db } from '../infra/db.js';
+import type { RedisClient } from '../infra/redis.js';
+import { feedKey, followsKey, likedKey } from '../modules/social/keys.js';
+import { SHOP_IMAGES_PER_TYPE, SHOP_TYPES, demoBranches, demoSaleStates, demoShopImages, shopImageName } from '../infra/seed/demo-data.js';
+import { demoPicture } from '../infra/seed/demo-images.js';
 
 /**
  * What a newcomer sees after the quick start, like the course's SQL: blogs with pictures and
  * likes on the home page, users following each other (so the feed has entries), shop pictures.
  * Loaded by `npm run seed` after loadDemoData (the tests load only that, and their own blogs).
+ * It lives with the command, above the modules, because it fills the social module's Redis keys.
  */
 
 /** Demo blogs: fixed ids, each by a demo user about a demo shop, with its pictures, likers and age. */
