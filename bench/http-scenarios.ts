@@ -11,6 +11,7 @@ export interface HttpResult {
   route: string;
   saturation: PhaseResult;
   fixedRate: PhaseResult;
+  slices: PhaseResult[];
 }
 
 /** A scenario ready to be measured: its routes, and what to do with their measurements. */
@@ -23,9 +24,14 @@ export interface PreparedScenario<R> {
 
 const SERVER_ENV = { SECKILL_WORKER: 'false' };
 
-export async function prepareBaseline(world: World): Promise<PreparedScenario<HttpResult>> {
-  const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
-  const target: LoadTarget = { name: 'baseline', url: server.url, source: { method: 'POST', next: () => ({ path: '/bench/evalsha' }) } };
+export async function prepareBaseline(world: World, cpuProfDir?: string): Promise<PreparedScenario<HttpResult>> {
+  const server = await startServer({ env: { ...world.env, ...SERVER_ENV }, ...(cpuProfDir ? { cpuProfDir } : {}) });
+  const target: LoadTarget = {
+    name: 'baseline',
+    url: server.url,
+    serverPid: server.child.pid,
+    source: { method: 'POST', next: () => ({ path: '/bench/evalsha' }) },
+  };
   return {
     targets: [target],
     finish: async (measurements) => {
@@ -36,15 +42,25 @@ export async function prepareBaseline(world: World): Promise<PreparedScenario<Ht
   };
 }
 
-/** Resolves to [cached route, bare route]. */
-export async function prepareShopHot(world: World): Promise<PreparedScenario<[HttpResult, HttpResult]>> {
-  const server = await startServer({ env: { ...world.env, ...SERVER_ENV } });
+/** Resolves to [cached route, bare route]; one server serves both (profiled into `cpuProfDir` if given). */
+export async function prepareShopHot(world: World, cpuProfDir?: string): Promise<PreparedScenario<[HttpResult, HttpResult]>> {
+  const server = await startServer({ env: { ...world.env, ...SERVER_ENV }, ...(cpuProfDir ? { cpuProfDir } : {}) });
   try {
     const cachedPath = `/api/shop/${world.shopId}`;
     const barePath = `/bench/shop/${world.shopId}`;
     await sameAnswer(server, cachedPath, barePath);
-    const cached: LoadTarget = { name: 'shop-hot', url: server.url, source: { method: 'GET', next: () => ({ path: cachedPath }) } };
-    const bare: LoadTarget = { name: 'shop-hot bare route', url: server.url, source: { method: 'GET', next: () => ({ path: barePath }) } };
+    const cached: LoadTarget = {
+      name: 'shop-hot',
+      url: server.url,
+      serverPid: server.child.pid,
+      source: { method: 'GET', next: () => ({ path: cachedPath }) },
+    };
+    const bare: LoadTarget = {
+      name: 'shop-hot bare route',
+      url: server.url,
+      serverPid: server.child.pid,
+      source: { method: 'GET', next: () => ({ path: barePath }) },
+    };
     return {
       targets: [cached, bare],
       finish: async (measurements) => {

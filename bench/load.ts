@@ -24,6 +24,7 @@ import autocannon from 'autocannon';
 import * as hdr from 'hdr-histogram-js';
 import { Pool } from 'undici';
 import { scrapeMetrics } from './processes.js';
+import { cpuSpread, startCpuCount, type CpuPerRequest, type CpuPids, type CpuSpread } from './cpu.js';
 
 export interface RequestSource {
   method: 'GET' | 'POST';
@@ -39,6 +40,8 @@ export interface RequestSource {
 export interface RequestTiming {
   dueAt: number;
   latencyMs: number;
+  /** The request as next() gave it (a source that retries sends it again). */
+  request?: { path: string; headers?: Record<string, string> };
 }
 
 export interface Latency {
@@ -71,6 +74,10 @@ export interface PhaseResult {
    * prom-client resets the histogram at each scrape); absent when the server has no /metrics.
    */
   serverLagP99?: number;
+  /** CPU µs per answer, by process, over this phase or slice (when the processes are known). */
+  cpu?: CpuPerRequest;
+  /** Saturation over several slices: median and range of the slices' CPU per answer. */
+  cpuSpread?: CpuSpread;
   /** Socket errors and timeouts. */
   errors: number;
   /** Answers with a status outside 2xx. */
@@ -103,6 +110,9 @@ export async function saturate(
       url,
       connections,
       amount,
+      // autocannon gives up on an answer after 10 s by default: on an overloaded machine a sync
+      // order can take longer, and an order whose answer was dropped would count as never answered.
+      timeout: 30,
       requests: [autocannonRequest(source)],
     }) as unknown as EventEmitter & PromiseLike<autocannon.Result>;
     instance.on('response', () => {
@@ -143,7 +153,8 @@ export async function fixedRate(
   const inFlight = new Set<Promise<void>>();
 
   const send = (dueAt: number) => {
-    const { path, headers } = source.next();
+    const sent = source.next();
+    const { path, headers } = sent;
     const request = pool
       .request({ method: source.method, path, headers: headers ?? {} })
       .then(async ({ statusCode, body }) => {
@@ -152,11 +163,11 @@ export async function fixedRate(
         histogram.recordValue(Math.max(1, Math.round(latencyMs * 1000)));
         answered += 1;
         if (statusCode < 200 || statusCode > 299) non2xx += 1;
-        source.onResponse?.(statusCode, text, { dueAt, latencyMs });
+        source.onResponse?.(statusCode, text, { dueAt, latencyMs, request: sent });
       })
       .catch(() => {
         errors += 1;
-        source.onNoAnswer?.({ dueAt, latencyMs: performance.now() - dueAt });
+        source.onNoAnswer?.({ dueAt, latencyMs: performance.now() - dueAt, request: sent });
       })
       .finally(() => inFlight.delete(request));
     inFlight.add(request);
@@ -263,6 +274,8 @@ export interface MeasureOptions {
   maxRate: number;
   /** Fixed-rate phase by autocannon's rate mode (for comparison) instead of the open loop. */
   autocannonRate: boolean;
+  /** Redis and MariaDB, whose CPU per request is counted beside the server's and the generator's. */
+  cpuPids?: CpuPids;
 }
 
 /** One route under test: what is measured, where, with which requests. */
@@ -270,6 +283,8 @@ export interface LoadTarget {
   name: string;
   url: string;
   source: RequestSource;
+  /** The server process, whose CPU per request is counted (absent: a deployment elsewhere). */
+  serverPid?: number;
   /** Runs right after the target's last phase (e.g. waiting for the order worker to drain). */
   afterLoad?: () => Promise<void>;
 }
@@ -277,6 +292,8 @@ export interface LoadTarget {
 export interface Measurement {
   saturation: PhaseResult;
   fixedRate: PhaseResult;
+  /** The saturation phase's slices, in order: slice r of every target ran in round r. */
+  slices: PhaseResult[];
 }
 
 /**
@@ -306,28 +323,32 @@ export async function measureAll(
 
   const slices = new Map<string, PhaseResult[]>(targets.map((target) => [target.name, []]));
   const sliceSeconds = durationSeconds / rounds;
+  const cpuPids = options.cpuPids ?? {};
   for (let round = 1; round <= rounds; round++) {
-    for (const { name, url, source } of targets) {
+    for (const { name, url, source, serverPid } of targets) {
       const onTick = step(`${name}: saturation, ${connections} connections, slice ${round}/${rounds}`, sliceSeconds);
+      const cpu = startCpuCount({ ...cpuPids, server: serverPid });
       const slice = await saturate(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick });
       expected.set(name, slice.rps);
-      slices.get(name)!.push(slice);
+      slices.get(name)!.push({ ...slice, cpu: cpu(slice.requests) });
     }
   }
 
   const measurements = new Map<string, Measurement>();
-  for (const { name, url, source, afterLoad } of targets) {
+  for (const { name, url, source, afterLoad, serverPid } of targets) {
     const saturation = combine(slices.get(name)!);
     const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
     await serverLoopLagP99(url); // starts the server's lag histogram afresh
-    const fixed = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
+    const cpu = startCpuCount({ ...cpuPids, server: serverPid });
+    const fixedPhase = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
       rate,
       connections: latencyConnections,
       durationSeconds,
       onTick: step(`${name}: fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
     });
+    const fixed = { ...fixedPhase, cpu: cpu(fixedPhase.requests) };
     const serverLag = await serverLoopLagP99(url);
-    measurements.set(name, { saturation, fixedRate: serverLag === undefined ? fixed : { ...fixed, serverLagP99: serverLag } });
+    measurements.set(name, { saturation, fixedRate: serverLag === undefined ? fixed : { ...fixed, serverLagP99: serverLag }, slices: slices.get(name)! });
     if (afterLoad) {
       step(`${name}: after the load`);
       await afterLoad();
@@ -360,6 +381,7 @@ function combine(slices: PhaseResult[]): PhaseResult {
     requests,
     rps: Math.round(requests / seconds),
     latency: { p50: worst((l) => l.p50), p90: worst((l) => l.p90), p99: worst((l) => l.p99), max: worst((l) => l.max) },
+    ...(slices.every((slice) => slice.cpu) ? { cpuSpread: cpuSpread(slices.map((slice) => slice.cpu!)) } : {}),
     errors: slices.reduce((sum, slice) => sum + slice.errors, 0),
     non2xx: slices.reduce((sum, slice) => sum + slice.non2xx, 0),
   };

@@ -4,9 +4,9 @@
  */
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['baseline', 'seckill-async', 'seckill-sync', 'seckill-semaphore', 'shop-hot', 'id', 'lock'] as const;
+export const SCENARIOS = ['baseline', 'seckill-async', 'seckill-gated', 'seckill-sync', 'seckill-semaphore', 'shop-hot', 'id', 'lock'] as const;
 /** Run only when named: gulimall's design, beside ours for comparison (docs/benchmarks-history.md). */
-const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore'];
+const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated'];
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -36,8 +36,9 @@ export interface BenchOptions {
    * several instances); its database and Redis come from the servers' own environment variables.
    */
   target: string | undefined;
-  /** Redis and MySQL the servers and the checks use. */
+  /** Redis and MySQL the servers and the checks use (Redis: only with `sharedRedis`; else the run starts its own). */
   redisUrl: string;
+  sharedRedis: boolean;
   mysqlServerUrl: string;
   /** Print one JSON document on stdout instead of Markdown. */
   json: boolean;
@@ -45,7 +46,7 @@ export interface BenchOptions {
   write: boolean;
   /** Where the Markdown and SVG go when written. */
   docsDir: string;
-  /** Profile the seckill-async server (node --cpu-prof) and summarise where its time goes. */
+  /** Profile the baseline, seckill-async and shop-hot servers (node --cpu-prof) and summarise where their time goes. */
   cpuProf: boolean;
   /** How long to wait for the order worker to drain after a sale. */
   drainTimeoutSeconds: number;
@@ -58,9 +59,12 @@ export class OptionsError extends Error {
 }
 
 export const USAGE = `npm run bench -- [options]
+npm run bench -- growth [--help]         how memory, CPU and latency grow (docs/bench-growth.md)
+npm run bench -- hot-voucher [--help]    what one Redis core sustains on one voucher (docs/bench-hot-voucher.md)
 
   --scenarios LIST        comma-separated, from: ${SCENARIOS.join(', ')}
-                          (default: all but seckill-semaphore, gulimall's design, run when named)
+                          (default: all but seckill-semaphore, gulimall's design, and
+                          seckill-gated, a sale behind purchase tokens: run when named)
   --duration SECONDS      each measured phase (default 10)
   --connections N         connections at saturation (default 100)
   --latency-connections N connections at the fixed rate (default 1000)
@@ -72,7 +76,7 @@ export const USAGE = `npm run bench -- [options]
   --users N               buyers with sessions (default 5000)
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)
-  --cpu-prof              profile the seckill-async server and summarise it
+  --cpu-prof              profile the baseline, seckill-async and shop-hot servers and summarise them
   --json                  one JSON document on stdout instead of Markdown
   --no-write              do not update docs/BENCHMARKS.md and docs/bench/chart.svg
   --docs-dir DIR          where BENCHMARKS.md and bench/chart.svg are written (default docs)
@@ -80,6 +84,8 @@ export const USAGE = `npm run bench -- [options]
                           seckill scenario its strategy runs (seckill-async or seckill-sync);
                           MYSQL_URL, REDIS_URL or REDIS_CLUSTER_NODES, REDIS_KEY_PREFIX and
                           SECKILL_STREAM_SHARDS must be those of its servers
+  --shared-redis          use REDIS_URL instead of a redis-server the run starts on a free port
+                          (others' commands then count in the Redis CPU per request)
   --smoke                 a few seconds with small numbers, writes nothing (used by the tests)
   --help
 
@@ -109,6 +115,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         'docs-dir': { type: 'string' },
         target: { type: 'string' },
         smoke: { type: 'boolean', default: false },
+        'shared-redis': { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
       allowPositionals: true,
@@ -145,6 +152,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     users,
     stock: int('--stock', values.stock, Math.max(1, Math.floor(users / 2)), 1, 10_000_000),
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379/0',
+    sharedRedis: values['shared-redis'],
     mysqlServerUrl: (env.MYSQL_SERVER_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, ''),
     json: values.json,
     write: !values['no-write'] && !smoke,

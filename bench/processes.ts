@@ -4,8 +4,10 @@
  * (JIT state, pools, a worker still writing) never flatter or burden the next.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { compiledServerEntry } from './compiled-server.js';
 
 export interface ServerProcess {
   url: string;
@@ -21,19 +23,33 @@ export interface ServerOptions {
   onLine?: (line: string) => void;
 }
 
-const SERVER_ENTRY = new URL('./server.ts', import.meta.url).pathname;
-
 /** METRICS_TOKEN of the bench's servers: /metrics exists only with one. */
 export const BENCH_METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
+/**
+ * PURCHASE_TOKEN_KEYS of the bench's servers (production needs one): the environment's (a
+ * `--target` deployment's keys, for the gated scenario), else one random key per run.
+ */
+export const BENCH_PURCHASE_TOKEN_KEYS = process.env.PURCHASE_TOKEN_KEYS || `bench:${randomBytes(32).toString('hex')}`;
 
 /** A scrape of a bench server's `GET /metrics`. */
 export const scrapeMetrics = (url: string): Promise<Response> => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } });
 
 export async function startServer(options: ServerOptions): Promise<ServerProcess> {
   const profiling = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
-  const child = spawn(process.execPath, [...profiling, '--import', 'tsx', SERVER_ENTRY], {
+  const child = spawn(process.execPath, [...profiling, await compiledServerEntry()], {
     // No SMS in a benchmark: production refuses to start unless the log sender is chosen explicitly.
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', SMS_SENDER: 'log', METRICS_TOKEN: BENCH_METRICS_TOKEN, ...options.env },
+    // The load sends no Accept-Language, and the reports and checks read refusals in English.
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      SMS_SENDER: 'log',
+      METRICS_TOKEN: BENCH_METRICS_TOKEN,
+      DEFAULT_LANGUAGE: 'en',
+      PURCHASE_TOKEN_KEYS: BENCH_PURCHASE_TOKEN_KEYS,
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });

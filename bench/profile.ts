@@ -4,6 +4,7 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { COMPILED_ROOT_PATTERN } from './compiled-server.js';
 
 interface CpuProfile {
   nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
@@ -33,6 +34,13 @@ export interface ProfileSummary {
  * Summarises the main thread's profile in `dir`. A process writes one file per thread (tsx's
  * module loader runs on a thread of its own); the main thread's is the largest.
  */
+/** The profile of each server that wrote one: one subdirectory of `dir` per server, named after it. */
+export async function summariseProfiles(dir: string, top = 15): Promise<Record<string, ProfileSummary>> {
+  const servers = (await readdir(dir, { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+  const summaries = await Promise.all(servers.map(async (server) => [server, await summariseProfileDir(join(dir, server), top)] as const));
+  return Object.fromEntries(summaries);
+}
+
 export async function summariseProfileDir(dir: string, top = 15): Promise<ProfileSummary> {
   const files = (await readdir(dir)).filter((name) => name.endsWith('.cpuprofile'));
   const sized = await Promise.all(files.map(async (name) => ({ name, size: (await stat(join(dir, name))).size })));
@@ -43,6 +51,8 @@ export async function summariseProfileDir(dir: string, top = 15): Promise<Profil
 
 export async function summariseProfile(file: string, top = 15): Promise<ProfileSummary> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
+  // The bench's servers run compiled copies (compiled-server.ts): name their code by its source path.
+  for (const node of profile.nodes) node.callFrame.url = node.callFrame.url.replace(COMPILED_ROOT_PATTERN, 'file:///');
   const selfUs = new Map<number, number>();
   for (const [i, nodeId] of profile.samples.entries()) selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i] ?? 0));
   const totalUs = [...selfUs.values()].reduce((a, b) => a + b, 0);

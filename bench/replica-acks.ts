@@ -36,7 +36,7 @@ async function run(store: SaleStore, loops: number, ms: number, latencies: Retur
       while (Date.now() < end) {
         const id = nextOrder++;
         const started = process.hrtime.bigint();
-        const outcome = await store.reserve({ orderId: String(id), userId: String(id), voucherId: voucherIds[id % shards]! });
+        const { outcome } = await store.reserve({ orderId: String(id), userId: String(id), voucherId: voucherIds[id % shards]! });
         latencies.recordValue(Number(process.hrtime.bigint() - started) / 1000); // µs
         if (outcome !== 'accepted') throw new Error(`unexpected ${outcome}`);
         done += 1;

@@ -3,10 +3,12 @@
  * machine (see USAGE in options.ts and docs/BENCHMARKS.md). Exit code 1 when a correctness check
  * fails, 2 on bad options.
  *
- * It uses the local Redis and MariaDB (scripts/services.sh) in a database and key prefix of its
- * own, removed afterwards, and starts a server process per scenario.
+ * It uses the local MariaDB (scripts/services.sh) in a database of its own and a redis-server it
+ * starts on a free port (or, with --shared-redis, REDIS_URL under a key prefix of its own), removed
+ * afterwards, and starts a server process per scenario. `growth` and `hot-voucher` as the first
+ * argument run bench/growth.ts and bench/hot-voucher.ts instead.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,19 +18,28 @@ import { measureAll } from './load.js';
 import { measureIds, type OpsRow } from './id.js';
 import { measureLockBench } from './lock.js';
 import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './options.js';
-import { summariseProfileDir } from './profile.js';
+import { summariseProfiles } from './profile.js';
 import { Progress } from './progress.js';
 import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
 import { prepareSale } from './seckill.js';
 import { prepareSemaphoreSale } from './seckill-semaphore.js';
 import { attachWorld, createOwnWorld, type World } from './world.js';
 import { loadConfig } from '../src/infra/config.js';
+import { startRedisServer, type RedisServer } from '../kit/redis-servers.js';
+import { mariadbPid, redisPid } from './cpu.js';
 
 /** `env`: where an attached world (`--target`) reads the servers' configuration. */
 export async function runBench(options: BenchOptions, progress = new Progress(), env: Record<string, string | undefined> = process.env): Promise<BenchReport> {
   const startedAt = new Date().toISOString();
   progress.step(`preparing ${options.users} users with sessions`);
-  const world = options.target ? await attachWorld(loadConfig(env), options.users) : await createOwnWorld(options);
+  // A Redis of the run's own: others' commands on a shared one would count as this run's CPU.
+  const ownRedis: RedisServer | undefined = options.target || options.sharedRedis ? undefined : await startRedisServer();
+  const world = options.target
+    ? await attachWorld(loadConfig(env), options.users)
+    : await createOwnWorld({ ...options, redisUrl: ownRedis?.url ?? options.redisUrl }).catch(async (error: unknown) => {
+        await ownRedis?.kill();
+        throw error;
+      });
   const profileDir = options.cpuProf ? await mkdtemp(join(tmpdir(), 'hmdp-bench-prof-')) : undefined;
   try {
     const { commandLine, ...rest } = options;
@@ -37,6 +48,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       finishedAt: startedAt,
       commandLine,
       machine: await describeMachine(world),
+      loadAverage: await loadAverage(),
       options: rest,
       seckill: [],
       targets: [],
@@ -47,20 +59,29 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     const prepared: Array<PreparedScenario<unknown>> = [];
     try {
       progress.step('starting servers, creating vouchers');
-      const baseline = wanted.has('baseline') ? await prepareBaseline(world) : undefined;
-      const async = wanted.has('seckill-async') ? await prepareSale('async', options, world, options.target ? undefined : profileDir) : undefined;
+      const baseline = wanted.has('baseline')
+        ? await prepareBaseline(world, profileDir && !options.target ? join(profileDir, 'baseline') : undefined)
+        : undefined;
+      const async = wanted.has('seckill-async')
+        ? await prepareSale('async', options, world, options.target ? undefined : profileDir && join(profileDir, 'seckill-async'))
+        : undefined;
+      const gated = wanted.has('seckill-gated') ? await prepareSale('async', options, world, undefined, true) : undefined;
       const sync = wanted.has('seckill-sync') ? await prepareSale('sync', options, world) : undefined;
       const semaphore = wanted.has('seckill-semaphore') ? await prepareSemaphoreSale(options, world) : undefined;
-      const shopHot = wanted.has('shop-hot') ? await prepareShopHot(world) : undefined;
-      prepared.push(...[baseline, async, sync, semaphore, shopHot].filter((scenario) => scenario !== undefined));
+      const shopHot = wanted.has('shop-hot')
+        ? await prepareShopHot(world, profileDir && !options.target ? join(profileDir, 'shop-hot') : undefined)
+        : undefined;
+      prepared.push(...[baseline, async, gated, sync, semaphore, shopHot].filter((scenario) => scenario !== undefined));
+      const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
       const measurements = await measureAll(
         prepared.flatMap((scenario) => scenario.targets),
-        options,
+        { ...options, cpuPids },
         (label, seconds) => progress.step(label, seconds),
       );
       progress.step('checking the sales');
       if (baseline) report.baseline = await baseline.finish(measurements);
       if (async) report.seckill.push(await async.finish(measurements));
+      if (gated) report.seckill.push(await gated.finish(measurements));
       if (sync) report.seckill.push(await sync.finish(measurements));
       if (semaphore) report.seckill.push(await semaphore.finish(measurements));
       if (shopHot) {
@@ -79,14 +100,16 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       progress.step('lock: lock + unlock pairs vs redlock and redis-semaphore', (microMs * 16) / 1000); // 8 locks × 2 modes
       report.locks = lockRows(await measureLockBench({ redisUrl: options.redisUrl, durationMs: microMs }));
     }
-    if (profileDir) report.profile = await summariseProfileDir(profileDir);
+    if (profileDir) report.profiles = await summariseProfiles(profileDir);
     report.targets = computeTargets(report);
     report.pass = report.seckill.every((sale) => sale.pass);
     report.finishedAt = new Date().toISOString();
+    report.loadAverage += ` → ${await loadAverage()}`;
     return report;
   } finally {
     progress.step('cleaning up');
     await world.destroy();
+    await ownRedis?.kill();
     progress.done();
   }
 }
@@ -106,6 +129,12 @@ function lockRows(rows: Awaited<ReturnType<typeof measureLockBench>>): OpsRow[] 
   });
 }
 
+/** The 1, 5 and 15 minute load averages: on two cores, above ~2 others compete for the CPU. */
+export async function loadAverage(): Promise<string> {
+  const text = await readFile('/proc/loadavg', 'utf8').catch(() => '');
+  return text.split(' ').slice(0, 3).join(' ') || '?';
+}
+
 async function describeMachine(world: World): Promise<Machine> {
   const info = await world.redis.info('server');
   const { rows } = await sql<{ v: string }>`SELECT VERSION() AS v`.execute(world.db);
@@ -122,6 +151,9 @@ async function describeMachine(world: World): Promise<Machine> {
 }
 
 async function main(): Promise<number> {
+  const [command, ...rest] = process.argv.slice(2);
+  if (command === 'growth') return (await import('./growth.js')).main(rest);
+  if (command === 'hot-voucher') return (await import('./hot-voucher.js')).main(rest);
   let options;
   try {
     options = parseBenchOptions(process.argv.slice(2));
@@ -141,7 +173,7 @@ async function main(): Promise<number> {
     const written = await writeDocs(report, options.docsDir);
     console.error(`wrote ${written.markdown} and ${written.svg}`);
   }
-  if (report.profile) console.error(`CPU profile kept at ${report.profile.file}`);
+  for (const profile of Object.values(report.profiles ?? {})) console.error(`CPU profile kept at ${profile.file}`);
   if (!report.pass) console.error('bench: a correctness check FAILED (see the checks above)');
   return report.pass ? 0 : 1;
 }

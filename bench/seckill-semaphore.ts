@@ -93,10 +93,10 @@ export async function prepareSemaphoreSale(options: BenchOptions, world: World):
     await locks.close();
     const sale = new Sale(vouchers, world.users, (voucher) => `/bench/seckill-semaphore/${voucher}`);
     return {
-      targets: [{ name, url: server.url, source: sale }],
+      targets: [{ name, url: server.url, serverPid: server.child.pid, source: sale }],
       stop,
       finish: async (measurements) => {
-        const { saturation, fixedRate } = measurements.get(name)!;
+        const { saturation, fixedRate, slices } = measurements.get(name)!;
         await stop();
         const checks = await checkSale(world, 'sync', vouchers, options.stock, sale);
         checks.splice(4, 0, ...(await undersellChecks(world, vouchers, options.stock, options.users, sale.refused[`200 ${REFUSALS.soldOut}`] ?? 0)));
@@ -105,6 +105,7 @@ export async function prepareSemaphoreSale(options: BenchOptions, world: World):
           strategy: 'semaphore',
           saturation,
           fixedRate,
+          slices,
           vouchers: voucherCount,
           stockPerVoucher: options.stock,
           accepted: sale.accepted.size,

@@ -14,7 +14,8 @@ import type { BenchOptions } from './options.js';
 import type { BenchUser, World } from './world.js';
 import type { PhaseResult, RequestSource } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
-import { startServer } from './processes.js';
+import { TokenSigner } from '../src/lib/signed-token/index.js';
+import { BENCH_PURCHASE_TOKEN_KEYS, startServer } from './processes.js';
 
 export type Strategy = 'async' | 'sync';
 
@@ -25,11 +26,14 @@ export interface Check {
 }
 
 export interface SeckillResult {
-  scenario: `seckill-${Strategy}` | 'seckill-semaphore';
+  /** `seckill-gated`: the async strategy on sales gated with a purchase token (purchase-gate.ts), each order carrying one. */
+  scenario: `seckill-${Strategy}` | 'seckill-gated' | 'seckill-semaphore';
   /** `semaphore`: gulimall's design, a bench route (seckill-semaphore.ts), not a strategy of the app. */
   strategy: Strategy | 'semaphore';
   saturation: PhaseResult;
   fixedRate: PhaseResult;
+  /** The saturation phase's slices (bench/load.ts). */
+  slices: PhaseResult[];
   vouchers: number;
   stockPerVoucher: number;
   /** Answers with success: true, over all phases (warm-up included). */
@@ -50,12 +54,18 @@ const MAX_EXPECTED_RPS = 25_000;
  * with `--target`, is the one already running there (which must run that strategy). `finish`
  * waits for the order worker to drain and checks everything the sale promised.
  */
-export async function prepareSale(strategy: Strategy, options: BenchOptions, world: World, cpuProfDir?: string): Promise<PreparedScenario<SeckillResult>> {
-  const name = `seckill-${strategy}` as const;
+export async function prepareSale(
+  strategy: Strategy,
+  options: BenchOptions,
+  world: World,
+  cpuProfDir?: string,
+  gated = false,
+): Promise<PreparedScenario<SeckillResult>> {
+  const name = gated ? 'seckill-gated' : (`seckill-${strategy}` as const);
   const server = options.target
     ? undefined
     : await startServer({
-        env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${strategy}` },
+        env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${name}` },
         ...(cpuProfDir ? { cpuProfDir } : {}),
       });
   const stop = async () => {
@@ -65,7 +75,8 @@ export async function prepareSale(strategy: Strategy, options: BenchOptions, wor
     const plannedRequests = (2.5 + 2 * options.durationSeconds) * MAX_EXPECTED_RPS;
     const voucherCount = Math.min(500, Math.ceil(plannedRequests / options.users));
     const vouchers = await world.createVouchers(voucherCount, options.stock);
-    const sale = new Sale(vouchers, world.users);
+    if (gated) await world.db.updateTable('tb_seckill_voucher').set({ purchase_gate: 'token' }).where('voucher_id', 'in', vouchers).execute();
+    const sale = new Sale(vouchers, world.users, undefined, gated ? purchaseTokens() : undefined);
     let drained = false;
     let drainMs = 0;
     const waitForWorker = async () => {
@@ -74,10 +85,10 @@ export async function prepareSale(strategy: Strategy, options: BenchOptions, wor
       drainMs = Math.round(performance.now() - drainStarted);
     };
     return {
-      targets: [{ name, url: options.target ?? server!.url, source: sale, afterLoad: waitForWorker }],
+      targets: [{ name, url: options.target ?? server!.url, ...(server ? { serverPid: server.child.pid } : {}), source: sale, afterLoad: waitForWorker }],
       stop,
       finish: async (measurements) => {
-        const { saturation, fixedRate } = measurements.get(name)!;
+        const { saturation, fixedRate, slices } = measurements.get(name)!;
         await stop();
         const checks = await checkSale(world, strategy, vouchers, options.stock, sale);
         if (!drained) checks.unshift({ name: 'worker drained', pass: false, detail: `still queued or pending after ${options.drainTimeoutSeconds} s` });
@@ -86,6 +97,7 @@ export async function prepareSale(strategy: Strategy, options: BenchOptions, wor
           strategy,
           saturation,
           fixedRate,
+          slices,
           vouchers: voucherCount,
           stockPerVoucher: options.stock,
           accepted: sale.accepted.size,
@@ -102,6 +114,18 @@ export async function prepareSale(strategy: Strategy, options: BenchOptions, wor
   }
 }
 
+/**
+ * Purchase tokens as the server would issue them (POST .../token), signed here with the bench
+ * servers' key: the scenario measures the order route's check, not the issuing.
+ */
+function purchaseTokens(): (user: BenchUser, voucher: string) => string {
+  const signing = BENCH_PURCHASE_TOKEN_KEYS.split(',')[0] ?? '';
+  const kid = signing.slice(0, signing.indexOf(':'));
+  const secret = signing.slice(signing.indexOf(':') + 1);
+  const signer = new TokenSigner([{ kid, secret }]);
+  return (user, voucher) => signer.sign([user.id, voucher], 3_600_000).token;
+}
+
 /** Requests of the sale and what their answers said. */
 export class Sale implements RequestSource {
   readonly method = 'POST' as const;
@@ -116,6 +140,8 @@ export class Sale implements RequestSource {
     readonly vouchers: readonly string[],
     private readonly users: readonly BenchUser[],
     private readonly pathOf: (voucher: string) => string = (voucher) => `/api/voucher-order/seckill/${voucher}`,
+    /** A gated sale: the purchase token of each request (the X-Purchase-Token header). */
+    private readonly tokenOf?: (user: BenchUser, voucher: string) => string,
   ) {}
 
   next() {
@@ -123,7 +149,9 @@ export class Sale implements RequestSource {
     const user = users[this.index % users.length]!;
     const voucher = this.vouchers[Math.floor(this.index / users.length) % this.vouchers.length]!;
     this.index += 1;
-    return { path: this.pathOf(voucher), headers: { authorization: user.token } };
+    const headers: { authorization: string; 'x-purchase-token'?: string } = { authorization: user.token };
+    if (this.tokenOf) headers['x-purchase-token'] = this.tokenOf(user, voucher);
+    return { path: this.pathOf(voucher), headers };
   }
 
   onResponse(status: number, body: string): void {

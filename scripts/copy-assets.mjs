@@ -1,5 +1,6 @@
 // tsc emits only .js: copy the non-TypeScript files that code loads at run time
-// (Lua scripts live next to the modules that load them) from src/ to dist/.
+// (Lua scripts live next to the modules that load them) from src/ to dist/, or to the folder
+// given as the first argument (the bench's compiled server: bench/compiled-server.ts).
 import { cp, readdir } from 'node:fs/promises';
 import { join, dirname } from 'node:path';
 
@@ -14,8 +15,10 @@ async function* walk(dir) {
   }
 }
 
+const targetRoot = process.argv[2] ?? 'dist';
+
 for await (const file of walk('src')) {
-  const target = join('dist', file.slice('src/'.length));
+  const target = join(targetRoot, file.slice('src/'.length));
   await cp(file, target, { force: true });
   console.log(`copied ${file} -> ${dirname(target)}/`);
 }

@@ -52,6 +52,7 @@ REDIS_DIR=$TOPOLOGY_DIR/redis
 NGINX_DIR=$TOPOLOGY_DIR/nginx
 PROMETHEUS_DIR=$TOPOLOGY_DIR/prometheus
 TOKEN_FILE=$TOPOLOGY_DIR/metrics-token
+PURCHASE_KEY_FILE=$TOPOLOGY_DIR/purchase-token-key
 ENV_FILE=$TOPOLOGY_DIR/env
 
 log() { echo "topology: $*"; }
@@ -165,6 +166,7 @@ REDIS_KEY_PREFIX=$KEY_PREFIX
 SECKILL_STREAM_SHARDS=$SHARDS
 SMS_SENDER=${SMS_SENDER:-log}
 METRICS_TOKEN=$(cat "$TOKEN_FILE" 2>/dev/null)
+PURCHASE_TOKEN_KEYS=${PURCHASE_TOKEN_KEYS:-topology:$(cat "$PURCHASE_KEY_FILE" 2>/dev/null)}
 TOPOLOGY_URL=http://127.0.0.1:$HTTP_PORT
 EOF
 }
@@ -259,6 +261,21 @@ $upstreams    keepalive 64;
       # An order POST is not idempotent: never replay it on another instance.
       proxy_next_upstream error timeout;
     }
+    # Order state streams (Server-Sent Events): each event passed on at once (the app also sends
+    # X-Accel-Buffering: no), the connection held past the default 60 s read timeout (heartbeats
+    # come every ORDER_EVENTS_HEARTBEAT_MS), never retried on another instance.
+    location ~ ^/api/voucher-order/[0-9]+/events\$ {
+      proxy_pass http://hmdp;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_buffering off;
+      proxy_cache off;
+      proxy_read_timeout 1h;
+      add_header X-Upstream \$upstream_addr always;
+      proxy_next_upstream off;
+    }
     location /imgs/ { proxy_pass http://hmdp; proxy_http_version 1.1; proxy_set_header Connection ""; }
     # /metrics stays on the instances' own ports, off the public entry point.
     location = /metrics { return 404; }
@@ -286,6 +303,9 @@ start_nginx() {
 ensure_token() {
   [ -s "$TOKEN_FILE" ] || node -e 'process.stdout.write(require("node:crypto").randomBytes(16).toString("hex"))' >"$TOKEN_FILE"
   chmod 600 "$TOKEN_FILE"
+  # The purchase token key every instance signs and verifies with (production needs one).
+  [ -s "$PURCHASE_KEY_FILE" ] || node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex"))' >"$PURCHASE_KEY_FILE"
+  chmod 600 "$PURCHASE_KEY_FILE"
 }
 
 write_prometheus_conf() {

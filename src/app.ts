@@ -8,6 +8,7 @@ import { installCors } from './http/cors.js';
 import { installDeadline } from './http/deadline.js';
 import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
 import { compatRewriteUrl, installCompatReplies } from './http/hmdp-compat.js';
+import { installLanguages } from './http/language.js';
 import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
 import { stringifyResult } from './http/result.js';
@@ -19,11 +20,12 @@ import type { Config } from './infra/config.js';
 import type { Db } from './infra/db.js';
 import { secureLoggerOptions } from './infra/logging.js';
 import { createMetrics, lockWaitObserver, type Metrics } from './infra/metrics.js';
+import { createNearCache } from './infra/near-cache.js';
 import type { RedisClient } from './infra/redis.js';
 import type { CacheStats } from './lib/cache/index.js';
 import { LockClient } from './lib/lock/index.js';
 import { healthRoutes } from './modules/health/routes.js';
-import { buildSeckill, type Locks } from './modules/seckill/index.js';
+import { buildSeckill, type Locks, type VoucherRepository } from './modules/seckill/index.js';
 import { buildShops, type ShopRepository } from './modules/shops/index.js';
 import { buildSocial } from './modules/social/index.js';
 import { buildUsers, type SmsSender } from './modules/users/index.js';
@@ -43,6 +45,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Defaults to the MySQL repository; tests wrap it to count or slow down loads. */
   shopRepository?: ShopRepository;
+  /** Defaults to the MySQL repository; tests wrap it to count the voucher list's loads. */
+  voucherRepository?: VoucherRepository;
   /** Receives cache events besides the Prometheus counter (tests, tools). */
   cacheStats?: CacheStats;
   /** Clock of the social features (feed scores, like times, sign-in and UV days); tests pin it. */
@@ -99,8 +103,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // Query strings and params are coerced to their schema types, JSON bodies are not.
     schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart() } },
     schemaErrorFormatter: formatValidationErrors,
-    frameworkErrors,
-    clientErrorHandler,
+    frameworkErrors: frameworkErrors(config.defaultLanguage),
+    clientErrorHandler: clientErrorHandler(config.defaultLanguage),
     // Keep a caller's (load balancer's) request id, if it looks sane, so one id follows a
     // request through the logs of every hop.
     genReqId: (request) => {
@@ -126,6 +130,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.headers(headers).header('x-request-id', request.id);
     done();
   });
+  installLanguages(app, config.defaultLanguage);
   installErrorHandling(app);
   if (config.hmdpCompat) installCompatReplies(app);
   // A JSON API (and multipart on the upload route): a text/plain body is refused with 415 rather
@@ -140,11 +145,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // seckill strategy's per-user locks and the caches' rebuild locks both use it.
   const locks = new LockClient(redis, { observer: lockWaitObserver(metrics) });
   const log = app.log;
-  const users = buildUsers({ config, redis, db, log, metrics, sms: deps.sms });
-  const seckill = buildSeckill({ config, redis, db, log, metrics, locks: deps.locks ?? locks, consumerName: deps.consumerName });
-  const shops = buildShops({ config, redis, db, log, metrics, locks, shopRepository: deps.shopRepository, cacheStats: deps.cacheStats });
+  // One near cache per process in front of Redis for shops, shop types, voucher lists and sessions.
+  const near = createNearCache(config.nearCache, redis, metrics, log);
+  const users = buildUsers({ config, redis, db, log, metrics, sms: deps.sms, near: near.reader });
+  const seckill = buildSeckill({
+    config,
+    redis,
+    db,
+    log,
+    metrics,
+    locks: deps.locks ?? locks,
+    lockClient: locks,
+    consumerName: deps.consumerName,
+    voucherRepository: deps.voucherRepository,
+    cacheStats: deps.cacheStats,
+    near: near.reader,
+  });
+  const shops = buildShops({ config, redis, db, log, metrics, locks, shopRepository: deps.shopRepository, cacheStats: deps.cacheStats, near: near.reader });
   const social = buildSocial({ config, redis, db, log, metrics, now: deps.now });
   app.addHook('onReady', async () => {
+    await near.start();
     await seckill.start();
     await shops.start();
     social.start();
@@ -154,6 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await seckill.close();
     await social.close();
     await locks.close();
+    await near.close();
   });
 
   installMetricsRoute(app, metrics, config.metricsToken);

@@ -80,7 +80,7 @@ class GraySale extends TimedSale {
     if (timing) this.answers.push({ ...timing, status });
   }
 
-  onNoAnswer(timing: RequestTiming): void {
+  override onNoAnswer(timing: RequestTiming): void {
     this.answers.push({ ...timing, status: 0 });
   }
 }

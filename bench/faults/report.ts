@@ -9,7 +9,9 @@ import { fileURLToPath } from 'node:url';
 import type { FaultRun } from './harness.js';
 
 /** The pages that hold scenario tables; a scenario without markers yet is appended to the first. */
-const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md'].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md', '../../docs/reliability-controls.md'].map((path) =>
+  fileURLToPath(new URL(path, import.meta.url)),
+);
 
 /** Column titles; figures without one are shown under their key. */
 const LABELS: Record<string, string> = {
@@ -66,6 +68,12 @@ const LABELS: Record<string, string> = {
   mysqlResets: 'MySQL connections reset',
   redisKibPerSecondBefore: 'app → Redis / Redis → app KiB/s before',
   redisKibPerSecondDuring: 'KiB/s during',
+  changesAtSeconds: 'pause / resume / top up / lower / end at s',
+  totals: 'units offered after top up → lower',
+  refusedPaused: 'refused "paused"',
+  refusedSoldOut: 'refused "sold out"',
+  refusedEnded: 'refused "ended"',
+  changeMs: 'slowest change ms',
 };
 
 const TITLES: Record<string, string> = {
@@ -79,6 +87,7 @@ const TITLES: Record<string, string> = {
   'mysql-stall': 'Gray 3: MySQL stalled 20 s',
   'connection-reset': 'Gray 4: connections reset mid-sale',
   'bandwidth-limit': 'Gray 5: app ↔ Redis bandwidth limit',
+  'sale-controls': 'Controls under load: pause, resume, top up, lower, end',
 };
 
 export function renderScenarioTable(runs: FaultRun[]): string {

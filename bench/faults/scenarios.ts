@@ -1,4 +1,4 @@
-/** Every fault scenario, in the order of docs/RELIABILITY.md: crashes first, then gray failures. */
+/** Every fault scenario, in the order of docs/RELIABILITY.md: crashes first, then gray failures, then an administrator's changes under load. */
 import { bandwidthLimit } from './bandwidth-limit.js';
 import { connectionReset } from './connection-reset.js';
 import type { FaultScenario } from './harness.js';
@@ -10,6 +10,7 @@ import { redisFailover } from './redis-failover.js';
 import { redisLatency } from './redis-latency.js';
 import { redisRestart } from './redis-restart.js';
 import { redisStall } from './redis-stall.js';
+import { saleControls } from './sale-controls.js';
 
 export const SCENARIOS: FaultScenario[] = [
   killApp,
@@ -22,4 +23,5 @@ export const SCENARIOS: FaultScenario[] = [
   mysqlStall,
   connectionReset,
   bandwidthLimit,
+  saleControls,
 ];

@@ -2,6 +2,7 @@ import fastifyRateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../infra/redis.js';
 import { tooManyRequests } from './errors.js';
+import { HTTP_MESSAGES } from './http-messages.js';
 
 export interface ApiRateLimitOptions {
   redis: RedisClient;
@@ -23,7 +24,6 @@ export async function installApiRateLimit(api: FastifyInstance, options: ApiRate
     nameSpace: 'rl:api:ip:',
     keyGenerator: (request) => request.ip,
     onExceeded: options.onExceeded,
-    errorResponseBuilder: (_request, context) =>
-      tooManyRequests(`Too many requests from this address: try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} s`, context.ttl),
+    errorResponseBuilder: (_request, context) => tooManyRequests(HTTP_MESSAGES.tooManyFromAddress, context.ttl),
   });
 }

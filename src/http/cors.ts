@@ -10,7 +10,7 @@ export async function installCors(app: FastifyInstance, origins: string[]): Prom
   await app.register(fastifyCors, {
     origin: origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
+    allowedHeaders: ['authorization', 'content-type', 'x-request-id', 'x-purchase-token'],
     exposedHeaders: ['retry-after', 'x-request-id'],
     maxAge: 600,
   });

@@ -1,4 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { HTTP_MESSAGES } from './http-messages.js';
+import { localize } from './language.js';
+import type { Message } from './messages.js';
 import { fail } from './result.js';
 
 declare module 'fastify' {
@@ -7,7 +10,7 @@ declare module 'fastify' {
      * What the deadline's 503 says on this route instead of "try again", for a route whose work
      * may have been done when it fires (the seckill order: its outcome is then unknown).
      */
-    deadlineMessage?: string;
+    deadlineMessage?: (request: FastifyRequest) => Message;
   }
 }
 
@@ -59,12 +62,12 @@ export function installDeadline(app: FastifyInstance, deadlineMs: number): void 
 /** Answers 503 unless the request was answered already; true if it did. */
 function expire(request: FastifyRequest, reply: FastifyReply, deadlineMs: number): boolean {
   if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return false;
-  const message = request.routeOptions.config.deadlineMessage ?? `No answer within ${deadlineMs} ms (a dependency is slow), please retry`;
+  const message = request.routeOptions.config.deadlineMessage?.(request) ?? HTTP_MESSAGES.deadlinePassed({ ms: deadlineMs });
   request.log.warn({ deadlineMs, route: request.routeOptions.url }, 'request deadline passed: answered 503');
   void reply
     .code(503)
     .header('retry-after', String(RETRY_AFTER_SECONDS))
-    .send(fail(`${message} (request id ${request.id})`));
+    .send(fail(localize(request, HTTP_MESSAGES.withRequestId({ message: localize(request, message), requestId: request.id }))));
   reply.hijack();
   return true;
 }

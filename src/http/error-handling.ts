@@ -4,23 +4,70 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import { isTransient, unavailableDependency } from '../infra/transient-errors.js';
 import { RETRY_AFTER_SECONDS } from './deadline.js';
 import { HttpError } from './errors.js';
+import { HTTP_MESSAGES, VALIDATION_MESSAGES } from './http-messages.js';
+import { localize, negotiateLanguage } from './language.js';
+import { render, type Language, type Message, type MessageTexts } from './messages.js';
 import { AJV_KEYWORDS } from './validation.js';
 import { fail } from './result.js';
 
 /**
- * Turns schema failures into one sentence naming the field: `body.code must match pattern "^\d{6}$"`.
- * A schema may carry `errorMessage` to say it in the user's terms instead of the validator's.
+ * Turns schema failures into one sentence naming the field: `body.code must match pattern "^\d{6}$"`
+ * (English; the error handler writes it again in the request's language from the same errors).
  */
 export function formatValidationErrors(errors: FastifySchemaValidationError[], dataVar: string): Error {
-  const messages = withoutBranchErrors(errors).map((error) => {
-    const params = error.params;
-    if (error.keyword === 'required') return `${dataVar}.${String(params.missingProperty)} is required`;
-    const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
-    const custom = (error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage;
-    return `${field} ${typeof custom === 'string' ? custom : (error.message ?? 'is invalid')}`;
-  });
-  return new Error(messages.join('; '));
+  return new Error(validationMessage(errors, dataVar, 'en'));
 }
+
+/**
+ * The failures in `language`, `; `-separated. A schema may carry `errorMessage: {en, zh}` to say
+ * it in the user's terms instead of the validator's (or `{keyword: {en, zh}}` for one keyword).
+ */
+export function validationMessage(errors: FastifySchemaValidationError[], dataVar: string, language: Language): string {
+  return withoutBranchErrors(errors)
+    .map((error) => render(describeFailure(error, dataVar, language), language))
+    .join('; ');
+}
+
+function describeFailure(error: FastifySchemaValidationError, dataVar: string, language: Language): Message {
+  const params = error.params;
+  const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
+  if (error.keyword === 'required') return VALIDATION_MESSAGES.required({ field: `${field}.${String(params.missingProperty)}` });
+  const custom = customText((error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage, error.keyword);
+  if (custom) return VALIDATION_MESSAGES.custom({ field, text: custom[language] });
+  const text = error.message ?? 'is invalid';
+  const limit = String(params.limit);
+  switch (error.keyword) {
+    case 'type':
+      return VALIDATION_MESSAGES.type({ field, text, type: String(params.type) });
+    case 'minimum':
+    case 'exclusiveMinimum':
+      return VALIDATION_MESSAGES.tooSmall({ field, text, limit });
+    case 'maximum':
+    case 'exclusiveMaximum':
+      return VALIDATION_MESSAGES.tooLarge({ field, text, limit });
+    case 'minLength':
+      return VALIDATION_MESSAGES.tooShort({ field, text, limit });
+    case 'maxLength':
+      return VALIDATION_MESSAGES.tooLong({ field, text, limit });
+    case 'additionalProperties':
+      return VALIDATION_MESSAGES.unknownProperty({ field, text, property: String(params.additionalProperty) });
+    case 'enum':
+    case 'const':
+      return VALIDATION_MESSAGES.enumValue({ field, text });
+    default:
+      return VALIDATION_MESSAGES.invalid({ field, text });
+  }
+}
+
+/** A schema's `errorMessage`: both texts, for every keyword or for this one. */
+function customText(errorMessage: unknown, keyword: string): MessageTexts | undefined {
+  if (isTexts(errorMessage)) return errorMessage;
+  const forKeyword = (errorMessage as Record<string, unknown> | undefined)?.[keyword];
+  return isTexts(forKeyword) ? forKeyword : undefined;
+}
+
+const isTexts = (value: unknown): value is MessageTexts =>
+  typeof (value as MessageTexts | undefined)?.en === 'string' && typeof (value as MessageTexts | undefined)?.zh === 'string';
 
 /**
  * When an `anyOf` fails, Ajv reports each branch's failure and then the `anyOf` itself: keep only
@@ -52,31 +99,41 @@ export const ajvOptions = {
  * Fastify's router errors, answered in the wrapper with a short message (the default body
  * echoes the whole URL and has another shape).
  */
-export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const messages: Record<string, [number, string]> = {
-    FST_ERR_BAD_URL: [400, 'The URL is malformed (bad percent-encoding)'],
-    FST_ERR_MAX_PARAM_LENGTH: [414, 'A path parameter is too long'],
+export function frameworkErrors(fallback: Language) {
+  const messages: Record<string, [number, Message]> = {
+    FST_ERR_BAD_URL: [400, HTTP_MESSAGES.malformedUrl()],
+    FST_ERR_MAX_PARAM_LENGTH: [414, HTTP_MESSAGES.paramTooLong()],
   };
-  const [status, message] = messages[error.code] ?? [error.statusCode ?? 400, error.message];
-  void reply.code(status).send(fail(message));
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const [status, message] = messages[error.code] ?? [error.statusCode ?? 400, HTTP_MESSAGES.badRequest({ detail: error.message })];
+    // Before routing: the request is not yet the decorated one (no request.language).
+    void reply.code(status).send(fail(render(message, negotiateLanguage(request.headers, fallback))));
+  };
 }
 
 /**
  * Requests Node's HTTP parser rejects before Fastify sees them (garbage, headers over the size
  * limit, Content-Length with Transfer-Encoding, a timeout): answered in the wrapper like the rest,
- * then the connection is closed (Fastify's default handler does the same with another body).
+ * in the default language (no header was read), then the connection is closed (Fastify's default
+ * handler does the same with another body).
  */
-export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+export function clientErrorHandler(language: Language) {
+  return function (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+    answerClientError(this, error, socket, language);
+  };
+}
+
+function answerClientError(app: FastifyInstance, error: Error & { code?: string }, socket: Duplex, language: Language): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, message] =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'The request took too long to arrive']
+      ? [408, HTTP_MESSAGES.requestTimeout()]
       : error.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'The request headers are too large']
-        : [400, 'Malformed HTTP request'];
-  this.log.trace({ err: error }, 'client error');
+        ? [431, HTTP_MESSAGES.headersTooLarge()]
+        : [400, HTTP_MESSAGES.malformedRequest()];
+  app.log.trace({ err: error }, 'client error');
   if (socket.writable) {
-    const body = JSON.stringify(fail(message));
+    const body = JSON.stringify(fail(render(message, language)));
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]!}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
     );
@@ -87,31 +144,56 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
     if (error instanceof HttpError) {
-      return reply.code(error.statusCode).headers(error.headers).send(fail(error.message));
+      return reply
+        .code(error.statusCode)
+        .headers(error.headers)
+        .send(fail(localize(request, error.userMessage)));
     }
-    if (error.validation) return reply.code(400).send(fail(error.message));
+    if (error.validation) {
+      const message = request.language === 'en' ? error.message : validationMessage(error.validation, error.validationContext ?? 'request', request.language);
+      return reply.code(400).send(fail(message));
+    }
     // Fastify's own client errors: malformed JSON, unsupported media type, body too large...
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      return reply.code(error.statusCode).send(fail(error.message));
+      return reply.code(error.statusCode).send(fail(localize(request, clientErrorMessage(error))));
     }
     if (isTransient(error)) {
       // Redis or MySQL is unreachable or busy: the client may simply retry. The answer names the
       // dependency (not its address: that stays in the log).
       request.log.warn({ err: error }, 'dependency unavailable');
       const unavailable = unavailableDependency(error);
-      const what = unavailable
-        ? `${unavailable.dependency} ${unavailable.stalled ? 'is not answering in time' : 'is unreachable'}`
-        : 'Service temporarily unavailable';
+      const requestId = request.id;
+      const message = unavailable
+        ? (unavailable.stalled ? HTTP_MESSAGES.dependencyStalled : HTTP_MESSAGES.dependencyUnreachable)({ dependency: unavailable.dependency, requestId })
+        : HTTP_MESSAGES.serviceUnavailable({ requestId });
       return reply
         .code(503)
         .header('retry-after', String(RETRY_AFTER_SECONDS))
-        .send(fail(`${what}, please retry (request id ${request.id})`));
+        .send(fail(localize(request, message)));
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send(fail(`Internal server error (request id ${request.id})`));
+    return reply.code(500).send(fail(localize(request, HTTP_MESSAGES.internalError({ requestId: request.id }))));
   });
 
   app.setNotFoundHandler((request, reply) => {
-    return reply.code(404).send(fail(`No route for ${request.method} ${request.url.split('?')[0]!}`));
+    const message = HTTP_MESSAGES.routeNotFound({ method: request.method, path: request.url.split('?')[0]! });
+    return reply.code(404).send(fail(localize(request, message)));
   });
+}
+
+/** Fastify's own 4xx (its English message kept as the English text and as the detail in Chinese). */
+function clientErrorMessage(error: FastifyError): Message {
+  const detail = error.message;
+  if (error instanceof SyntaxError) return HTTP_MESSAGES.invalidJson({ detail }); // JSON.parse of the body
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return HTTP_MESSAGES.bodyTooLarge({ detail });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return HTTP_MESSAGES.unsupportedMediaType({ detail });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return HTTP_MESSAGES.invalidJson({ detail });
+    default:
+      return HTTP_MESSAGES.badRequest({ detail });
+  }
 }

@@ -1,31 +1,37 @@
+import { HTTP_MESSAGES } from './http-messages.js';
+import { render, type Message } from './messages.js';
+
 /**
  * An error whose message is meant for the client. Thrown anywhere in a request, it becomes
- * `{success: false, errorMsg: message}` with its HTTP status; anything else is a 500 whose
- * details stay in the log.
+ * `{success: false, errorMsg}` with its HTTP status, the message in the request's language
+ * (src/http/messages.ts); anything else is a 500 whose details stay in the log. `message` is the
+ * English text, for logs.
  */
 export class HttpError extends Error {
   override name = 'HttpError';
 
   constructor(
     readonly statusCode: number,
-    message: string,
+    readonly userMessage: Message,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(render(userMessage, 'en'));
   }
 }
 
-export const badRequest = (message: string): HttpError => new HttpError(400, message);
-export const unauthorized = (message = 'Please log in first'): HttpError => new HttpError(401, message);
-export const forbidden = (message: string): HttpError => new HttpError(403, message);
-export const notFound = (message: string): HttpError => new HttpError(404, message);
+export const badRequest = (message: Message): HttpError => new HttpError(400, message);
+export const unauthorized = (message: Message = HTTP_MESSAGES.loginRequired()): HttpError => new HttpError(401, message);
+export const forbidden = (message: Message): HttpError => new HttpError(403, message);
+export const notFound = (message: Message): HttpError => new HttpError(404, message);
 
-export function tooManyRequests(message: string, retryAfterMs: number): HttpError {
+/** A 429 with Retry-After; the message gets `seconds`, the wait rounded up to whole seconds. */
+export function tooManyRequests(message: (params: { seconds: number }) => Message, retryAfterMs: number): HttpError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   // A refusal under load is routine, not a fault: skip the stack trace, the costliest part of an Error.
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {
-    return new HttpError(429, message, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) });
+    return new HttpError(429, message({ seconds }), { 'retry-after': String(seconds) });
   } finally {
     Error.stackTraceLimit = limit;
   }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../infra/metrics.js';
 import { bearerTokenMatcher } from '../infra/metrics-server.js';
+import { HTTP_MESSAGES } from './http-messages.js';
+import { localize } from './language.js';
 import { fail } from './result.js';
 
 /**
@@ -21,7 +23,10 @@ export function installMetricsRoute(app: FastifyInstance, metrics: Metrics, toke
 
   app.get('/metrics', async (request, reply) => {
     if (!holdsToken(request.headers.authorization)) {
-      return reply.code(401).header('www-authenticate', 'Bearer realm="metrics"').send(fail('A metrics token is required'));
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer realm="metrics"')
+        .send(fail(localize(request, HTTP_MESSAGES.metricsTokenRequired())));
     }
     return reply
       .type(metrics.registry.contentType)

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { HTTP_MESSAGES } from './http-messages.js';
 
 /**
  * A database id in a path or query: a positive decimal integer that fits BIGINT UNSIGNED.
@@ -7,7 +8,7 @@ import { Type } from 'typebox';
 const ID_PATTERN = '^[1-9][0-9]{0,18}$';
 export const IdString = Type.String({
   pattern: ID_PATTERN,
-  errorMessage: 'must be a positive integer id',
+  errorMessage: HTTP_MESSAGES.idFormat.texts,
 });
 
 export const IdParams = Type.Object({ id: IdString });
@@ -24,7 +25,7 @@ export const IdBody = Type.Unsafe<string>({
     { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
   ],
   'x-id-string': true,
-  errorMessage: 'must be a positive integer id: a string of digits, or a number up to 9007199254740991 (send larger ids as strings)',
+  errorMessage: HTTP_MESSAGES.idBodyFormat.texts,
 });
 
 /**
@@ -34,11 +35,11 @@ export const IdBody = Type.Unsafe<string>({
 export const Instant = Type.String({
   format: 'date-time',
   'x-instant': true,
-  errorMessage: 'must be an RFC 3339 date-time with offset between 1970 and 9999, e.g. 2026-12-01T10:00:00+08:00',
+  errorMessage: HTTP_MESSAGES.instantFormat.texts,
 });
 
 /** hmdp's `current`: a 1-based page number. */
-export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: 'must be a page number from 1' });
+export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: HTTP_MESSAGES.pageNumber.texts });
 
 /**
  * Marks a route for administrators only in its schema (`schema: { ...ADMIN_ONLY, body: … }`).

@@ -62,10 +62,32 @@ export interface Config {
     claimIdleMs: number;
     /** Unpaid orders are cancelled after this many seconds. */
     paymentWindowSeconds: number;
+    /** How often each instance claims the unpaid orders now due from the release queue. */
+    releasePollMs: number;
     /** Replicas that must confirm an accepted order (WAIT) before it is answered; 0 = off. */
     replicaAcks: number;
     /** Longest WAIT for them; on timeout the order is answered anyway and counted (seckill_replica_ack_timeouts_total). */
     replicaTimeoutMs: number;
+    /** cache:voucher-list:{shopId} TTL: bounds what no invalidation reaches (rows written outside the app, the MySQL stock fallback). */
+    listCacheTtlSeconds: number;
+  };
+  /** The purchase gate of gated sales (src/modules/seckill/purchase-gate.ts). */
+  purchaseGate: {
+    /** HMAC keys of purchase tokens, the signing one first; empty: a fixed development key (refused in production). */
+    tokenKeys: Array<{ kid: string; secret: string }>;
+    /** Lifetime of a purchase token. */
+    tokenTtlSeconds: number;
+    /** Token and captcha requests per user per minute (0: off). */
+    requestsPerMinute: number;
+    /** Wrong captcha answers before the challenge is dropped (a new one must be fetched). */
+    captchaTries: number;
+  };
+  /** Order state streams (GET /voucher-order/{id}/events). */
+  orderEvents: {
+    /** Open streams per user across all instances; one more → 429. */
+    streamsPerUser: number;
+    /** A comment line is sent this often so proxies and clients see the stream alive. */
+    heartbeatMs: number;
   };
   cache: {
     /** Each cached value's TTL (or logical expiry) gets a random 0..N % on top (avalanche). */
@@ -74,6 +96,14 @@ export interface Config {
     nullTtlSeconds: number;
     /** Longest wait of a request for another instance's rebuild of the same key before it loads itself. */
     rebuildWaitMs: number;
+  };
+  /** In-process near cache in front of Redis, kept coherent by Redis client-side caching (src/lib/near-cache). */
+  nearCache: {
+    enabled: boolean;
+    /** Entries kept per instance (LRU). */
+    maxEntries: number;
+    /** Longest life of an entry besides invalidation; 0: none. */
+    ttlMs: number;
   };
   shop: {
     /** Breakdown protection of `GET /shop/{id}`: `mutex` (TTL + rebuild lock) or `logical` (no TTL, stale served while one instance rebuilds). */
@@ -169,6 +199,8 @@ export interface Config {
   workerMetricsPort: number;
   /** HMDP_COMPAT: the API also without /api, refusals there as 200 + success:false (src/http/hmdp-compat.ts). */
   hmdpCompat: boolean;
+  /** Language of messages for a request whose Accept-Language names neither Chinese nor English (src/http/language.ts). */
+  defaultLanguage: 'zh' | 'en';
   http: {
     /** Origins allowed to call the API from a browser (CORS); empty: same origin only. */
     corsOrigins: string[];
@@ -303,6 +335,12 @@ export const ENV_VARS: readonly EnvVar[] = [
     meaning:
       "the course's own front end and nginx config unchanged: the API also served without `/api`, refusals there answered 200 with `success: false`, the editor's `/imgs/…` delete name accepted ([docs/http.md](docs/http.md#hmdp-compatibility-mode))",
   },
+  {
+    name: 'DEFAULT_LANGUAGE',
+    default: 'zh',
+    meaning:
+      '`zh` or `en`: the language of `errorMsg` when a request has no `Accept-Language` or names neither Chinese nor English ([docs/http.md](docs/http.md#languages))',
+  },
   { name: 'BODY_LIMIT_BYTES', default: '65536', meaning: 'largest JSON request body (larger → 413); image uploads are bounded by `UPLOAD_MAX_BYTES`' },
   { name: 'HTTP_REQUEST_TIMEOUT_MS', default: '30000', meaning: 'longest time to receive a whole request (slow clients get 408; `0`: none)' },
   {
@@ -358,6 +396,11 @@ export const ENV_VARS: readonly EnvVar[] = [
   { name: 'SECKILL_CLAIM_IDLE_MS', default: '30000', meaning: "idle time after which another consumer's entry is claimed" },
   { name: 'SECKILL_PAYMENT_WINDOW_SECONDS', default: '900', meaning: 'unpaid orders are cancelled after this' },
   {
+    name: 'SECKILL_RELEASE_POLL_MS',
+    default: '150',
+    meaning: 'how often each worker claims the unpaid orders now due (`{seckill:N}:unpaid-due`); an order is cancelled within about this of its due time',
+  },
+  {
     name: 'SECKILL_REPLICA_ACKS',
     default: '0',
     meaning:
@@ -369,13 +412,47 @@ export const ENV_VARS: readonly EnvVar[] = [
     meaning: 'longest `WAIT`; on timeout the order is still answered as accepted and counted in `seckill_replica_ack_timeouts_total`',
   },
   {
+    name: 'PURCHASE_TOKEN_KEYS',
+    default: '',
+    shown: '(empty: a fixed development key; refused in production)',
+    meaning:
+      'HMAC keys of the purchase tokens of gated sales, `kid:secret,...` (secrets of 32+ characters): the first signs, all verify (rotation: prepend the new key, drop the old one a token lifetime later). Production refuses to start without it ([purchase gate](docs/flows/purchase-gate.md))',
+  },
+  { name: 'PURCHASE_TOKEN_TTL_SECONDS', default: '60', meaning: 'lifetime of a purchase token' },
+  { name: 'PURCHASE_GATE_REQUESTS_PER_MINUTE', default: '20', meaning: 'purchase token and captcha requests per user per minute; more → 429 (`0`: off)' },
+  { name: 'PURCHASE_CAPTCHA_TRIES', default: '3', meaning: 'wrong answers to a captcha before it is dropped and a new one must be fetched' },
+  {
+    name: 'ORDER_EVENTS_STREAMS_PER_USER',
+    default: '4',
+    meaning: 'open order state streams (`GET /api/voucher-order/{id}/events`) per user over all instances; one more → 429',
+  },
+  {
+    name: 'ORDER_EVENTS_HEARTBEAT_MS',
+    default: '15000',
+    meaning: 'a comment line is sent on each order state stream this often (proxies and clients see it alive)',
+  },
+  {
     name: 'SHOP_CACHE_STRATEGY',
     default: 'mutex',
     meaning:
       'breakdown protection of `GET /shop/{id}`: `mutex` (TTL; one rebuild under a lock, others wait) or `logical` (no TTL; stale value served while one instance rebuilds)',
   },
+  {
+    name: 'NEAR_CACHE_ENABLED',
+    default: 'true',
+    meaning:
+      'keep shops, shop types, voucher lists (and their live stock) and sessions in process memory too, dropped when Redis says the key changed (client tracking; [docs/flows/near-cache.md](docs/flows/near-cache.md))',
+  },
+  { name: 'NEAR_CACHE_MAX_ENTRIES', default: '10000', meaning: 'near cache entries per instance (least recently used dropped first)' },
+  { name: 'NEAR_CACHE_TTL_MS', default: '300000', meaning: 'longest life of a near cache entry besides invalidation (`0`: none)' },
   { name: 'SHOP_CACHE_TTL_SECONDS', default: '1800', meaning: '`cache:shop:{id}` TTL (`mutex`) or logical expiry (`logical`)' },
   { name: 'SHOP_TYPE_CACHE_TTL_SECONDS', default: '3600', meaning: '`cache:type` TTL' },
+  {
+    name: 'VOUCHER_LIST_CACHE_TTL_SECONDS',
+    default: '600',
+    meaning:
+      "`cache:voucher-list:{shopId}` TTL (a shop's vouchers without their live stock): every voucher creation and sale control invalidates it; the TTL bounds only what none reaches (rows written to MySQL outside the app, the MySQL stock shown while Redis lacks a sale)",
+  },
   { name: 'CACHE_TTL_JITTER_PERCENT', default: '10', meaning: 'random 0..N % added to every cache TTL / logical expiry (avalanche)' },
   { name: 'CACHE_NULL_TTL_SECONDS', default: '60', meaning: 'TTL of the null marker of a missing id (penetration; hmdp uses 120); `0` disables it' },
   { name: 'CACHE_REBUILD_WAIT_MS', default: '2000', meaning: "longest wait for another instance's rebuild of a key before loading it anyway" },
@@ -459,13 +536,30 @@ export function loadConfig(env: Env = process.env): Config {
       maxDeliveries: read.int('SECKILL_MAX_DELIVERIES', 5, { min: 1, max: 1000 }),
       claimIdleMs: read.int('SECKILL_CLAIM_IDLE_MS', 30_000, { min: 100 }),
       paymentWindowSeconds: read.int('SECKILL_PAYMENT_WINDOW_SECONDS', 15 * 60, { min: 1 }),
+      releasePollMs: read.int('SECKILL_RELEASE_POLL_MS', 150, { min: 10, max: 60_000 }),
       replicaAcks: read.int('SECKILL_REPLICA_ACKS', 0, { min: 0, max: 16 }),
       replicaTimeoutMs: read.int('SECKILL_REPLICA_TIMEOUT_MS', 100, { min: 1, max: 10_000 }),
+      listCacheTtlSeconds: read.int('VOUCHER_LIST_CACHE_TTL_SECONDS', 600, { min: 1, max: 86_400 }),
+    },
+    purchaseGate: {
+      tokenKeys: read.signingKeys('PURCHASE_TOKEN_KEYS'),
+      tokenTtlSeconds: read.int('PURCHASE_TOKEN_TTL_SECONDS', 60, { min: 1, max: 3600 }),
+      requestsPerMinute: read.int('PURCHASE_GATE_REQUESTS_PER_MINUTE', 20, { min: 0 }),
+      captchaTries: read.int('PURCHASE_CAPTCHA_TRIES', 3, { min: 1, max: 20 }),
+    },
+    orderEvents: {
+      streamsPerUser: read.int('ORDER_EVENTS_STREAMS_PER_USER', 4, { min: 1, max: 100 }),
+      heartbeatMs: read.int('ORDER_EVENTS_HEARTBEAT_MS', 15_000, { min: 100, max: 120_000 }),
     },
     cache: {
       ttlJitterPercent: read.int('CACHE_TTL_JITTER_PERCENT', 10, { min: 0, max: 100 }),
       nullTtlSeconds: read.int('CACHE_NULL_TTL_SECONDS', 60, { min: 0, max: 86_400 }),
       rebuildWaitMs: read.int('CACHE_REBUILD_WAIT_MS', 2_000, { min: 0, max: 60_000 }),
+    },
+    nearCache: {
+      enabled: read.bool('NEAR_CACHE_ENABLED', true),
+      maxEntries: read.int('NEAR_CACHE_MAX_ENTRIES', 10_000, { min: 1, max: 10_000_000 }),
+      ttlMs: read.int('NEAR_CACHE_TTL_MS', 300_000, { min: 0, max: 86_400_000 }),
     },
     shop: {
       cacheStrategy: read.oneOf('SHOP_CACHE_STRATEGY', ['mutex', 'logical'] as const, 'mutex'),
@@ -513,6 +607,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: read.secret('METRICS_TOKEN', 16),
     workerMetricsPort: read.int('WORKER_METRICS_PORT', 0, { min: 0, max: 65535 }),
     hmdpCompat: read.bool('HMDP_COMPAT', false),
+    defaultLanguage: read.oneOf('DEFAULT_LANGUAGE', ['zh', 'en'] as const, 'zh'),
     http: readHttp(read),
   };
 }
@@ -664,6 +759,23 @@ class EnvReader {
       throw new ConfigError(`Invalid environment variable ${name}: expected at least ${minLength} characters without spaces (e.g. openssl rand -hex 32)`);
     }
     return value;
+  }
+
+  /** `kid:secret,kid:secret` (ids 1-32 of [\\w-], secrets 32+ characters without spaces or commas); never echoed. */
+  signingKeys(name: string): Array<{ kid: string; secret: string }> {
+    const value = this.raw(name);
+    if (value === undefined) return [];
+    return value.split(',').map((item) => {
+      const separator = item.indexOf(':');
+      const kid = item.slice(0, separator).trim();
+      const secret = item.slice(separator + 1).trim();
+      if (separator < 1 || !/^[\w-]{1,32}$/.test(kid) || secret.length < 32 || /\s/.test(secret)) {
+        throw new ConfigError(
+          `Invalid environment variable ${name}: expected kid:secret,... (key ids of letters, digits, _ or -; secrets of 32+ characters, e.g. openssl rand -hex 32)`,
+        );
+      }
+      return { kid, secret };
+    });
   }
 
   /** A variable that no longer does anything: stop rather than silently ignore what its setter meant. */

@@ -7,8 +7,7 @@ export type Log = Pick<BaseLogger, 'info' | 'warn' | 'error'>;
 /**
  * What the logs may not contain, applied to every logger the app builds: session tokens (the
  * `authorization` header, any `token` field) are removed, and mainland-China mobile numbers are
- * masked to 138****5678 in fields named `phone` and in logged request URLs (`/user/code?phone=`).
- * Then every line, whatever wrote it (a message, an error, a field of any name), is masked once
+ * masked to 138****5678 in fields named `phone`. Then every line, whatever wrote it (a message, an error, a field of any name), is masked once
  * more as text before it leaves the process (`maskSecrets`): phones in any written form, token
  * query parameters, and words shaped like session tokens.
  */
@@ -80,24 +79,23 @@ function censor(value: unknown, path: string[]): unknown {
   return path[path.length - 1] === 'phone' && typeof value === 'string' ? maskPhone(value) : '[Redacted]';
 }
 
-/** Fastify's request line, with phone numbers and token parameters in the URL masked. */
+/** Fastify's request line. */
 function serializeRequest(request: FastifyRequest) {
-  return {
-    method: request.method,
-    url: maskSecrets(request.url),
-    host: request.host,
-    remoteAddress: request.ip,
-    remotePort: request.socket?.remotePort,
-  };
+  return { method: request.method, url: request.url, host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+}
+
+/** The request line with phones and token parameters in the URL masked, for a transport (its lines skip the masking destination). */
+function serializeMaskedRequest(request: FastifyRequest) {
+  return { ...serializeRequest(request), url: maskSecrets(request.url) };
 }
 
 export type LoggerOptions = Exclude<FastifyServerOptions['logger'], boolean | undefined>;
 
 /**
- * Pino options for the app: the given level/destination plus redaction, the masking request
- * serializer and the masking destination (stdout, the given stream or file). `false` stays false
+ * Pino options for the app: the given level/destination plus redaction and the masking destination
+ * (stdout, the given stream or file). `false` stays false
  * (no logging at all). A pino `transport` runs in a worker thread and cannot be wrapped: lines
- * sent there get redaction and the serializer only.
+ * sent there get redaction and a request serializer that masks the URL only.
  */
 export function secureLoggerOptions(options: FastifyServerOptions['logger'], level: string): FastifyServerOptions['logger'] {
   if (options === false) return false;
@@ -109,6 +107,7 @@ export function secureLoggerOptions(options: FastifyServerOptions['logger'], lev
     ...base,
     ...destination,
     redact: { paths: REDACTED_PATHS, censor },
-    serializers: { ...(base.serializers ?? {}), req: serializeRequest },
+    // The masking destination masks the whole line, URL included; a transport has no such destination.
+    serializers: { ...(base.serializers ?? {}), req: base.transport ? serializeMaskedRequest : serializeRequest },
   };
 }

@@ -68,6 +68,19 @@ export function createMetrics() {
       help: 'Accepted seckill orders answered before SECKILL_REPLICA_ACKS replicas confirmed them within SECKILL_REPLICA_TIMEOUT_MS (in the stream, written later; lost if the master fails before a replica has them)',
       registers: [registry],
     }),
+    releaseLateness: new Histogram({
+      name: 'seckill_release_lateness_seconds',
+      help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the release queue, on time; sweep: the periodic sweep, the safety net)',
+      labelNames: ['by'] as const,
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    }),
+    stockLeft: new Gauge({
+      name: 'seckill_stock_left',
+      help: 'Units left in Redis of each sale open now (read at scrape time; at most 50 vouchers, ending soonest first)',
+      labelNames: ['voucher_id'] as const,
+      registers: [registry],
+    }),
     streamPending: new Gauge({
       name: 'seckill_stream_pending',
       help: 'Entries delivered to the order worker group and not yet acknowledged, by shard',
@@ -78,6 +91,12 @@ export function createMetrics() {
       name: 'cache_requests_total',
       help: 'Cache events by cache and result: hit, null_hit, stale, miss, bloom_reject (per read); rebuild, rebuild_error, lock_timeout (per load)',
       labelNames: ['cache', 'result'] as const,
+      registers: [registry],
+    }),
+    nearCacheEvents: new Counter({
+      name: 'near_cache_events_total',
+      help: 'Near cache events by cache: hit and miss (per read), invalidation (an entry Redis said changed); flush (cache "*": everything dropped on a connection drop or failover)',
+      labelNames: ['cache', 'event'] as const,
       registers: [registry],
     }),
     consumerLag: new Gauge({

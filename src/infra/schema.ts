@@ -121,10 +121,14 @@ export interface SeckillVoucherTable {
   stock: number;
   /** Units offered, sold or not (migration 0006); NULL until first computed as stock + live orders. */
   total_stock: Defaulted<number | null>;
+  /** Live orders one user may hold (migration 0007; 1 = hmdp's rule). */
+  limit_per_user: Defaulted<number>;
   begin_time: Date;
   end_time: Date;
   /** 1 while an administrator pauses the sale (migration 0006). */
   paused: Defaulted<number>;
+  /** off | token | captcha (migration 0008, src/modules/seckill/purchase-gate.ts). */
+  purchase_gate: Defaulted<string>;
   create_time: CreateTime;
   update_time: UpdateTime;
 }
@@ -138,6 +142,8 @@ export interface VoucherOrderTable {
   /** 1 while the order counts toward "one per user", null once cancelled or refunded. */
   live: Defaulted<number | null>;
   stock_released: Defaulted<number>;
+  /** The user's slot 1..limit_per_user this order holds (migration 0007; unique with user, voucher, live). */
+  slot: Defaulted<number>;
   create_time: CreateTime;
   pay_time: Defaulted<Date | null>;
   use_time: Defaulted<Date | null>;

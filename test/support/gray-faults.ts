@@ -8,6 +8,8 @@ export function expectGrayRunKeepsItsPromises(run: FaultRun): void {
   expect(figures.lost).toBe(0);
   expect(figures.duplicates).toBe(0);
   expect(figures.oversold).toBe(0);
+  // Requests retried with their Idempotency-Key after a 503 or no answer never got a second order.
+  expect(run.checks.find((check) => check.name === 'a retry is the same order')).toMatchObject({ pass: true });
   // After the drain MySQL holds every accepted order, plus those Redis accepted whose answer was lost.
   expect(figures.inMysql).toBe(Number(figures.accepted) + Number(figures.acceptedUnanswered));
   expect(typeof figures.drainMs).toBe('number');

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
 import type { TestEnv } from './test-env.js';
 
 /** Fixtures of the flash sale, shared by the sale's tests, the HTTP and abuse tests and the browser tests. */
@@ -27,6 +28,8 @@ export async function insertSeckillVoucher(
     .insertInto('tb_seckill_voucher')
     .values({ voucher_id: voucherId, stock, begin_time: wholeSecond(begin), end_time: wholeSecond(end) })
     .execute();
+  // Like any writer outside the app: the shop's cached voucher list is dropped (apps list the new voucher at once).
+  await env.redis.del(voucherListCacheKey(shopId));
   return voucherId;
 }
 

@@ -71,6 +71,9 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     UPLOAD_DIR: join(tmpdir(), name, 'uploads'),
     // /metrics exists only with a token: scrape it with `metricsAuth`.
     METRICS_TOKEN: TEST_METRICS_TOKEN,
+    // Messages in English unless a request asks otherwise (Accept-Language), so that assertions
+    // read the English texts; test/integration/http/languages.test.ts covers Chinese and the zh default.
+    DEFAULT_LANGUAGE: 'en',
     ...env,
   });
   await ensureDatabase(mysqlUrl);

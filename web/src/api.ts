@@ -66,6 +66,8 @@ export interface Voucher {
   stock?: number;
   beginTime?: string;
   endTime?: string;
+  /** Seckill vouchers: `token` or `captcha` when an order needs a purchase token first. */
+  purchaseGate?: 'off' | 'token' | 'captcha';
 }
 /** A sale's settings after an administrator's change; stock is the total offered, left what remains. */
 export interface SaleSettings {
@@ -149,11 +151,18 @@ export interface CallOptions {
   /** Do not show a toast for a failure (the caller shows the message itself). */
   quiet?: boolean;
   timeoutMs?: number;
+  headers?: Record<string, string>;
 }
+
+/**
+ * The language the server writes `errorMsg` in: the page's (index.html's `lang`, the language of
+ * every label), else the browser's. Sent on every call, so a refusal reads like the page around it.
+ */
+export const uiLanguage = (): string => document.documentElement.lang || navigator.language || 'zh-CN';
 
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- T is the caller's statement of what the route returns: the one unchecked cast of the server's JSON, in one place
 export async function call<T>(method: string, path: string, options: CallOptions = {}): Promise<{ data: T; total?: number }> {
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { 'accept-language': uiLanguage(), ...options.headers };
   if (session.token) headers.authorization = session.token;
   let body: BodyInit | undefined;
   if (options.form) body = options.form;
@@ -165,7 +174,7 @@ export async function call<T>(method: string, path: string, options: CallOptions
   try {
     response = await fetch(`/api${path}`, { method, headers, body, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
   } catch (error) {
-    return fail(0, `Network error: ${(error as Error).message}`, options);
+    return fail(0, `网络错误：${(error as Error).message}`, options);
   }
   let wrapper: Wrapper<T> | undefined;
   try {
@@ -176,7 +185,7 @@ export async function call<T>(method: string, path: string, options: CallOptions
   if (response.status === 401) {
     setToken(null);
     onUnauthorized();
-    return fail(401, wrapper?.errorMsg ?? 'Please log in first', options);
+    return fail(401, wrapper?.errorMsg ?? '请先登录', options);
   }
   if (!response.ok || !wrapper || !wrapper.success) {
     return fail(response.status, wrapper?.errorMsg ?? `HTTP ${response.status}`, options);
@@ -199,7 +208,14 @@ export const api = {
     call<Shop[]>('GET', `/shop/of/type?typeId=${typeId}&current=${current}&x=${x}&y=${y}`),
   shop: (id: string) => call<Shop>('GET', `/shop/${id}`),
   vouchers: (shopId: string) => call<Voucher[]>('GET', `/voucher/list/${shopId}`),
-  seckill: (voucherId: string) => call<string>('POST', `/voucher-order/seckill/${voucherId}`, { quiet: true }),
+  seckill: (voucherId: string, purchaseToken?: string) =>
+    call<string>('POST', `/voucher-order/seckill/${voucherId}`, { quiet: true, ...(purchaseToken ? { headers: { 'x-purchase-token': purchaseToken } } : {}) }),
+  purchaseToken: (voucherId: string, captcha?: string) =>
+    call<{ token: string; expiresAt: string }>('POST', `/voucher-order/seckill/${voucherId}/token`, {
+      quiet: true,
+      body: captcha === undefined ? {} : { captcha },
+    }),
+  captcha: (voucherId: string) => call<{ svg: string }>('GET', `/voucher-order/seckill/${voucherId}/captcha`, { quiet: true }),
   order: (id: string) => call<Order>('GET', `/voucher-order/${id}`),
   pay: (id: string) => call<Order>('POST', `/voucher-order/${id}/pay`),
   myOrders: (current = 1) => call<MyOrder[]>('GET', `/voucher-order/of/me?current=${current}`),

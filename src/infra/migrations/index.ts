@@ -5,6 +5,8 @@ import * as uploads from './0003_uploads.js';
 import * as userRole from './0004_user_role.js';
 import * as uploadBlog from './0005_upload_blog.js';
 import * as saleControls from './0006_sale_controls.js';
+import * as limitPerUser from './0007_limit_per_user.js';
+import * as purchaseGate from './0008_purchase_gate.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -18,6 +20,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_user_role': userRole,
   '0005_upload_blog': uploadBlog,
   '0006_sale_controls': saleControls,
+  '0007_limit_per_user': limitPerUser,
+  '0008_purchase_gate': purchaseGate,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -2,7 +2,7 @@ import type { LockClient } from '../lock/index.js';
 import { decode, encodeValue, fingerprint, newTombstone, NULL_MARKER, type Entry } from './codec.js';
 import { defineCacheScripts, type CacheScripts } from './scripts.js';
 import { SingleFlight } from './single-flight.js';
-import type { CacheEvent, CacheStats, RedisClient } from './types.js';
+import type { CacheEvent, CacheStats, KeyReader, KeyReadOptions, RedisClient } from './types.js';
 
 /**
  * How a missing or expired hot key is rebuilt without a stampede on the loader (breakdown):
@@ -65,6 +65,12 @@ export interface CacheClientOptions {
   stats?: CacheStats;
   /** Errors of background rebuilds, which have no caller to throw to. Default: ignored. */
   onError?: (error: unknown, context: { cache: string; id: string }) => void;
+  /**
+   * Reads the key of every get() (a near cache in front of Redis); default: one GET on the client.
+   * Values, null markers and logically expired values may be kept by it; misses and tombstones are
+   * not. invalidate() and set() tell it to forget the key.
+   */
+  reader?: KeyReader;
 }
 
 /**
@@ -140,7 +146,7 @@ export class Cache<V> {
   /** The value of an id, or null when it does not exist. One GET on a hit. */
   async get(id: string): Promise<V | null> {
     const key = this.key(id);
-    const entry = decode<V>(await this.redis.get(key));
+    const entry = await this.read(key);
     if (entry.kind === 'null') {
       this.record('null_hit');
       return null;
@@ -174,6 +180,7 @@ export class Cache<V> {
     const key = this.key(id);
     this.loads.forget(key);
     await this.redis.set(key, newTombstone(), 'PX', this.tombstoneMs);
+    this.client.reader?.forget(key);
   }
 
   /** Stores a value unconditionally (pre-warming hot keys, write-through). */
@@ -183,11 +190,23 @@ export class Cache<V> {
     const { encoded, ttlMs } = this.encode(value);
     if (ttlMs > 0) await this.redis.set(key, encoded, 'PX', ttlMs);
     else await this.redis.set(key, encoded);
+    this.client.reader?.forget(key);
   }
 
   /** Resolves once this process' background rebuilds running now have finished. */
   async idle(): Promise<void> {
     while (this.refreshes.size > 0) await Promise.allSettled(this.refreshes.running());
+  }
+
+  /**
+   * The entry of a key: one GET, or through the reader (a near cache), which may keep what it
+   * read for as long as the key's Redis TTL (PTTL, read along with it) still runs.
+   */
+  private async read(key: string): Promise<Entry<V>> {
+    const reader = this.client.reader;
+    if (reader === undefined) return decode<V>(await this.redis.get(key));
+    const read = await reader.read<EntryRead<V>>(this.name, key, fetchEntry, NEAR_READ_OPTIONS);
+    return read.entry;
   }
 
   /**
@@ -277,6 +296,23 @@ export class Cache<V> {
     this.client.stats?.record(this.name, event);
   }
 }
+
+interface EntryRead<V> {
+  entry: Entry<V>;
+  pttl: number;
+}
+
+/** A key's entry and PTTL, read through the near cache's tracked connection (module-level: no closure per read). */
+async function fetchEntry<V>(redis: RedisClient, tracked: string): Promise<EntryRead<V>> {
+  const [raw, pttl] = await Promise.all([redis.get(tracked), redis.pttl(tracked)]);
+  return { entry: decode<V>(raw), pttl };
+}
+
+/** Kept: values and null markers, as long as the key's Redis TTL runs; never a miss or a tombstone. */
+const NEAR_READ_OPTIONS: KeyReadOptions<EntryRead<unknown>> = {
+  cacheIf: ({ entry }) => entry.kind !== 'absent',
+  ttlMs: ({ pttl }) => (pttl === -1 ? undefined : pttl),
+};
 
 const isFresh = (entry: { expireAt?: number }): boolean => entry.expireAt === undefined || entry.expireAt > Date.now();
 

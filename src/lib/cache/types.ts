@@ -52,3 +52,20 @@ export function combineStats(...sinks: Array<CacheStats | undefined>): CacheStat
   const present = sinks.filter((sink): sink is CacheStats => sink !== undefined);
   return { record: (cache, event) => present.forEach((sink) => sink.record(cache, event)) };
 }
+
+/** What a KeyReader may keep of a read, and for how long (src/lib/near-cache's ReadOptions). */
+export interface KeyReadOptions<T> {
+  cacheIf?: (value: T) => boolean;
+  ttlMs?: (value: T) => number | undefined;
+}
+
+/**
+ * Where `get` reads a cache key from, instead of one GET on the client: e.g. a near cache
+ * (src/lib/near-cache's KeyReader) that keeps entries in process memory while Redis' client
+ * tracking says they are unchanged. `fetch` must read through the connection it is given.
+ */
+export interface KeyReader {
+  read<T>(region: string, key: string, fetch: (redis: RedisClient, key: string) => Promise<T>, options?: KeyReadOptions<T>): Promise<T>;
+  /** Called after this process wrote the key (invalidate, set): it must not serve the old value. */
+  forget(key: string): void;
+}

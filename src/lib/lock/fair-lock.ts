@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
 import { currentContextId } from './context.js';
 import { assertDuration, fenceKey, fenceTtlMs, lockKey, type LockEngine } from './engine.js';
-import { LockNotHeldError } from './errors.js';
 import type { HoldBackend } from './hold.js';
 import type { AcquireReply } from './scripts.js';
 import type { Lock, LockHandle, RedisClient, TryLockOptions } from './types.js';
-import { acquire, handleFor, latestHandle, lockOrTimeout, type Attempt } from './waiting.js';
+import { acquire, handleFor, lockOrTimeout, unlockLatest, type Attempt } from './waiting.js';
 
 /** Waiters in arrival order: a list of owners. Same hash tag as the lock key (one Cluster slot). */
 export const fairQueueKey = (name: string): string => `lock:{${name}}:queue`;
@@ -114,10 +113,9 @@ export class FairLock implements Lock {
   }
 
   /** Releases the latest hold of the current async context; LockNotHeldError if it has none. */
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
     const contextId = currentContextId();
-    const handle = contextId && latestHandle(this.engine, this.holdId(`${this.engine.instanceId}:${contextId}`));
-    if (!handle || !(await handle.release())) throw new LockNotHeldError(this.name);
+    return unlockLatest(this.engine, this.name, contextId ? this.holdId(`${this.engine.instanceId}:${contextId}`) : undefined);
   }
 
   /** Holds of the current async context according to Redis (0 when it does not hold the lock). */

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
 import { currentContextId } from './context.js';
 import { fenceTtlMs, type LockEngine } from './engine.js';
-import { LockNotHeldError, LockUpgradeError } from './errors.js';
+import { LockUpgradeError } from './errors.js';
 import { assertLockName } from './fair-lock.js';
 import type { HoldBackend } from './hold.js';
 import type { Waiter } from './release-notifier.js';
 import type { Lock, LockHandle, RedisClient, TryLockOptions } from './types.js';
-import { acquire, handleFor, latestHandle, lockOrTimeout, type Attempt } from './waiting.js';
+import { acquire, handleFor, lockOrTimeout, unlockLatest, type Attempt } from './waiting.js';
 
 /** Hash: mode, writer, and a hold count per owner and kind. All keys of one name share the hash tag. */
 export const rwLockKey = (name: string): string => `rwlock:{${name}}`;
@@ -144,10 +144,9 @@ export class RwHalf implements Lock {
   }
 
   /** Releases the latest hold of this kind taken by the current async context; LockNotHeldError if none. */
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
     const contextId = currentContextId();
-    const handle = contextId && latestHandle(this.engine, this.holdId(`${this.engine.instanceId}:${contextId}`));
-    if (!handle || !(await handle.release())) throw new LockNotHeldError(this.name);
+    return unlockLatest(this.engine, this.name, contextId ? this.holdId(`${this.engine.instanceId}:${contextId}`) : undefined);
   }
 
   /** Holds of this kind by the current async context according to Redis. */

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { currentContextId } from './context.js';
 import { assertDuration, fenceKey, fenceTtlMs, lockKey, MAX_LEASE_MS, type LockEngine } from './engine.js';
-import { LockClientClosedError, LockNotHeldError, LockReentryError } from './errors.js';
+import { LockClientClosedError, LockReentryError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { LockKind, LockScripts } from './scripts.js';
 import type { Lock, LockHandle, LockWaitEvent, TryLockOptions } from './types.js';
-import { attemptBefore, lockOrTimeout } from './waiting.js';
+import { attemptBefore, lockOrTimeout, unlockLatest } from './waiting.js';
 
 type Attempt = { handle: LockHandle } | { handle: null; ttlMs: number };
 
@@ -176,10 +176,9 @@ export class ReentrantLock extends RedisLock {
    * Releases the latest hold taken by the current async context (like Redisson's `unlock()`).
    * Throws LockNotHeldError if this context holds no hold of the lock (or the lock was lost).
    */
-  async unlock(): Promise<void> {
+  unlock(): Promise<void> {
     const owner = this.contextOwner();
-    const handle = owner && this.engine.holds.get(this.holdId(owner))?.latestHandle();
-    if (!handle || !(await handle.release())) throw new LockNotHeldError(this.name);
+    return unlockLatest(this.engine, this.name, owner ? this.holdId(owner) : undefined);
   }
 
   /** Holds of the current async context according to Redis (0 when it does not hold the lock). */

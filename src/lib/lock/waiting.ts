@@ -1,5 +1,5 @@
 import { assertDuration, MAX_LEASE_MS, type LockEngine } from './engine.js';
-import { LockClientClosedError, LockTimeoutError } from './errors.js';
+import { LockClientClosedError, LockNotHeldError, LockTimeoutError } from './errors.js';
 import { Hold, type HoldBackend } from './hold.js';
 import type { Waiter } from './release-notifier.js';
 import { TIMED_OUT, within } from './timers.js';
@@ -162,6 +162,12 @@ function holdFor(engine: LockEngine, { id, name, fencingToken, reentry, backend 
 /** The latest handle of `holdId` in this process, for `unlock()`. */
 export function latestHandle(engine: LockEngine, holdId: string): LockHandle | undefined {
   return engine.holds.get(holdId)?.latestHandle();
+}
+
+/** `unlock()` of every kind: releases the latest handle of `holdId` (undefined: no owner), else LockNotHeldError. */
+export async function unlockLatest(engine: LockEngine, name: string, holdId: string | undefined): Promise<void> {
+  const handle = holdId === undefined ? undefined : latestHandle(engine, holdId);
+  if (!handle || !(await handle.release())) throw new LockNotHeldError(name);
 }
 
 /** Waits for `promise` to settle (either way), at most `ms`. */

@@ -5,18 +5,28 @@ import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
 import { createMetrics, lockWaitObserver, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
+import { CacheClient, combineStats, type CacheStats } from '../../lib/cache/index.js';
 import { IdGenerator } from '../../lib/id/index.js';
 import { LockClient } from '../../lib/lock/index.js';
-import { AdmissionGate, RateLimiter } from '../../lib/rate-limit/index.js';
+import { PassThroughReader, type KeyReader } from '../../lib/near-cache/index.js';
+import { AdmissionGate, RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
+import { TokenSigner } from '../../lib/signed-token/index.js';
+import { ConfigError } from '../../infra/config.js';
+import { CaptchaStore } from './captcha.js';
+import { gateRoutes } from './gate-routes.js';
+import { orderEventRoutes } from './order-event-routes.js';
+import { OrderEventHub, RedisOrderEvents, StreamSlots } from './order-events.js';
+import { GateSettingsCache, PurchaseGate } from './purchase-gate.js';
 import { UnpaidOrderCanceller } from './canceller.js';
-import { LIMIT_NAMES, SaleKeys } from './keys.js';
+import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
 import { OrderLimits } from './order-limits.js';
-import { OrderRepository } from './order-repository.js';
 import { orderRoutes } from './order-routes.js';
 import { OrderService, type Locks } from './order-service.js';
 import { OrderStream } from './order-stream.js';
 import { OrderWorker } from './order-worker.js';
+import { DueTrackedOrders, UnpaidQueue } from './release-queue.js';
 import { SaleStore } from './sale-store.js';
+import { UnpaidCancellations } from './unpaid-cancellations.js';
 import { BREAKER_STATES } from './write-breaker.js';
 import { VoucherRepository } from './voucher-repository.js';
 import { voucherRoutes } from './voucher-routes.js';
@@ -26,9 +36,10 @@ import { SoldOutMemory } from './sold-out.js';
 import { VoucherService } from './voucher-service.js';
 
 export type { Locks } from './order-service.js';
+export type { VoucherRepository } from './voucher-repository.js';
 
 export interface SeckillDeps {
-  config: Pick<Config, 'seckill' | 'rateLimit' | 'idBlockSize' | 'port'>;
+  config: Pick<Config, 'seckill' | 'cache' | 'rateLimit' | 'idBlockSize' | 'port' | 'purchaseGate' | 'orderEvents' | 'redisKeyPrefix' | 'nodeEnv'>;
   redis: RedisClient;
   db: Db;
   log: Log;
@@ -36,11 +47,25 @@ export interface SeckillDeps {
   metrics?: Metrics;
   /** The sync strategy's per-user locks; without them the sale makes a lock client of its own when it needs one. */
   locks?: Locks;
+  /** The process's lock client: the voucher list cache's rebuild locks (default: one of the sale's own, closed with it). */
+  lockClient?: LockClient;
+  /**
+   * The process's near cache, in front of `cache:voucher-list:{shopId}` and of the sale hashes'
+   * stock the voucher list reads (default: none, every list read goes to Redis).
+   */
+  near?: KeyReader;
+  /** Defaults to the MySQL repository; tests wrap it to count the list's loads. */
+  voucherRepository?: VoucherRepository;
+  /** Receives cache events besides the Prometheus counter (tests, tools). */
+  cacheStats?: CacheStats;
   /** Consumer name of this process's order worker (default SECKILL_CONSUMER, else `{hostname}:{port}`). */
   consumerName?: string;
 }
 
 export type Seckill = ReturnType<typeof buildSeckill>;
+
+/** At most this many open sales in `seckill_stock_left` (the ones ending soonest): a bounded series count. */
+const STOCK_GAUGE_VOUCHERS = 50;
 
 /**
  * The flash sale, whole: vouchers, orders and the jobs that move orders from Redis to MySQL.
@@ -58,14 +83,40 @@ export function buildSeckill(deps: SeckillDeps) {
     onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks),
   });
   const stream = new OrderStream(redis, keys);
-  const vouchers = new VoucherRepository(db);
-  const orders = new OrderRepository(db);
-  const voucherService = new VoucherService(vouchers, store);
-  const controls = new SaleControls(db, store);
-  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
+  const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
+  // Every order written to MySQL (worker batch or sync request) is scheduled for its cancellation.
+  const unpaidQueue = new UnpaidQueue(redis, keys, settings.paymentWindowSeconds * 1000);
+  const orders = new DueTrackedOrders(db, unpaidQueue, (err: unknown) =>
+    log.warn({ err }, 'could not schedule an order in the release queue; the sweep cancels it if unpaid'),
+  );
+  // The process's lock client, or one of the sale's own (it opens no connection until a lock is waited for).
+  const lockClient = deps.lockClient ?? new LockClient(redis, { observer: lockWaitObserver(metrics) });
   // The sync strategy takes a per-user lock; the async one needs none.
-  const ownLocks = !deps.locks && settings.strategy === 'sync' ? new LockClient(redis, { observer: lockWaitObserver(metrics) }) : undefined;
-  const locks = deps.locks ?? ownLocks;
+  const locks = deps.locks ?? (settings.strategy === 'sync' ? lockClient : undefined);
+  // The voucher list cache (its rebuild locks on the lock client).
+  const caches = new CacheClient(redis, {
+    locks: lockClient,
+    stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
+    onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
+    ...(deps.near ? { reader: deps.near } : {}),
+  });
+  const voucherService = new VoucherService(vouchers, store, {
+    caches,
+    reader: deps.near ?? new PassThroughReader(redis),
+    ttlMs: settings.listCacheTtlSeconds * 1000,
+    nullTtlMs: config.cache.nullTtlSeconds * 1000,
+    jitterPercent: config.cache.ttlJitterPercent,
+    waitMs: config.cache.rebuildWaitMs,
+  });
+  const gateSettings = GateSettingsCache.fromDatabase(db);
+  // After every control (after the MySQL commit): the gate memory of a changed sale, and the list every instance shows.
+  const controls = new SaleControls(db, store, async (voucherId, changed) => {
+    if (changed) gateSettings.forget(voucherId);
+    await voucherService.forgetListOf(voucherId);
+  });
+  const events = new RedisOrderEvents(redis, config.redisKeyPrefix, log);
+  const eventHub = new OrderEventHub(redis, config.redisKeyPrefix);
+  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
   const orderService = new OrderService({
     strategy: settings.strategy,
     ids: new IdGenerator(redis, { blockSize: config.idBlockSize }),
@@ -76,6 +127,7 @@ export function buildSeckill(deps: SeckillDeps) {
     ...(locks ? { locks } : {}),
     soldOut,
     countOutcome: (strategy, outcome) => metrics.seckillRequests.inc({ strategy, outcome }),
+    events,
   });
   const limits = new OrderLimits(
     new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
@@ -93,6 +145,9 @@ export function buildSeckill(deps: SeckillDeps) {
     claimIdleMs: settings.claimIdleMs,
     log,
     onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
+    onWritten: (written) => {
+      events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
+    },
     breaker: {
       onAttempt: (kind) => metrics.workerMysqlAttempts.inc({ kind }),
       onFailure: (kind) => metrics.workerMysqlFailures.inc({ kind }),
@@ -101,7 +156,12 @@ export function buildSeckill(deps: SeckillDeps) {
   const canceller = new UnpaidOrderCanceller(orders, store, {
     paymentWindowSeconds: settings.paymentWindowSeconds,
     intervalMs: Math.min(30_000, Math.max(1_000, (settings.paymentWindowSeconds * 1000) / 4)),
+    releaseQueue: { queue: unpaidQueue, cancellations: new UnpaidCancellations(db), pollMs: settings.releasePollMs },
     log,
+    onCancelled: (order, latenessMs, by) => {
+      metrics.releaseLateness.observe({ by }, Math.max(0, latenessMs) / 1000);
+      events.changed([{ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'cancelled' }]);
+    },
   });
   metrics.onScrape(async () => {
     for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, worker.breaker.state === state ? 1 : 0);
@@ -113,11 +173,46 @@ export function buildSeckill(deps: SeckillDeps) {
       metrics.deadLetters.set(labels, deadLetters);
     }
   });
+  metrics.onScrape(async () => {
+    // A scrape never fails for it: without MySQL or Redis the gauge is only left empty.
+    const open = await voucherService.openSaleStock(STOCK_GAUGE_VOUCHERS).catch((err: unknown) => {
+      log.warn({ err }, 'could not read the stock of the open sales for seckill_stock_left');
+      return [];
+    });
+    metrics.stockLeft.reset();
+    for (const { voucherId, stock } of open) metrics.stockLeft.set({ voucher_id: voucherId }, stock);
+  });
+
+  // Built with the routes only: the standalone worker needs no token keys.
+  const purchaseGate = (): PurchaseGate =>
+    new PurchaseGate({
+      signer: new TokenSigner(purchaseTokenKeys(config)),
+      settings: gateSettings,
+      captcha: new CaptchaStore(redis, { tries: config.purchaseGate.captchaTries }),
+      limit: new RateLimit(
+        new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
+        config.purchaseGate.requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: config.purchaseGate.requestsPerMinute, windowSeconds: 60 }] : [],
+      ),
+      tokenTtlMs: config.purchaseGate.tokenTtlSeconds * 1000,
+    });
 
   const routes: FastifyPluginAsync = async (api) => {
+    const gate = purchaseGate();
+    // Every unfinished sale's gate known ahead of its orders, so they need no MySQL (purchase-gate.ts).
+    gateSettings.keepLoaded((err: unknown) => log.warn({ err }, 'could not load the gate settings of the unfinished sales; the known ones hold'));
+    api.addHook('onClose', async () => gateSettings.stop());
     await api.register(voucherRoutes, { service: voucherService });
     await api.register(saleControlRoutes, { controls });
-    await api.register(orderRoutes, { service: orderService, limits });
+    await api.register(gateRoutes, { gate });
+    await api.register(orderRoutes, { service: orderService, limits, gate });
+    const { streamsPerUser, heartbeatMs } = config.orderEvents;
+    await api.register(orderEventRoutes, {
+      hub: eventHub,
+      slots: new StreamSlots(redis, streamsPerUser, heartbeatMs * 3),
+      streamsPerUser,
+      heartbeatMs,
+      readOrder: (userId, orderId) => orderService.getOrder(userId, orderId),
+    });
   };
 
   const startJobs = (): void => {
@@ -136,7 +231,10 @@ export function buildSeckill(deps: SeckillDeps) {
     limits,
     worker,
     canceller,
+    unpaidQueue,
     routes,
+    gateSettings,
+    events,
     startJobs,
     /** For an app instance: publishes unfinished sales (best effort), then runs the jobs if SECKILL_WORKER is on. */
     async start(): Promise<void> {
@@ -155,7 +253,9 @@ export function buildSeckill(deps: SeckillDeps) {
       await worker.stop();
       await canceller.stop();
       await store.close();
-      await ownLocks?.close();
+      await eventHub.close();
+      await caches.idle();
+      if (!deps.lockClient) await lockClient.close();
     },
   };
 }
@@ -169,4 +269,16 @@ function replicaAckTimeoutReporter(metrics: Metrics, log: Log, wanted: number) {
     lastWarning = Date.now();
     log.warn({ accepted, acknowledged, wanted }, 'seckill: orders answered before enough replicas confirmed them (see seckill_replica_ack_timeouts_total)');
   };
+}
+
+/** Used only until PURCHASE_TOKEN_KEYS is set; production refuses to start with it. */
+const DEVELOPMENT_TOKEN_KEY = { kid: 'dev', secret: 'hmdp-development-purchase-token-key-not-a-secret' };
+
+/** PURCHASE_TOKEN_KEYS, or outside production a fixed key that every development instance shares. */
+function purchaseTokenKeys(config: Pick<Config, 'purchaseGate' | 'nodeEnv'>): Array<{ kid: string; secret: string }> {
+  if (config.purchaseGate.tokenKeys.length > 0) return config.purchaseGate.tokenKeys;
+  if (config.nodeEnv === 'production') {
+    throw new ConfigError('PURCHASE_TOKEN_KEYS is not set: production needs its own purchase token keys (kid:secret, e.g. k1:$(openssl rand -hex 32))');
+  }
+  return [DEVELOPMENT_TOKEN_KEY];
 }

@@ -6,11 +6,14 @@
  * Redis Cluster slot, and different vouchers still spread over the cluster. The shard count is
  * fixed for a deployment (SECKILL_STREAM_SHARDS): changing it while orders are queued strands them.
  *
- *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, total, suspended, paused_until, paused_by, paused_created]}
- *   {seckill:N}:buyers:{voucherId}    set of user ids with a live order
+ *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, limit, total, suspended, paused_until, paused_by, paused_created]}
+ *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
  *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`
  *   {seckill:N}:orders:dead           stream of dead letters (entries that kept failing)
- *   {seckill:N}:queued                hash orderId -> "userId:voucherId", accepted and not yet in MySQL
+ *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot", accepted and not yet in MySQL
+ *   {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot": the user's orders accepted on
+ *                                     this shard; entries no longer queued are dropped when read (1 day)
+ *   {seckill:N}:idem:{userId}:{key}   string orderId: the order an Idempotency-Key was accepted as (1 day)
  *   {seckill:N}:in-flight             sorted set orderId -> reserve time (ms): sync orders whose request writes MySQL
  *   {seckill:N}:released:{orderId}    string marker: this order's unit was given back (7 days)
  *
@@ -18,13 +21,41 @@
  *   icr:order:{yyyyMMdd}              order id sequence (src/lib/id, prefix ORDER_ID_PREFIX)
  *   lock:{order:{userId}}[:fence]     the sync strategy's per-user lock and its fencing counter (src/lib/lock)
  *   rl:order:user:{userId}, rl:order:ip:{ip}, rl:sale:{voucherId}   order limits (src/lib/rate-limit)
+ *
+ * Per user, outside the sale's slots (an Idempotency-Key is bound to one voucher before reserve.lua runs):
+ *   seckill:idem:{userId}:{key}       string voucherId (1 day)
+ *
+ * The voucher list of a shop (`GET /voucher/list/{shopId}`, voucher-service.ts), outside the sale's slots:
+ *   cache:voucher-list:{shopId}       JSON of the shop's vouchers as listed, seckill ones with MySQL's stock (the
+ *                                     fallback), or the null marker of a shop without vouchers (src/lib/cache,
+ *                                     VOUCHER_LIST_CACHE_TTL_SECONDS; invalidated by voucher creation and sale controls)
+ *   lock:{voucher-list:{shopId}}      its rebuild lock (src/lib/lock)
+ * Both it and the sale hash's stock (`{seckill:N}:voucher:{voucherId}`) are read through the process's near
+ * cache (regions VOUCHER_LIST_CACHE_NAME and SALE_STOCK_NEAR_REGION), kept coherent by Redis client tracking.
  */
+
+/** The cache of a shop's voucher list: its name in the cache library (stats, near cache region, lock) and its key. */
+export const VOUCHER_LIST_CACHE_NAME = 'voucher-list';
+export const voucherListCacheKey = (shopId: string): string => `cache:voucher-list:${shopId}`;
+
+/** The near cache region holding the live stock of the sale hashes the voucher lists read. */
+export const SALE_STOCK_NEAR_REGION = 'voucher-sale';
 
 /** The consumer group of the order streams. */
 export const ORDER_GROUP = 'order-writers';
 
 /** A sale's stock hash and buyer set expire this long after the sale ends. */
 export const SALE_KEYS_KEPT_AFTER_END_MS = 7 * 24 * 3600_000;
+
+/** A voucher's default and highest limit of live orders per user (slots are bits of a 32-bit Lua bitmask). */
+export const DEFAULT_LIMIT_PER_USER = 1;
+export const MAX_LIMIT_PER_USER = 30;
+
+/** How long an Idempotency-Key's binding and its order id are kept. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
+/** How long a user's list of accepted, not yet written orders is kept after their last order. */
+export const USER_ORDERS_TTL_MS = 24 * 3600_000;
 
 /** How long the "already released" marker of an order is kept (a retry comes within minutes). */
 export const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
@@ -33,6 +64,19 @@ export const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
 export const ORDER_ID_PREFIX = 'order';
 export const userOrderLock = (userId: string): string => `order:${userId}`;
 export const LIMIT_NAMES = { perUser: 'order:user', perIp: 'order:ip', admission: 'sale' } as const;
+
+/**
+ * The purchase gate and order events (purchase-gate.ts, captcha.ts, order-events.ts):
+ *   seckill:captcha:{voucherId}:{userId}   hash {answer, wrong}: the user's captcha of a gated sale (120 s)
+ *   rl:gate:user:{userId}                  token and captcha requests per user (src/lib/rate-limit)
+ *   order-events:{userId}                  pub/sub channel of the user's order state changes (key prefix included)
+ *   semaphore order-streams:{userId}       the user's open event streams (src/lib/lock permit-expirable semaphore)
+ */
+export const captchaKey = (voucherId: string, userId: string): string => `seckill:captcha:${voucherId}:${userId}`;
+export const GATE_LIMIT_NAME = 'gate:user';
+/** The one pub/sub channel of order state changes (a JSON array of changes per message), under the key prefix. */
+export const orderEventsChannel = (keyPrefix: string): string => `${keyPrefix}order-events`;
+export const orderStreamsSemaphore = (userId: string): string => `order-streams:${userId}`;
 
 export const shardTag = (shard: number): string => `{seckill:${shard}}`;
 
@@ -71,7 +115,22 @@ export class SaleKeys {
 
   voucher(voucherId: string): VoucherKeys {
     const shardKeys = this.shard(this.shardOf(voucherId));
-    return { ...shardKeys, voucher: `${shardKeys.tag}:voucher:${voucherId}`, buyers: `${shardKeys.tag}:buyers:${voucherId}` };
+    return { ...shardKeys, voucher: `${shardKeys.tag}:voucher:${voucherId}`, buyers: `${shardKeys.tag}:buyer-slots:${voucherId}` };
+  }
+
+  /** The user's accepted, not yet written orders on one shard. */
+  userOrders(shard: number, userId: string): string {
+    return `${shardTag(shard)}:user-orders:${userId}`;
+  }
+
+  /** The order id an Idempotency-Key was accepted as, in the voucher's shard. */
+  idempotentOrder(voucherId: string, userId: string, key: string): string {
+    return `${this.shard(this.shardOf(voucherId)).tag}:idem:${userId}:${key}`;
+  }
+
+  /** The voucher an Idempotency-Key is bound to: per user, any shard (written before reserve.lua). */
+  idempotencyBinding(userId: string, key: string): string {
+    return `seckill:idem:{${userId}}:${key}`;
   }
 
   /** The marker release.lua sets when an order's unit is given back. */
@@ -79,3 +138,15 @@ export class SaleKeys {
     return `${this.shard(this.shardOf(order.voucherId)).tag}:released:${order.orderId}`;
   }
 }
+
+/*
+ * The release queue (release-queue.ts), one per shard beside the shard's stream:
+ *
+ *   {seckill:N}:unpaid-due            sorted set "orderId:userId:voucherId:slot" -> due time (ms, Redis clock):
+ *                                     orders written to MySQL, cancelled unpaid at the due time
+ *
+ * Per shard, not one global key: each shard's orders are written (and scheduled) by its own
+ * worker loop, so the schedule lands in the slot that loop already uses, and under Redis Cluster
+ * the queues spread over the masters like the streams; a master's failover stalls only its shards.
+ */
+export const unpaidDueKey = (shard: number): string => `${shardTag(shard)}:unpaid-due`;

@@ -1,6 +1,8 @@
 import { tooManyRequests } from '../../http/errors.js';
+import type { MessageFactory } from '../../http/messages.js';
 import type { AdmissionGate, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../lib/rate-limit/index.js';
 import { LIMIT_NAMES } from './keys.js';
+import { SECKILL_MESSAGES } from './messages.js';
 
 export interface OrderLimitsOptions {
   /** Order requests per user per second (0: off). */
@@ -9,9 +11,9 @@ export interface OrderLimitsOptions {
   perIp: number;
 }
 
-const MESSAGES: Record<string, string> = {
-  [LIMIT_NAMES.perUser]: 'Too many order requests from your account',
-  [LIMIT_NAMES.perIp]: 'Too many order requests from this address',
+const MESSAGES: Record<string, MessageFactory<'seconds'>> = {
+  [LIMIT_NAMES.perUser]: SECKILL_MESSAGES.tooManyFromAccount,
+  [LIMIT_NAMES.perIp]: SECKILL_MESSAGES.tooManyFromAddress,
 };
 
 /**
@@ -47,7 +49,7 @@ export class OrderLimits {
     if (this.saleGate.enabled) {
       const admission = await this.saleGate.admit(voucherId);
       if (!admission.admitted) {
-        throw tooManyRequests(`Too many people are buying this voucher right now: ${retryText(admission.retryAfterMs)}`, admission.retryAfterMs);
+        throw tooManyRequests(SECKILL_MESSAGES.tooManyBuyers, admission.retryAfterMs);
       }
     }
     refuseIfDenied(await this.limiter.consume(checks));
@@ -56,8 +58,5 @@ export class OrderLimits {
 
 function refuseIfDenied(decision: RateLimitDecision | null): void {
   if (decision === null || decision.allowed) return;
-  const message = MESSAGES[decision.rule] ?? 'Too many requests';
-  throw tooManyRequests(`${message}: ${retryText(decision.retryAfterMs)}`, decision.retryAfterMs);
+  throw tooManyRequests(MESSAGES[decision.rule] ?? SECKILL_MESSAGES.tooManyRequests, decision.retryAfterMs);
 }
-
-const retryText = (retryAfterMs: number): string => `try again in ${Math.max(1, Math.ceil(retryAfterMs / 1000))} s`;

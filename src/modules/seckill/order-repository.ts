@@ -14,12 +14,15 @@ export interface NewOrder {
   orderId: string;
   userId: string;
   voucherId: string;
+  /** The user's slot 1..limit (reserve.lua): unique per (user, voucher, live); absent: 1. */
+  slot?: number;
 }
 
 /**
  * `created`: inserted now, stock taken. `duplicate`: this very order was written before (a
- * redelivered stream entry). `user-has-order`: the user already has another live order for the
- * voucher (Redis lost its buyer mark, e.g. in a failover); MySQL's unique key refused it.
+ * redelivered stream entry). `user-has-order`: the user already has another live order in the
+ * same slot of the voucher (Redis lost its slot mark, e.g. in a failover); MySQL's unique key
+ * (user, voucher, slot, live) refused it, so no user ever holds more than the limit.
  */
 export type PersistOutcome = 'created' | 'duplicate' | 'user-has-order';
 
@@ -37,7 +40,7 @@ export class OrderRepository {
 
   /**
    * Writes one order and takes its unit of stock, in one transaction. Idempotent: the primary
-   * key (order id) and the unique (user, voucher, live) key turn a second write into a no-op.
+   * key (order id) and the unique (user, voucher, slot, live) key turn a second write into a no-op.
    */
   async persist(order: NewOrder): Promise<PersistOutcome> {
     return this.db.transaction().execute(async (trx) => {
@@ -46,7 +49,7 @@ export class OrderRepository {
       const insert = await trx
         .insertInto('tb_voucher_order')
         .ignore()
-        .values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId })
+        .values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId, slot: order.slot ?? 1 })
         .executeTakeFirst();
       if (Number(insert.numInsertedOrUpdatedRows ?? 0n) === 0) {
         const same = await trx.selectFrom('tb_voucher_order').select('id').where('id', '=', order.orderId).executeTakeFirst();
@@ -69,15 +72,13 @@ export class OrderRepository {
       const insert = await trx
         .insertInto('tb_voucher_order')
         .ignore()
-        .values(orders.map((order) => ({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId })))
+        .values(orders.map((order) => ({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId, slot: order.slot ?? 1 })))
         .executeTakeFirst();
       const inserted = Number(insert.numInsertedOrUpdatedRows ?? 0n);
       if (inserted !== orders.length) throw new BatchNotAllNew(`${orders.length - inserted} of ${orders.length} orders were not new`);
-      // Stock rows in one order (by voucher id) in every transaction: two batches never deadlock on them.
       const perVoucher = new Map<string, number>();
       for (const order of orders) perVoucher.set(order.voucherId, (perVoucher.get(order.voucherId) ?? 0) + 1);
-      const vouchers = [...perVoucher].sort(([a], [b]) => (BigInt(a) < BigInt(b) ? -1 : 1));
-      for (const [voucherId, units] of vouchers) await takeStock(trx, voucherId, units);
+      await takeStockOfAll(trx, perVoucher);
     });
   }
 
@@ -115,6 +116,20 @@ export class OrderRepository {
       .limit(limit)
       .offset(offset)
       .execute();
+  }
+
+  /** Title, shop and price of vouchers (for orders not yet in MySQL, listed with their user's orders). */
+  async voucherSummaries(voucherIds: string[]): Promise<Map<string, Pick<UserOrderRow, 'title' | 'shop_id' | 'pay_value'>>> {
+    if (voucherIds.length === 0) return new Map();
+    const rows = await this.db.selectFrom('tb_voucher').select(['id', 'title', 'shop_id', 'pay_value']).where('id', 'in', voucherIds).execute();
+    return new Map(rows.map((row) => [row.id, row]));
+  }
+
+  /** Which of these order ids are MySQL rows. */
+  async existing(orderIds: string[]): Promise<Set<string>> {
+    if (orderIds.length === 0) return new Set();
+    const rows = await this.db.selectFrom('tb_voucher_order').select('id').where('id', 'in', orderIds).execute();
+    return new Set(rows.map((row) => row.id));
   }
 
   /** How many orders the user has (the index on user_id answers it). */
@@ -191,6 +206,35 @@ export class OrderRepository {
 }
 
 /** `stock = stock - n WHERE stock >= n`: the database never goes below zero. */
+/**
+ * Takes each voucher's units in one UPDATE (a batch spread over many sales would otherwise send
+ * one statement per voucher): all or nothing, since a voucher short of stock matches no row and
+ * the caller's transaction is rolled back. InnoDB locks the rows in primary key order whatever
+ * the order of the list, so two batches never deadlock on them.
+ */
+async function takeStockOfAll(trx: Transaction<Database>, unitsByVoucher: ReadonlyMap<string, number>): Promise<void> {
+  if (unitsByVoucher.size === 1) {
+    const [voucherId, units] = unitsByVoucher.entries().next().value!;
+    return takeStock(trx, voucherId, units);
+  }
+  const voucherIds = [...unitsByVoucher.keys()];
+  const units = sql<number>`CASE voucher_id ${sql.join(
+    [...unitsByVoucher].map(([voucherId, count]) => sql`WHEN ${voucherId} THEN ${count}`),
+    sql` `,
+  )} END`;
+  const taken = await trx
+    .updateTable('tb_seckill_voucher')
+    .set({ stock: sql`stock - ${units}` })
+    .where('voucher_id', 'in', voucherIds)
+    .where('stock', '>=', units)
+    .executeTakeFirst();
+  if (taken.numUpdatedRows !== BigInt(voucherIds.length)) {
+    throw new OutOfStockInDatabase(
+      `${voucherIds.length - Number(taken.numUpdatedRows)} of vouchers ${voucherIds.join(', ')} lack the stock of this batch in MySQL`,
+    );
+  }
+}
+
 async function takeStock(trx: Transaction<Database>, voucherId: string, units = 1): Promise<void> {
   const taken = await trx
     .updateTable('tb_seckill_voucher')

@@ -1,28 +1,52 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { Current, IdParams } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
+import { SECKILL_MESSAGES } from './messages.js';
 import type { OrderLimits } from './order-limits.js';
-import { ORDER_DEADLINE_MESSAGE, type OrderService } from './order-service.js';
+import { PURCHASE_TOKEN_HEADER, type PurchaseGate } from './purchase-gate.js';
+import { orderDeadlineMessage, type OrderService } from './order-service.js';
 
-export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; limits: OrderLimits }> = async (app, { service, limits }) => {
+/** An Idempotency-Key: 1 to 64 visible ASCII characters (no spaces, no control characters). */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,64}$/;
+
+/** The request's Idempotency-Key, if any; a malformed one is a 400. */
+function idempotencyKeyOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const value = headers['idempotency-key'];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !IDEMPOTENCY_KEY.test(value)) {
+    throw badRequest(SECKILL_MESSAGES.badIdempotencyKey());
+  }
+  return value;
+}
+
+export const orderRoutes: FastifyPluginAsyncTypebox<{ service: OrderService; limits: OrderLimits; gate?: PurchaseGate }> = async (
+  app,
+  { service, limits, gate },
+) => {
   // rateLimit: false: the general per-IP API limit (if on) skips this route, which has its own.
   app.post(
     '/voucher-order/seckill/:id',
     {
       schema: {
         summary:
-          'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit; 503 when Redis did not answer, saying whether the outcome is unknown)',
+          'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit; 503 when Redis did not answer, saying whether the outcome is unknown). ' +
+          'Optional header Idempotency-Key (1-64 visible ASCII): a retry with it returns the same order id for 24 h; 422 when the key was used for another voucher',
         params: IdParams,
       },
-      config: { rateLimit: false, deadlineMessage: ORDER_DEADLINE_MESSAGE },
+      config: { rateLimit: false, deadlineMessage: (request) => orderDeadlineMessage((request.params as { id: string }).id) },
     },
     async (request) => {
       const userId = currentUser(request).id;
-      service.refuseIfKnownSoldOut(request.params.id);
+      const idempotencyKey = idempotencyKeyOf(request.headers);
+      // A retry with a key must reach reserve.lua, which returns its order even once sold out.
+      if (idempotencyKey === undefined) service.refuseIfKnownSoldOut(request.params.id);
+      // A gated sale: a purchase token of this user and voucher (purchase-gate.ts), checked in memory.
+      await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
       await limits.check(userId, request.ip, request.params.id);
-      return ok(await service.placeSeckillOrder(userId, request.params.id));
+      return ok(await service.placeSeckillOrder(userId, request.params.id, idempotencyKey));
     },
   );
 

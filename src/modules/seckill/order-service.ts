@@ -1,11 +1,15 @@
 import { HttpError, notFound } from '../../http/errors.js';
+import { render, type Message } from '../../http/messages.js';
 import { isTransient, unavailableDependency } from '../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../lib/lock/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from './keys.js';
+import { SECKILL_MESSAGES } from './messages.js';
+import type { OrderEvents } from './order-events.js';
+import type { OrderState } from './types.js';
 import type { OrderStream } from './order-stream.js';
 import type { SoldOutMemory } from './sold-out.js';
-import type { SaleStore } from './sale-store.js';
-import type { QueuedOrder, ReserveOutcome } from './types.js';
+import type { SaleStore, UserQueuedOrder } from './sale-store.js';
+import type { OrderRequest, QueuedOrder, ReserveResult } from './types.js';
 import type { VoucherRepository } from './voucher-repository.js';
 import { OrderStatus, OutOfStockInDatabase, type OrderRepository, type OrderRow, type UserOrderRow } from './order-repository.js';
 
@@ -22,7 +26,7 @@ export interface Locks {
 /** How long a request of the sync strategy waits for the same user's earlier request. */
 const USER_LOCK_WAIT_MS = 5_000;
 
-export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
+export type { OrderState };
 
 export interface OrderView {
   id: string;
@@ -53,7 +57,7 @@ export const ORDERS_PER_PAGE = 10;
 export class SaleRefused extends HttpError {
   readonly outcome: 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'busy' | 'paused' | 'suspended';
 
-  constructor(outcome: SaleRefused['outcome'], message: string) {
+  constructor(outcome: SaleRefused['outcome'], message: Message) {
     // A refusal is an answer, not a fault, and most requests of a flash sale get one ("sold
     // out"): skip the stack trace, the costliest part of making an Error (2 % of the server's
     // CPU in the seckill benchmark's profile).
@@ -74,29 +78,28 @@ export class OutcomeUnknown extends HttpError {
   readonly outcome = 'unknown';
 
   constructor(orderId: string, voucherId: string, cause: unknown) {
-    super(
-      503,
-      `The outcome of this order is unknown (${unavailableDependency(cause)?.dependency ?? 'a dependency'} did not answer): it may have been placed as order ${orderId}. ` +
-        `Check GET /api/voucher-order/${orderId} or GET /api/voucher-order/of/me/voucher/${voucherId} before ordering again`,
-      { 'retry-after': '1' },
-    );
+    const dependency = unavailableDependency(cause)?.dependency ?? 'a dependency';
+    super(503, SECKILL_MESSAGES.outcomeUnknown({ dependency, orderId, voucherId }), { 'retry-after': '1' });
     this.cause = cause;
   }
 }
 
 /** What the request deadline answers on the order route, whose reserve may have run by then. */
-export const ORDER_DEADLINE_MESSAGE =
-  'The outcome of this order is unknown (no answer in time): check GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again';
+export const orderDeadlineMessage = (voucherId: string): Message => SECKILL_MESSAGES.orderDeadline({ voucherId });
 
+/** The refusals' English texts, as tests and the bench compare them (clients get their language's: messages.ts). */
 export const REFUSALS = {
-  notStarted: 'The sale has not started yet',
-  ended: 'The sale has ended',
-  soldOut: 'Sold out',
-  alreadyBought: 'You already have an order for this voucher',
-  busy: 'Your previous order request is still being processed',
-  paused: 'Sale is being checked, please retry',
-  suspended: 'The sale is paused by the organiser, please retry later',
-  unknownVoucher: (id: string) => `Voucher ${id} is not a seckill voucher`,
+  notStarted: SECKILL_MESSAGES.notStarted.texts.en,
+  ended: SECKILL_MESSAGES.ended.texts.en,
+  soldOut: SECKILL_MESSAGES.soldOut.texts.en,
+  alreadyBought: SECKILL_MESSAGES.alreadyBought.texts.en,
+  /** A voucher whose limit per user is above 1 (1: alreadyBought, hmdp's message). */
+  atLimit: (limit: number) => render(SECKILL_MESSAGES.atLimit({ limit }), 'en'),
+  idempotencyKeyReused: (voucherId: string) => render(SECKILL_MESSAGES.idempotencyKeyReused({ voucherId }), 'en'),
+  busy: SECKILL_MESSAGES.busy.texts.en,
+  paused: SECKILL_MESSAGES.paused.texts.en,
+  suspended: SECKILL_MESSAGES.suspended.texts.en,
+  unknownVoucher: (id: string) => render(SECKILL_MESSAGES.unknownVoucher({ id }), 'en'),
 } as const;
 
 const STATE_BY_STATUS: Record<number, OrderState> = {
@@ -120,6 +123,8 @@ export interface OrderServiceDeps {
   soldOut?: SoldOutMemory;
   /** Counts outcomes (seckill_requests_total). */
   countOutcome?: (strategy: string, outcome: string) => void;
+  /** Told of each paid order (order-events.ts). */
+  events?: OrderEvents;
 }
 
 export class OrderService {
@@ -132,16 +137,25 @@ export class OrderService {
   refuseIfKnownSoldOut(voucherId: string): void {
     if (!this.deps.soldOut?.known(voucherId)) return;
     this.deps.countOutcome?.(this.deps.strategy, 'sold-out-known');
-    throw new SaleRefused('sold-out', REFUSALS.soldOut);
+    throw new SaleRefused('sold-out', SECKILL_MESSAGES.soldOut());
   }
 
-  /** Places a seckill order; returns its id (as a decimal string). */
-  async placeSeckillOrder(userId: string, voucherId: string): Promise<string> {
+  /**
+   * Places a seckill order; returns its id (as a decimal string). With an Idempotency-Key, a
+   * retry returns the order the key was first accepted as (never "already bought", never a second
+   * order); the key is bound to this voucher first (422 when it was used for another one).
+   */
+  async placeSeckillOrder(userId: string, voucherId: string, idempotencyKey?: string): Promise<string> {
     const { strategy, countOutcome } = this.deps;
     try {
-      const orderId = strategy === 'async' ? await this.placeAsync(userId, voucherId) : await this.placeSync(userId, voucherId);
-      countOutcome?.(strategy, 'accepted');
-      return orderId;
+      if (idempotencyKey !== undefined) await this.bindKey(userId, idempotencyKey, voucherId);
+      const request: OrderRequest = { orderId: String(await this.deps.ids.nextId(ORDER_ID_PREFIX)), userId, voucherId };
+      if (idempotencyKey !== undefined) request.idempotencyKey = idempotencyKey;
+      const placed = strategy === 'async' ? await this.placeAsync(request) : await this.placeSync(request);
+      countOutcome?.(strategy, placed.replayed ? 'replayed' : 'accepted');
+      // No event for the acceptance itself: no stream can wait for an order whose id this answer
+      // first tells, and a stream sends the current state first (order-event-routes.ts).
+      return placed.orderId;
     } catch (error) {
       countOutcome?.(strategy, outcomeOf(error));
       // Best effort: a failed read only means the next refusal asks Redis again.
@@ -150,27 +164,29 @@ export class OrderService {
     }
   }
 
+  private async bindKey(userId: string, key: string, voucherId: string): Promise<void> {
+    const binding = await this.deps.store.bindIdempotencyKey(userId, key, voucherId);
+    if (!binding.bound) throw new HttpError(422, SECKILL_MESSAGES.idempotencyKeyReused({ voucherId: binding.voucherId }));
+  }
+
   /**
    * The Redis path: one Lua script decides and queues the order; MySQL is written by the worker.
    * The answer is immediate; the client polls GET /voucher-order/{id} for `created`.
    */
-  private async placeAsync(userId: string, voucherId: string): Promise<string> {
-    const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
-    const order = { orderId, userId, voucherId };
-    let outcome = await this.reserve(order);
-    if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order);
-    throwIfRefused(outcome, voucherId);
-    return orderId;
+  private async placeAsync(order: OrderRequest): Promise<Placed> {
+    let result = await this.reserve(order);
+    if (result.outcome === 'unknown-voucher') result = await this.publishFromDatabase(order);
+    return placedOrRefused(result, order);
   }
 
   /**
    * A voucher Redis does not know: created while Redis was away, lost by Redis, or a sale long
    * over whose keys expired. Published from MySQL (not when over: its answer is known), then retried.
    */
-  private async publishFromDatabase(order: QueuedOrder, reserve = (again: QueuedOrder) => this.reserve(again)): Promise<ReserveOutcome> {
+  private async publishFromDatabase(order: OrderRequest, reserve = (again: OrderRequest) => this.reserve(again)): Promise<ReserveResult> {
     const seckill = await this.deps.vouchers.findSeckill(order.voucherId);
-    if (!seckill) return 'unknown-voucher';
-    if (Date.now() >= seckill.end_time.getTime()) return 'ended';
+    if (!seckill) return { outcome: 'unknown-voucher' };
+    if (Date.now() >= seckill.end_time.getTime()) return { outcome: 'ended' };
     await this.deps.store.publish({
       voucherId: order.voucherId,
       stock: seckill.stock,
@@ -178,12 +194,13 @@ export class OrderService {
       end: seckill.end_time,
       total: seckill.total_stock,
       suspended: seckill.paused === 1,
+      limitPerUser: seckill.limit_per_user,
     });
     return reserve(order);
   }
 
   /** reserve.lua; any failure after it may have been sent means the outcome is unknown, never "refused". */
-  private async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+  private async reserve(order: OrderRequest): Promise<ReserveResult> {
     try {
       return await this.deps.store.reserve(order);
     } catch (error) {
@@ -192,7 +209,7 @@ export class OrderService {
   }
 
   /** The sync strategy's hold (the same script, not streamed); likewise never "refused" on a failure. */
-  private async hold(order: QueuedOrder): Promise<ReserveOutcome> {
+  private async hold(order: OrderRequest): Promise<ReserveResult> {
     try {
       return await this.deps.store.hold(order);
     } catch (error) {
@@ -207,31 +224,29 @@ export class OrderService {
    * strategy therefore share one stock and one buyer set: switching strategy mid-sale, or running
    * both, can neither oversell nor accept an order that is later dropped.
    */
-  private async placeSync(userId: string, voucherId: string): Promise<string> {
+  private async placeSync(order: OrderRequest): Promise<Placed> {
     const locks = this.deps.locks;
     if (!locks) throw new Error('the sync strategy needs a lock service');
-    const orderId = String(await this.deps.ids.nextId(ORDER_ID_PREFIX));
-    const order = { orderId, userId, voucherId };
+    const { orderId, userId, voucherId } = order;
     // Key lock:{order:<userId>} (hmdp's lock:order:<userId>, hash-tagged by the lock module).
     // Bounded wait: a user's requests queue behind each other, never forever.
     let held = false;
-    const place = async (): Promise<ReserveOutcome> => {
-      let outcome = await this.hold(order);
-      if (outcome === 'unknown-voucher') outcome = await this.publishFromDatabase(order, (again) => this.hold(again));
-      if (outcome !== 'accepted') return outcome;
+    const place = async (): Promise<ReserveResult> => {
+      let result = await this.hold(order);
+      if (result.outcome === 'unknown-voucher') result = await this.publishFromDatabase(order, (again) => this.hold(again));
+      if (result.outcome !== 'accepted') return result;
       held = true;
-      return this.writeHeld(order);
+      return this.writeHeld(order, { orderId, userId, voucherId, slot: result.slot });
     };
     try {
-      throwIfRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), voucherId);
+      return placedOrRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), order);
     } catch (error) {
-      if (error instanceof LockTimeoutError) throw new SaleRefused('busy', REFUSALS.busy);
+      if (error instanceof LockTimeoutError) throw new SaleRefused('busy', SECKILL_MESSAGES.busy());
       // Held in Redis, then MySQL and Redis stopped answering (or the lock's release did): the
       // order may be written, or streamed later by the worker's sweep; never answered as failed.
       if (held && isTransient(error)) throw new OutcomeUnknown(orderId, voucherId, error);
       throw error;
     }
-    return orderId;
   }
 
   /**
@@ -241,17 +256,22 @@ export class OrderService {
    * may have landed): the order is handed to the worker through the stream, whose write is
    * idempotent, and answered as accepted (state `queued` until written); never dropped.
    */
-  private async writeHeld(order: QueuedOrder): Promise<ReserveOutcome> {
+  private async writeHeld(request: OrderRequest, order: QueuedOrder): Promise<ReserveResult> {
+    // Given back before the answer: the Idempotency-Key forgets it, so a retry decides afresh.
+    const giveBack = async (): Promise<void> => {
+      await this.deps.store.release(order);
+      await this.deps.store.forgetIdempotencyKey(request);
+    };
     let written: Awaited<ReturnType<OrderRepository['persist']>>;
     try {
       written = await this.deps.orders.persist(order);
     } catch (error) {
       if (error instanceof OutOfStockInDatabase) {
-        await this.deps.store.release(order);
-        return 'sold-out';
+        await giveBack();
+        return { outcome: 'sold-out' };
       }
       if (!isTransient(error)) {
-        await this.deps.store.release(order);
+        await giveBack();
         throw error;
       }
       try {
@@ -259,80 +279,125 @@ export class OrderService {
       } catch {
         throw error; // Redis too: the held order is streamed later by the worker's sweep (hand-off.lua "older")
       }
-      return 'accepted';
+      return { outcome: 'accepted', slot: order.slot };
     }
     if (written === 'user-has-order') {
-      await this.deps.store.release(order);
-      return 'already-bought';
+      await giveBack();
+      return { outcome: 'already-bought', limit: 1 };
     }
     // Best effort: an order left held is streamed by the worker's sweep and found written.
     await this.deps.store.settle(order).catch(() => undefined);
-    return 'accepted';
+    return { outcome: 'accepted', slot: order.slot };
   }
 
+  /** One of the user's orders: MySQL, else the user's orders accepted in Redis and not yet written (`queued`). */
   async getOrder(userId: string, orderId: string): Promise<OrderView> {
     const row = await this.deps.orders.findForUser(orderId, userId);
     if (row) return toView(row);
-    const queued = await this.deps.stream.findQueued(orderId);
-    if (queued && queued.userId === userId) return { id: orderId, voucherId: queued.voucherId, state: 'queued' };
-    throw notFound(`Order ${orderId} not found`);
+    const queued = (await this.deps.store.queuedOfUser(userId)).find((order) => order.orderId === orderId);
+    if (queued) return queuedView(queued);
+    // Written between the two reads (the worker's commit comes before its Redis cleanup).
+    const written = await this.deps.orders.findForUser(orderId, userId);
+    if (written) return toView(written);
+    throw notFound(SECKILL_MESSAGES.orderNotFound({ orderId }));
   }
 
   /**
-   * The user's order of one voucher, wherever it is: MySQL, else Redis's buyer mark (accepted, the
-   * worker has not written it yet). For a client told "outcome unknown" that lost the order id.
+   * The user's newest order of one voucher, wherever it is: queued in Redis (accepted, the worker
+   * has not written it yet), else MySQL, else Redis's slot mark without its id (an order accepted
+   * before the user lists existed). For a client told "outcome unknown" that lost the order id.
    */
   async findForVoucher(userId: string, voucherId: string): Promise<OrderView | { voucherId: string; state: 'queued' }> {
+    const queued = (await this.deps.store.queuedOfUser(userId)).find((order) => order.voucherId === voucherId);
+    if (queued) return queuedView(queued);
     const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
     if (row) return toView(row);
     if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
-    throw notFound(`You have no order for voucher ${voucherId}`);
+    throw notFound(SECKILL_MESSAGES.noOrderForVoucher({ voucherId }));
   }
 
   /**
-   * The user's orders in MySQL, newest first, and how many there are. An order still queued in
-   * Redis (accepted, not yet written by the worker, usually for milliseconds) is not listed: the
-   * queued hashes are keyed by order id, so finding one user's entries would mean scanning every
-   * shard's hash, whose size during a sale is the whole backlog. GET /voucher-order/{id} reports it.
+   * The user's orders, newest first, and how many there are. Orders accepted in Redis and not yet
+   * written by the worker (state `queued`) come first on page 1: read from the user's own list on
+   * each shard (one keyed script per shard, never a scan of the shards' queued hashes), minus those
+   * MySQL already has (written since: listed once, from MySQL).
    */
   async listForUser(userId: string, current: number): Promise<{ list: OrderListItem[]; total: number }> {
-    const [rows, total] = await Promise.all([
+    const [queuedAll, rows, count] = await Promise.all([
+      this.deps.store.queuedOfUser(userId),
       this.deps.orders.listForUser(userId, (current - 1) * ORDERS_PER_PAGE, ORDERS_PER_PAGE),
       this.deps.orders.countForUser(userId),
     ]);
-    return { list: rows.map(toListItem), total };
+    const written = await this.deps.orders.existing(queuedAll.map((order) => order.orderId));
+    const queued = queuedAll.filter((order) => !written.has(order.orderId));
+    const total = count + queued.length;
+    if (current !== 1 || queued.length === 0) return { list: rows.map(toListItem), total };
+    const vouchers = await this.deps.orders.voucherSummaries([...new Set(queued.map((order) => order.voucherId))]);
+    const queuedItems = queued.map((order): OrderListItem => {
+      const voucher = vouchers.get(order.voucherId);
+      return {
+        id: order.orderId,
+        voucherId: order.voucherId,
+        title: voucher?.title ?? '',
+        shopId: voucher?.shop_id ?? '',
+        state: 'queued',
+        payValue: Number(voucher?.pay_value ?? 0),
+        createTime: order.reservedAt.toISOString(),
+      };
+    });
+    const queuedIds = new Set(queued.map((order) => order.orderId));
+    return { list: [...queuedItems, ...rows.filter((row) => !queuedIds.has(row.id)).map(toListItem)], total };
   }
 
   /** Simulated payment. Paying a paid order again is fine; a queued or cancelled one is not. */
   async pay(userId: string, orderId: string): Promise<OrderView> {
-    if (await this.deps.orders.pay(orderId, userId)) return this.getOrder(userId, orderId);
+    if (await this.deps.orders.pay(orderId, userId)) {
+      const paid = await this.getOrder(userId, orderId);
+      this.deps.events?.changed([{ orderId, userId, voucherId: paid.voucherId, state: 'paid' }]);
+      return paid;
+    }
     const order = await this.getOrder(userId, orderId);
     if (order.state === 'paid') return order;
-    if (order.state === 'queued') throw new HttpError(409, 'The order is still being processed; try again in a moment');
-    throw new HttpError(409, `The order is ${order.state} and cannot be paid`);
+    if (order.state === 'queued') throw new HttpError(409, SECKILL_MESSAGES.orderProcessing());
+    throw new HttpError(409, SECKILL_MESSAGES.orderNotPayable({ state: order.state }));
   }
 }
 
-/** Throws the refusal the user reads for every outcome but `accepted`. */
-function throwIfRefused(outcome: ReserveOutcome, voucherId: string): void {
-  switch (outcome) {
+/** An order placed: its id, and whether an Idempotency-Key's earlier order was returned. */
+interface Placed {
+  orderId: string;
+  replayed: boolean;
+}
+
+/** The order placed (accepted now, or earlier under the same Idempotency-Key), else the refusal thrown. */
+function placedOrRefused(result: ReserveResult, order: OrderRequest): Placed {
+  if (result.outcome === 'accepted') return { orderId: order.orderId, replayed: false };
+  if (result.outcome === 'replayed') return { orderId: result.orderId, replayed: true };
+  throwIfRefused(result, order.voucherId);
+  throw new Error(`unexpected reserve outcome ${result.outcome}`);
+}
+
+/** Throws the refusal the user reads for every outcome but `accepted` and `replayed`. */
+function throwIfRefused(result: ReserveResult, voucherId: string): void {
+  switch (result.outcome) {
     case 'accepted':
+    case 'replayed':
       return;
     case 'not-started':
-      throw new SaleRefused('not-started', REFUSALS.notStarted);
+      throw new SaleRefused('not-started', SECKILL_MESSAGES.notStarted());
     case 'ended':
-      throw new SaleRefused('ended', REFUSALS.ended);
+      throw new SaleRefused('ended', SECKILL_MESSAGES.ended());
     case 'sold-out':
-      throw new SaleRefused('sold-out', REFUSALS.soldOut);
+      throw new SaleRefused('sold-out', SECKILL_MESSAGES.soldOut());
     case 'already-bought':
-      throw new SaleRefused('already-bought', REFUSALS.alreadyBought);
+      throw new SaleRefused('already-bought', result.limit > 1 ? SECKILL_MESSAGES.atLimit({ limit: result.limit }) : SECKILL_MESSAGES.alreadyBought());
     case 'unknown-voucher':
-      throw notFound(REFUSALS.unknownVoucher(voucherId));
+      throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
     // A reconciliation repair holds the voucher for a moment (npm run reconcile -- --repair).
     case 'paused':
-      throw new SaleRefused('paused', REFUSALS.paused);
+      throw new SaleRefused('paused', SECKILL_MESSAGES.paused());
     case 'suspended':
-      throw new SaleRefused('suspended', REFUSALS.suspended);
+      throw new SaleRefused('suspended', SECKILL_MESSAGES.suspended());
   }
 }
 
@@ -354,6 +419,10 @@ function toListItem(row: UserOrderRow): OrderListItem {
   };
   if (row.pay_time) item.payTime = row.pay_time.toISOString();
   return item;
+}
+
+function queuedView(order: UserQueuedOrder): OrderView {
+  return { id: order.orderId, voucherId: order.voucherId, state: 'queued', createTime: order.reservedAt.toISOString() };
 }
 
 function toView(row: OrderRow): OrderView {

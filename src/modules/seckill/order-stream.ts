@@ -148,12 +148,15 @@ export class OrderStream {
     const values = await Promise.all(this.keys.allShards().map((shard) => this.redis.hget(this.keys.shard(shard).queued, orderId)));
     const value = values.find((found) => found !== null);
     if (!value) return null;
-    const [userId = '', voucherId = ''] = value.split(':');
-    return { orderId, userId, voucherId };
+    const [userId = '', voucherId = '', slot = '1'] = value.split(':');
+    return { orderId, userId, voucherId, slot: Number(slot) };
   }
 }
 
-/** The order of an entry reserve.lua wrote, or null when its fields are not three decimal ids. */
+/**
+ * The order of an entry reserve.lua wrote, or null when its fields are not three decimal ids and
+ * a slot 1..99 (an entry without a slot was written before per-user limits: slot 1).
+ */
 export function parseOrder(fields: string[]): QueuedOrder | null {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
@@ -161,5 +164,7 @@ export function parseOrder(fields: string[]): QueuedOrder | null {
   const userId = map.get('userId');
   const voucherId = map.get('voucherId');
   const isId = (value: string | undefined): value is string => value !== undefined && /^[1-9]\d{0,19}$/.test(value);
-  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId } : null;
+  const slot = map.get('slot') ?? '1';
+  if (!/^[1-9]\d?$/.test(slot)) return null;
+  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId, slot: Number(slot) } : null;
 }

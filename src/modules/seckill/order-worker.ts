@@ -5,6 +5,7 @@ import { isTransient } from '../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from './order-repository.js';
 import { parseOrder, type OrderEntry, type OrderStream } from './order-stream.js';
 import type { SaleStore } from './sale-store.js';
+import type { QueuedOrder } from './types.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
 
 export interface OrderWorkerOptions {
@@ -27,6 +28,8 @@ export interface OrderWorkerOptions {
   log: Log;
   /** Told of every finished entry (created, duplicate, user-has-order, dead-letter) and failure. */
   onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
+  /** Told of the orders each write put in MySQL (order-events.ts: they are `created` now). */
+  onWritten?: (orders: QueuedOrder[]) => void;
   /** The circuit breaker on MySQL writes: thresholds, backoff and its observers (metrics). */
   breaker?: WriteBreakerOptions;
 }
@@ -257,6 +260,7 @@ export class OrderWorker {
       this.lastErrors.delete(id);
       this.options.onResult?.('created');
     }
+    this.options.onWritten?.(entries.map((entry) => entry.order));
     try {
       await this.stream.acknowledge(shard, entries);
     } catch (error) {
@@ -278,6 +282,7 @@ export class OrderWorker {
       await this.stream.acknowledge(shard, [entry]);
       this.lastErrors.delete(id);
       this.options.onResult?.(outcome);
+      if (outcome === 'created') this.options.onWritten?.([order]);
     } catch (error) {
       // The circuit is open: MySQL was not even tried; the entry waits for it to close.
       if (error instanceof BrokenCircuitError) {

@@ -11,7 +11,8 @@ import { SALE_BUSY, withSaleLock } from './sale-controls.js';
  * For a voucher, Redis must hold
  *   stock  = MySQL stock − (accepted orders not yet in MySQL) − (cancelled orders whose unit the
  *            canceller has not yet given back in Redis)
- *   buyers = users of live MySQL orders ∪ users of those two kinds of orders.
+ *   slots  = per user, the slots of its live MySQL orders ∪ the slots of those two kinds of orders
+ *            (a bitmask per user: the limit per user counts them).
  * "Accepted, not yet in MySQL" are the entries of the shard's queued hash whose order id is not a
  * MySQL row: an order between the worker's commit and its HDEL is in both and counts once.
  *
@@ -67,9 +68,11 @@ interface SeckillRow {
 
 interface MysqlSnapshot {
   stock: number;
-  liveBuyers: Set<string>;
+  limitPerUser: number;
+  /** userId → bitmask of the slots of its live orders. */
+  liveSlots: Map<string, number>;
   /** Cancelled orders not yet released in Redis (stock_released = 0). */
-  unreleased: Array<{ orderId: string; userId: string }>;
+  unreleased: Array<{ orderId: string; userId: string; slot: number }>;
   /** Which of the queued order ids are MySQL rows already. */
   written: Set<string>;
   /** Orders no longer live: changes when a cancellation commits (repair re-checks it). */
@@ -207,23 +210,24 @@ class Reconciler {
   private async readMysql(voucherId: string, queuedIds: string[]): Promise<MysqlSnapshot> {
     return this.db.transaction().execute(async (trx) => {
       // One consistent read view (REPEATABLE READ) for stock and orders.
-      const seckill = await trx.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirst();
+      const seckill = await trx.selectFrom('tb_seckill_voucher').select(['stock', 'limit_per_user']).where('voucher_id', '=', voucherId).executeTakeFirst();
       if (!seckill) throw new VoucherGone(voucherId);
       const orders = await trx
         .selectFrom('tb_voucher_order')
-        .select(['id', 'user_id', 'live', 'status', 'stock_released'])
+        .select(['id', 'user_id', 'live', 'slot', 'status', 'stock_released'])
         .where('voucher_id', '=', voucherId)
         .execute();
-      const liveBuyers = new Set<string>();
+      const liveSlots = new Map<string, number>();
       const unreleased: MysqlSnapshot['unreleased'] = [];
       let notLive = 0;
       for (const order of orders) {
-        if (order.live === 1) liveBuyers.add(order.user_id);
+        if (order.live === 1) addSlot(liveSlots, order.user_id, order.slot);
         else notLive += 1;
-        if (order.live !== 1 && order.stock_released === 0) unreleased.push({ orderId: order.id, userId: order.user_id });
+        if (order.live !== 1 && order.stock_released === 0) unreleased.push({ orderId: order.id, userId: order.user_id, slot: order.slot });
       }
       const ids = new Set(orders.map((order) => order.id));
-      return { stock: seckill.stock, liveBuyers, unreleased, written: new Set(queuedIds.filter((id) => ids.has(id))), notLive };
+      const written = new Set(queuedIds.filter((id) => ids.has(id)));
+      return { stock: seckill.stock, limitPerUser: seckill.limit_per_user, liveSlots, unreleased, written, notLive };
     });
   }
 
@@ -234,12 +238,12 @@ class Reconciler {
   }
 
   private async compare(voucherId: string, redis: SaleSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
-    const expectedBuyers = new Set(mysql.liveBuyers);
+    const expectedSlots = new Map(mysql.liveSlots);
     let expectedStock = mysql.stock;
-    for (const [orderId, userId] of redis.queued) {
+    for (const [orderId, { userId, slot }] of redis.queued) {
       if (mysql.written.has(orderId)) continue;
       expectedStock -= 1;
-      expectedBuyers.add(userId);
+      addSlot(expectedSlots, userId, slot);
     }
     const released = await this.store.releasedOrders(
       voucherId,
@@ -248,12 +252,20 @@ class Reconciler {
     for (const order of mysql.unreleased) {
       if (released.has(order.orderId)) continue;
       expectedStock -= 1;
-      expectedBuyers.add(order.userId);
+      addSlot(expectedSlots, order.userId, order.slot);
     }
     expectedStock = Math.max(0, expectedStock);
-    const missingBuyers = [...expectedBuyers].filter((user) => !redis.buyers.has(user)).sort();
-    const extraBuyers = [...redis.buyers].filter((user) => !expectedBuyers.has(user)).sort();
+    // A user is missing when Redis lacks a slot it holds, extra when Redis marks a slot it does not hold.
+    const missingBuyers = [...expectedSlots].filter(([user, mask]) => (mask & ~(redis.holders.get(user) ?? 0)) !== 0).map(([user]) => user);
+    const extraBuyers = [...redis.holders].filter(([user, mask]) => (mask & ~(expectedSlots.get(user) ?? 0)) !== 0).map(([user]) => user);
+    missingBuyers.sort();
+    extraBuyers.sort();
     if (redis.stock === expectedStock && missingBuyers.length === 0 && extraBuyers.length === 0) return null;
     return { voucherId, mysqlStock: mysql.stock, redisStock: redis.stock, missingBuyers, extraBuyers, expectedStock };
   }
+}
+
+/** Marks `slot` (1..30) in the user's bitmask. */
+function addSlot(masks: Map<string, number>, userId: string, slot: number): void {
+  masks.set(userId, (masks.get(userId) ?? 0) | (1 << (slot - 1)));
 }

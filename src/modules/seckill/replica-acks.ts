@@ -1,8 +1,8 @@
 import { closeRedis, commandTimeoutOf, duplicateRedis, type RedisClient } from '../../infra/redis.js';
 import type { Scripts } from '../../lib/redis-scripts/index.js';
 import type { SaleKeys } from './keys.js';
-import { defineSaleScripts, reserveArgs, toReserveOutcome, type SaleScripts } from './scripts.js';
-import type { QueuedOrder, ReserveOutcome } from './types.js';
+import { defineSaleScripts, reserveArgs, toReserveResult, type SaleScripts } from './scripts.js';
+import type { OrderRequest, ReserveResult } from './types.js';
 
 /**
  * Replica acknowledgement of accepted orders (SECKILL_REPLICA_ACKS): before an accepted order is
@@ -22,8 +22,8 @@ export interface ReplicaAckOptions {
 }
 
 interface PendingReserve {
-  order: QueuedOrder;
-  resolve: (outcome: ReserveOutcome) => void;
+  order: OrderRequest;
+  resolve: (result: ReserveResult) => void;
   reject: (error: unknown) => void;
 }
 
@@ -56,7 +56,7 @@ export class AcknowledgedReserve {
     private readonly options: ReplicaAckOptions,
   ) {}
 
-  reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+  reserve(order: OrderRequest): Promise<ReserveResult> {
     const shard = this.keys.shardOf(order.voucherId);
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(shard) ?? [];
@@ -117,21 +117,21 @@ export class AcknowledgedReserve {
     let accepted = 0;
     let unconfirmed = 0;
     const results = await Promise.all(
-      batch.map(async (pending, index): Promise<{ outcome: ReserveOutcome } | { error: unknown }> => {
+      batch.map(async (pending, index): Promise<{ result: ReserveResult } | { error: unknown }> => {
         const [error, code] = replies[index] ?? [new Error('no reply'), null];
         try {
           if (error && REDIRECTED.test(error.message)) {
             // The slot moved (failover, resharding): run the script alone, which ioredis redirects;
             // its replication cannot be waited for on that path, so it counts as unconfirmed.
             if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
-            const outcome = toReserveOutcome(await scripts.reserve(...reserveArgs(this.keys, pending.order)));
-            if (outcome === 'accepted') unconfirmed += 1;
-            return { outcome };
+            const result = toReserveResult(await scripts.reserve(...reserveArgs(this.keys, pending.order)));
+            if (result.outcome === 'accepted') unconfirmed += 1;
+            return { result };
           }
           if (error) throw error;
-          const outcome = toReserveOutcome(code as number);
-          if (outcome === 'accepted') accepted += 1;
-          return { outcome };
+          const result = toReserveResult(code as [number, number | string]);
+          if (result.outcome === 'accepted') accepted += 1;
+          return { result };
         } catch (failure) {
           return { error: failure };
         }
@@ -141,6 +141,6 @@ export class AcknowledgedReserve {
     const confirmed = waitError ? -1 : Number(acknowledged);
     if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
     if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
-    results.forEach((result, index) => ('outcome' in result ? batch[index]!.resolve(result.outcome) : batch[index]!.reject(result.error)));
+    results.forEach((answer, index) => ('result' in answer ? batch[index]!.resolve(answer.result) : batch[index]!.reject(answer.error)));
   }
 }

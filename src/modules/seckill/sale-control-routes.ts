@@ -3,7 +3,9 @@ import { Type } from 'typebox';
 import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, IdParams, Instant } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
+import { LimitPerUser, PurchaseGateMode } from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
+import { SECKILL_MESSAGES } from './messages.js';
 
 /** An administrator steering a live sale (sale-controls.ts): pause, resume, stock and window, audit. */
 export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleControls }> = async (app, { controls }) => {
@@ -25,15 +27,17 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
       schema: {
         ...ADMIN_ONLY,
         summary:
-          'Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now)',
+          'Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha)',
         params: IdParams,
         body: Type.Object(
           {
-            stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: 'must be a whole number from 0' })),
+            stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: SECKILL_MESSAGES.wholeNumber.texts })),
             beginTime: Type.Optional(Instant),
             endTime: Type.Optional(Instant),
+            limitPerUser: Type.Optional(LimitPerUser),
+            purchaseGate: Type.Optional(PurchaseGateMode),
           },
-          { minProperties: 1, additionalProperties: false, errorMessage: { minProperties: 'give at least one of stock, beginTime, endTime' } },
+          { minProperties: 1, additionalProperties: false, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
         ),
       },
     },

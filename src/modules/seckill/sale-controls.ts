@@ -2,7 +2,9 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../infra/db.js';
 import type { SeckillVoucherTable } from '../../infra/schema.js';
 import { badRequest, HttpError, notFound } from '../../http/errors.js';
+import { toGateMode, type GateMode } from './purchase-gate.js';
 import type { SaleControl, SaleStore } from './sale-store.js';
+import { SECKILL_MESSAGES } from './messages.js';
 
 /**
  * An administrator steering a live sale: pause, resume, set the stock, move or end the window.
@@ -26,6 +28,10 @@ export interface SaleSettings {
   beginTime: string;
   endTime: string;
   paused: boolean;
+  /** Live orders one user may hold (lowering it keeps the orders users hold; they buy no more). */
+  limitPerUser: number;
+  /** What an order needs besides the login (purchase-gate.ts). */
+  purchaseGate: GateMode;
 }
 
 export interface SaleControlResult extends SaleSettings {
@@ -40,6 +46,8 @@ export interface SaleChange {
   stock?: number;
   beginTime?: string;
   endTime?: string;
+  limitPerUser?: number;
+  purchaseGate?: GateMode;
 }
 
 export interface AuditEntry {
@@ -62,6 +70,12 @@ export class SaleControls {
   constructor(
     private readonly db: Db,
     private readonly store: SaleStore,
+    /**
+     * Awaited after every control that went through, `changed` or not (the gate settings memory
+     * forgets a changed sale; the shop's voucher list cache is invalidated). Called for a no-op
+     * too: the retry of a control whose hook failed changes nothing, but must still run it.
+     */
+    private readonly onApplied: (voucherId: string, changed: boolean) => void | Promise<void> = () => undefined,
   ) {}
 
   pause(voucherId: string, adminId: string): Promise<SaleControlResult> {
@@ -72,20 +86,22 @@ export class SaleControls {
     return this.apply(voucherId, adminId, 'resume', () => ({ suspended: false }));
   }
 
-  /** Sets any of stock (total), beginTime, endTime; an endTime not in the future ends the sale now. */
+  /** Sets any of stock (total), beginTime, endTime, limitPerUser; an endTime not in the future ends the sale now. */
   update(voucherId: string, adminId: string, change: SaleChange): Promise<SaleControlResult> {
-    return this.apply(voucherId, adminId, 'update', (row) => {
+    const plan = (row: Row): SaleControl => {
       const begin = change.beginTime === undefined ? row.begin_time : wholeSeconds(new Date(change.beginTime));
       let end = change.endTime === undefined ? row.end_time : wholeSeconds(new Date(change.endTime));
       // Ending now: an end already past stays as it was (a repeated "end now" changes nothing).
       if (change.endTime !== undefined && end.getTime() <= Date.now()) end = row.end_time.getTime() <= Date.now() ? row.end_time : wholeSeconds(new Date());
-      if (end.getTime() <= begin.getTime()) throw badRequest('body.endTime must be after body.beginTime');
+      if (end.getTime() <= begin.getTime()) throw badRequest(SECKILL_MESSAGES.endBeforeBegin());
       const control: SaleControl = {};
       if (change.stock !== undefined) control.total = change.stock;
       if (change.beginTime !== undefined) control.begin = begin;
       if (change.endTime !== undefined) control.end = end;
+      if (change.limitPerUser !== undefined) control.limitPerUser = change.limitPerUser;
       return control;
-    });
+    };
+    return this.apply(voucherId, adminId, 'update', plan, change.purchaseGate);
   }
 
   /** The voucher's audit, newest first. */
@@ -102,15 +118,23 @@ export class SaleControls {
     }));
   }
 
-  private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl): Promise<SaleControlResult> {
-    const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan));
-    if (result === SALE_BUSY) throw new HttpError(409, 'Another change of this sale is in progress (a change or a reconciliation repair); retry in a moment');
+  private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl, gate?: GateMode): Promise<SaleControlResult> {
+    const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan, gate));
+    if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
+    await this.onApplied(voucherId, result.changed);
     return result;
   }
 
-  private async applyLocked(conn: Db, voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl): Promise<SaleControlResult> {
+  private async applyLocked(
+    conn: Db,
+    voucherId: string,
+    adminId: string,
+    action: Action,
+    plan: (row: Row) => SaleControl,
+    gate: GateMode | undefined,
+  ): Promise<SaleControlResult> {
     const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
-    if (!row) throw notFound(`Voucher ${voucherId} is not a seckill voucher`);
+    if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
     const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
     const control = plan(row);
     const before = settingsOf(row, total);
@@ -119,6 +143,8 @@ export class SaleControls {
       beginTime: control.begin?.toISOString() ?? before.beginTime,
       endTime: control.end?.toISOString() ?? before.endTime,
       paused: control.suspended ?? before.paused,
+      limitPerUser: control.limitPerUser ?? before.limitPerUser,
+      purchaseGate: gate ?? before.purchaseGate,
     };
     // Redis learns MySQL's total (if it lacks one) before MySQL changes: a retry then finds it.
     const initial = await this.store.control(voucherId, total, {});
@@ -149,6 +175,8 @@ export class SaleControls {
           begin_time: new Date(after.beginTime),
           end_time: new Date(after.endTime),
           paused: after.paused ? 1 : 0,
+          limit_per_user: after.limitPerUser,
+          purchase_gate: after.purchaseGate,
         })
         .where('voucher_id', '=', row.voucher_id)
         .where('stock', '>=', -delta)
@@ -194,13 +222,24 @@ export async function withSaleLock<T>(db: Db, voucherId: string, work: (conn: Db
   });
 }
 
-const lockName = (voucherId: string): string => `hmdp:seckill:sale:${voucherId}`;
+/**
+ * MariaDB's named locks are server-wide: the name carries the database (hashed, to stay within
+ * GET_LOCK's 64 characters), so deployments or test databases sharing a server never block each
+ * other's sales of the same voucher id.
+ */
+const lockName = (voucherId: string) => sql<string>`CONCAT('seckill:sale:', ${voucherId}, ':', MD5(DATABASE()))`;
 
-const belowSold = (sold: number): HttpError =>
-  badRequest(`body.stock: ${sold} units are sold or queued; the stock cannot go below that (orders may still be arriving: read it again)`);
+const belowSold = (sold: number): HttpError => badRequest(SECKILL_MESSAGES.stockBelowSold({ sold }));
 
 function settingsOf(row: Row, total: number): SaleSettings {
-  return { stock: total, beginTime: row.begin_time.toISOString(), endTime: row.end_time.toISOString(), paused: row.paused === 1 };
+  return {
+    stock: total,
+    beginTime: row.begin_time.toISOString(),
+    endTime: row.end_time.toISOString(),
+    paused: row.paused === 1,
+    limitPerUser: row.limit_per_user,
+    purchaseGate: toGateMode(row.purchase_gate),
+  };
 }
 
 function parseSettings(value: unknown): SaleSettings {

@@ -1,9 +1,10 @@
 import type { RedisClient } from '../../infra/redis.js';
+import type { KeyReader } from '../../lib/near-cache/index.js';
 import type { Scripts } from '../../lib/redis-scripts/index.js';
-import { RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, type SaleKeys } from './keys.js';
+import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, SALE_STOCK_NEAR_REGION, type SaleKeys } from './keys.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './replica-acks.js';
-import { defineSaleScripts, reserveArgs, toReserveOutcome, type SaleScripts } from './scripts.js';
-import type { QueuedOrder, ReserveOutcome, SaleState } from './types.js';
+import { defineSaleScripts, reserveArgs, toReserveResult, type SaleScripts } from './scripts.js';
+import type { OrderRequest, QueuedOrder, ReserveResult, SaleState } from './types.js';
 
 /** An administrator's change to a sale; undefined fields are left as they are. */
 export interface SaleControl {
@@ -11,6 +12,7 @@ export interface SaleControl {
   begin?: Date;
   end?: Date;
   suspended?: boolean;
+  limitPerUser?: number;
 }
 
 export type ControlOutcome =
@@ -19,10 +21,39 @@ export type ControlOutcome =
 /** A voucher's sale as the reconciliation reads it, atomically (one slot). */
 export interface SaleSnapshot {
   stock: number | null;
-  buyers: Set<string>;
-  /** orderId → userId of this voucher's entries in the shard's queued hash. */
-  queued: Map<string, string>;
+  /** userId → bitmask of the slots its live orders hold. */
+  holders: Map<string, number>;
+  /** orderId → user and slot of this voucher's entries in the shard's queued hash. */
+  queued: Map<string, { userId: string; slot: number }>;
 }
+
+/** An order accepted in Redis and not yet written to MySQL, as its user's list shows it. */
+export interface UserQueuedOrder {
+  orderId: string;
+  voucherId: string;
+  reservedAt: Date;
+  slot: number;
+}
+
+/** A bound Idempotency-Key: `bound` to this voucher now or before, or to another voucher. */
+export type KeyBinding = { bound: true } | { bound: false; voucherId: string };
+
+interface LiveStock {
+  stock: number | null;
+  pttl: number;
+}
+
+/** A sale hash's stock and PTTL, through the near cache's tracked connection (module-level: no closure per read). */
+async function fetchLiveStock(tracked: RedisClient, key: string): Promise<LiveStock> {
+  const [raw, pttl] = await Promise.all([tracked.hget(key, 'stock'), tracked.pttl(key)]);
+  return { stock: raw === null ? null : Number(raw), pttl };
+}
+
+/** Kept while the hash exists, and no longer than its Redis TTL. */
+const KEEP_LIVE_STOCK = {
+  cacheIf: ({ stock }: LiveStock): boolean => stock !== null,
+  ttlMs: ({ pttl }: LiveStock): number | undefined => (pttl === -1 ? undefined : pttl),
+};
 
 /**
  * The Redis side of each sale: stock and window, buyers, and the atomic decisions on them
@@ -53,8 +84,26 @@ export class SaleStore {
       SALE_KEYS_KEPT_AFTER_END_MS,
       state.total ?? '',
       state.suspended === true ? '1' : '',
+      state.limitPerUser ?? '',
     );
     return published === 1;
+  }
+
+  /** The voucher's stock in Redis; null if Redis does not know the voucher. */
+  async stockOf(voucherId: string): Promise<number | null> {
+    const stock = await this.redis.hget(this.keys.voucher(voucherId).voucher, 'stock');
+    return stock === null ? null : Number(stock);
+  }
+
+  /**
+   * The voucher's stock in Redis read through `reader` (the process's near cache): kept in memory
+   * until Redis says the sale hash changed (an order, a release, a control, a repair), or its
+   * PTTL runs out; null if Redis does not know the voucher (not kept: the first order or a
+   * restart publishes it).
+   */
+  async liveStock(voucherId: string, reader: KeyReader): Promise<number | null> {
+    const { stock } = await reader.read(SALE_STOCK_NEAR_REGION, this.keys.voucher(voucherId).voucher, fetchLiveStock, KEEP_LIVE_STOCK);
+    return stock;
   }
 
   async read(voucherId: string): Promise<SaleState | null> {
@@ -67,9 +116,9 @@ export class SaleStore {
    * The atomic order check (reserve.lua): on `accepted` the order is on its way to MySQL (and,
    * with replica acknowledgement on, on as many replicas as asked, or counted as a timeout).
    */
-  async reserve(order: QueuedOrder): Promise<ReserveOutcome> {
+  async reserve(order: OrderRequest): Promise<ReserveResult> {
     if (this.acknowledged) return this.acknowledged.reserve(order);
-    return toReserveOutcome(await this.scripts.reserve(...reserveArgs(this.keys, order)));
+    return toReserveResult(await this.scripts.reserve(...reserveArgs(this.keys, order)));
   }
 
   /**
@@ -77,14 +126,51 @@ export class SaleStore {
    * but the accepted order is held in the in-flight set, not streamed: the caller writes MySQL,
    * then calls `settle` (written), `release` (refused by MySQL) or `handOff` (failed, or unknown).
    */
-  async hold(order: QueuedOrder): Promise<ReserveOutcome> {
-    return toReserveOutcome(await this.scripts.reserve(...reserveArgs(this.keys, order, 'hold')));
+  async hold(order: OrderRequest): Promise<ReserveResult> {
+    return toReserveResult(await this.scripts.reserve(...reserveArgs(this.keys, order, 'hold')));
+  }
+
+  /**
+   * Binds an Idempotency-Key of the user to a voucher for IDEMPOTENCY_TTL_MS, before reserve.lua
+   * runs: the key's order id lives in the voucher's shard, and another voucher may be on another
+   * shard (Redis Cluster), so one key used for two vouchers is caught here, per user.
+   */
+  async bindIdempotencyKey(userId: string, key: string, voucherId: string): Promise<KeyBinding> {
+    const binding = this.keys.idempotencyBinding(userId, key);
+    const earlier = (await this.redis.call('SET', binding, voucherId, 'PX', IDEMPOTENCY_TTL_MS, 'NX', 'GET')) as string | null;
+    return earlier === null || earlier === voucherId ? { bound: true } : { bound: false, voucherId: earlier };
+  }
+
+  /** The key's order was given back before its request answered (MySQL refused it): a retry decides afresh. */
+  async forgetIdempotencyKey(order: OrderRequest): Promise<void> {
+    if (order.idempotencyKey === undefined) return;
+    await this.redis.del(this.keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey));
+  }
+
+  /**
+   * The user's orders accepted in Redis and not yet in MySQL: one script per shard on the user's
+   * own list (queued-of-user.lua), never a scan of the shards' queued hashes.
+   */
+  async queuedOfUser(userId: string): Promise<UserQueuedOrder[]> {
+    const perShard = await Promise.all(
+      this.keys.allShards().map((shard) => this.scripts.queuedOfUser(this.keys.userOrders(shard, userId), this.keys.shard(shard).queued)),
+    );
+    const orders: UserQueuedOrder[] = [];
+    for (const flat of perShard) {
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const [voucherId = '', reservedMs = '0', slot = '1'] = flat[i + 1]!.split(':');
+        orders.push({ orderId: flat[i]!, voucherId, reservedAt: new Date(Number(reservedMs)), slot: Number(slot) });
+      }
+    }
+    // Newest first, like MySQL's list (ids sort by time).
+    return orders.sort((a, b) => (BigInt(a.orderId) < BigInt(b.orderId) ? 1 : -1));
   }
 
   /** A held order is in MySQL: no longer in flight nor queued. */
   async settle(order: QueuedOrder): Promise<void> {
     const { inFlight, queued } = this.keys.voucher(order.voucherId);
-    const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).exec();
+    const userOrders = this.keys.userOrders(this.keys.shardOf(order.voucherId), order.userId);
+    const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).hdel(userOrders, order.orderId).exec();
     const failure = replies?.find(([error]) => error);
     if (failure) throw failure[0]!;
   }
@@ -101,11 +187,13 @@ export class SaleStore {
     return this.scripts.handOff(inFlight, queued, stream, 'older', ageMs, limit);
   }
 
-  /** Gives an order's unit and buyer mark back, exactly once per order (release.lua). */
+  /** Gives an order's unit and slot back, exactly once per order (release.lua). */
   async release(order: QueuedOrder): Promise<boolean> {
     const { voucher, buyers, queued, inFlight } = this.keys.voucher(order.voucherId);
     const marker = this.keys.releaseMarker(order);
-    const released = (await this.scripts.release(voucher, buyers, marker, queued, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS)) === 1;
+    const userOrders = this.keys.userOrders(this.keys.shardOf(order.voucherId), order.userId);
+    const released =
+      (await this.scripts.release(voucher, buyers, marker, queued, userOrders, order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS, order.slot)) === 1;
     // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
     await this.redis.zrem(inFlight, order.orderId);
     return released;
@@ -127,6 +215,7 @@ export class SaleStore {
       change.end?.getTime() ?? '',
       suspended,
       SALE_KEYS_KEPT_AFTER_END_MS,
+      change.limitPerUser ?? '',
     );
     if (code === 1) return { outcome: 'not-published' };
     if (code === 2) return { outcome: 'below-sold', sold: stockOrSold, total };
@@ -145,14 +234,14 @@ export class SaleStore {
   }
 
   /**
-   * Rewrites a paused sale's stock and buyers from MySQL's record and lifts the pause, in one
+   * Rewrites a paused sale's stock and buyer slots from MySQL's record and lifts the pause, in one
    * step (repair.lua); `unreleased` are cancelled orders whose unit may not be back in Redis yet.
    * Returns the stock written, or -1 when the pause had lapsed (nothing written).
    */
   async repair(
     sale: Omit<SaleState, 'stock'>,
     token: string,
-    record: { stock: number; liveBuyers: Set<string>; unreleased: Array<{ orderId: string; userId: string }> },
+    record: { stock: number; limitPerUser: number; liveSlots: Map<string, number>; unreleased: Array<{ orderId: string; userId: string; slot: number }> },
   ): Promise<number> {
     const { voucher, buyers } = this.keys.voucher(sale.voucherId);
     const markers = record.unreleased.map((order) => this.keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }));
@@ -166,31 +255,33 @@ export class SaleStore {
       sale.begin.getTime(),
       sale.end.getTime(),
       SALE_KEYS_KEPT_AFTER_END_MS,
-      record.liveBuyers.size,
-      ...record.liveBuyers,
-      ...record.unreleased.map((order) => order.userId),
+      record.limitPerUser,
+      record.liveSlots.size,
+      ...[...record.liveSlots].flat(),
+      ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
     );
   }
 
-  /** The voucher's stock, its buyers and the shard's queued orders of it, read atomically (one slot). */
+  /** The voucher's stock, its buyers' slots and the shard's queued orders of it, read atomically (one slot). */
   async snapshot(voucherId: string): Promise<SaleSnapshot> {
     const keys = this.keys.voucher(voucherId);
-    const replies = await this.redis.multi().hget(keys.voucher, 'stock').smembers(keys.buyers).hgetall(keys.queued).exec();
+    const replies = await this.redis.multi().hget(keys.voucher, 'stock').hgetall(keys.buyers).hgetall(keys.queued).exec();
     if (!replies) throw new Error('the Redis read of the sale was aborted');
     const failure = replies.find(([error]) => error);
     if (failure) throw failure[0]!;
-    const [[, stock], [, buyers], [, queuedAll]] = replies as [[null, string | null], [null, string[]], [null, Record<string, string>]];
-    const queued = new Map<string, string>();
+    const [[, stock], [, masks], [, queuedAll]] = replies as [[null, string | null], [null, Record<string, string>], [null, Record<string, string>]];
+    const queued = new Map<string, { userId: string; slot: number }>();
     for (const [orderId, value] of Object.entries(queuedAll)) {
-      const [userId = '', ofVoucher = ''] = value.split(':');
-      if (ofVoucher === voucherId) queued.set(orderId, userId);
+      const [userId = '', ofVoucher = '', slot = '1'] = value.split(':');
+      if (ofVoucher === voucherId) queued.set(orderId, { userId, slot: Number(slot) });
     }
-    return { stock: stock === null ? null : Number(stock), buyers: new Set(buyers), queued };
+    const holders = new Map(Object.entries(masks).map(([userId, mask]) => [userId, Number(mask)] as const));
+    return { stock: stock === null ? null : Number(stock), holders, queued };
   }
 
   /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
   async isBuyer(voucherId: string, userId: string): Promise<boolean> {
-    return (await this.redis.sismember(this.keys.voucher(voucherId).buyers, userId)) === 1;
+    return (await this.redis.hexists(this.keys.voucher(voucherId).buyers, userId)) === 1;
   }
 
   /** Which of the voucher's orders have had their unit given back (their release marker exists). */

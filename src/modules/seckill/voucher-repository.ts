@@ -9,6 +9,8 @@ export type VoucherWithSeckill = Selectable<VoucherTable> & {
   stock: number | null;
   begin_time: Date | null;
   end_time: Date | null;
+  limit_per_user: number | null;
+  purchase_gate: string | null;
 };
 
 export class VoucherRepository {
@@ -48,10 +50,16 @@ export class VoucherRepository {
       .selectFrom('tb_voucher as v')
       .leftJoin('tb_seckill_voucher as s', 's.voucher_id', 'v.id')
       .selectAll('v')
-      .select(['s.stock', 's.begin_time', 's.end_time'])
+      .select(['s.stock', 's.begin_time', 's.end_time', 's.limit_per_user', 's.purchase_gate'])
       .where('v.shop_id', '=', shopId)
       .orderBy('v.id')
       .execute();
+  }
+
+  /** The shop a voucher belongs to (whose list shows it). */
+  async shopOf(voucherId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('tb_voucher').select('shop_id').where('id', '=', voucherId).executeTakeFirst();
+    return row?.shop_id;
   }
 
   async findSeckill(voucherId: string): Promise<Selectable<SeckillVoucherTable> | undefined> {
@@ -61,5 +69,18 @@ export class VoucherRepository {
   /** Seckill vouchers whose sale has not ended: what Redis must know about. */
   async listUnfinishedSeckill(now: Date): Promise<Array<Selectable<SeckillVoucherTable>>> {
     return this.db.selectFrom('tb_seckill_voucher').selectAll().where('end_time', '>', now).execute();
+  }
+
+  /** Up to `limit` vouchers on sale now (begun, not ended), ending soonest first: what the stock gauge shows. */
+  async listOpenSeckillIds(now: Date, limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('tb_seckill_voucher')
+      .select('voucher_id')
+      .where('begin_time', '<=', now)
+      .where('end_time', '>', now)
+      .orderBy('end_time')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.voucher_id);
   }
 }

@@ -3,10 +3,12 @@ import { Type } from 'typebox';
 import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, IdBody, IdString, Instant } from '../../http/schemas.js';
 import { requireAdmin } from '../users/auth.js';
+import { LimitPerUser, PurchaseGateMode } from './sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';
+import { SECKILL_MESSAGES } from './messages.js';
 
 /** Money in fen (1/100 yuan), as hmdp stores it. */
-const Fen = Type.Integer({ minimum: 0, maximum: 100_000_000, errorMessage: 'must be a whole number of fen from 0' });
+const Fen = Type.Integer({ minimum: 0, maximum: 100_000_000, errorMessage: SECKILL_MESSAGES.wholeFen.texts });
 
 const VoucherBody = {
   shopId: IdBody,
@@ -28,12 +30,14 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
     {
       schema: {
         ...ADMIN_ONLY,
-        summary: 'Create a seckill voucher (stock, sale window): data = its id',
+        summary: 'Create a seckill voucher (stock, sale window, limitPerUser: live orders one user may hold, default 1): data = its id',
         body: Type.Object({
           ...VoucherBody,
-          stock: Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: 'must be a whole number from 0' }),
+          stock: Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: SECKILL_MESSAGES.wholeNumber.texts }),
           beginTime: Instant,
           endTime: Instant,
+          limitPerUser: Type.Optional(LimitPerUser),
+          purchaseGate: Type.Optional(PurchaseGateMode),
         }),
       },
     },

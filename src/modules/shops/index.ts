@@ -4,7 +4,7 @@ import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
 import type { Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
-import { BloomFilter, CacheClient, combineStats, type CacheStats } from '../../lib/cache/index.js';
+import { BloomFilter, CacheClient, combineStats, type CacheStats, type KeyReader } from '../../lib/cache/index.js';
 import type { LockClient } from '../../lib/lock/index.js';
 import { ShopGeoIndex } from './geo-index.js';
 import { SHOP_BLOOM_NAME } from './keys.js';
@@ -29,6 +29,8 @@ export interface ShopsDeps {
   shopRepository?: ShopRepository;
   /** Receives cache events besides the Prometheus counter (tests, tools). */
   cacheStats?: CacheStats;
+  /** The process's near cache, in front of `cache:shop:{id}` and `cache:type` (default: none, one GET per read). */
+  near?: KeyReader;
 }
 
 export type Shops = ReturnType<typeof buildShops>;
@@ -40,6 +42,7 @@ export function buildShops(deps: ShopsDeps) {
     locks,
     stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
     onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
+    ...(deps.near ? { reader: deps.near } : {}),
   });
   const shopRepository = deps.shopRepository ?? new ShopRepository(db);
   const typeRepository = new ShopTypeRepository(db);

@@ -2,21 +2,23 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
+import { bothTexts } from '../../http/messages.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
+import { SHOP_MESSAGES } from './messages.js';
 import type { ShopService } from './shop-service.js';
 
 const Longitude = Type.Number({
   minimum: -LONGITUDE_LIMIT,
   maximum: LONGITUDE_LIMIT,
-  errorMessage: `must be a longitude from -${LONGITUDE_LIMIT} to ${LONGITUDE_LIMIT}`,
+  errorMessage: bothTexts(SHOP_MESSAGES.longitudeRange({ limit: LONGITUDE_LIMIT })),
 });
 const Latitude = Type.Number({
   minimum: -LATITUDE_LIMIT,
   maximum: LATITUDE_LIMIT,
-  errorMessage: `must be a latitude from -${LATITUDE_LIMIT} to ${LATITUDE_LIMIT}`,
+  errorMessage: bothTexts(SHOP_MESSAGES.latitudeRange({ limit: LATITUDE_LIMIT })),
 });
-const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: 'must be a whole number from 0' });
+const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: SHOP_MESSAGES.wholeNumber.texts });
 
 const ShopFields = {
   name: Type.String({ minLength: 1, maxLength: 128 }),
@@ -31,7 +33,7 @@ const ShopFields = {
   sold: Count,
   comments: Count,
   /** Stars × 10. */
-  score: Type.Integer({ minimum: 0, maximum: 50, errorMessage: 'must be stars × 10, from 0 to 50' }),
+  score: Type.Integer({ minimum: 0, maximum: 50, errorMessage: SHOP_MESSAGES.score.texts }),
   openHours: Type.String({ maxLength: 32 }),
 };
 
@@ -61,7 +63,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
     async (request) => {
       const { typeId, current, x, y } = request.query;
       if ((x === undefined) !== (y === undefined)) {
-        throw badRequest(x === undefined ? 'querystring.x is required with querystring.y' : 'querystring.y is required with querystring.x');
+        throw badRequest(x === undefined ? SHOP_MESSAGES.xNeedsY() : SHOP_MESSAGES.yNeedsX());
       }
       const position = x !== undefined && y !== undefined ? { x, y } : undefined;
       return ok(await service.ofType(typeId, current, position));

@@ -4,6 +4,7 @@ import type { ShopTypeRepository } from './shop-type-repository.js';
 import type { ShopGeoIndex } from './geo-index.js';
 import type { NewShop, ShopChanges, ShopPoint, ShopRepository, ShopRow } from './shop-repository.js';
 import { CACHE_NAMES, shopCacheKey } from './keys.js';
+import { SHOP_MESSAGES } from './messages.js';
 
 /** hmdp's page sizes: 5 for shops by type (DEFAULT_PAGE_SIZE), 10 for search by name (MAX_PAGE_SIZE). */
 export const SHOPS_BY_TYPE_PAGE_SIZE = 5;
@@ -100,7 +101,7 @@ export class ShopService {
 
   async get(id: string): Promise<ShopView> {
     const shop = await this.cache.get(id);
-    if (!shop) throw notFound(`Shop ${id} not found`);
+    if (!shop) throw notFound(SHOP_MESSAGES.shopNotFound({ id }));
     return shop;
   }
 
@@ -129,7 +130,7 @@ export class ShopService {
   async update({ id, ...fields }: ShopUpdate): Promise<void> {
     if (fields.typeId !== undefined) await this.assertTypeExists(fields.typeId);
     const result = await this.shops.update(id, toColumns(fields));
-    if (!result) throw notFound(`Shop ${id} not found`);
+    if (!result) throw notFound(SHOP_MESSAGES.shopNotFound({ id }));
     await this.cache.invalidate(id);
     await this.geo.move(toPoint(result.before), toPoint(result.after));
   }
@@ -166,7 +167,7 @@ export class ShopService {
   }
 
   private async assertTypeExists(typeId: string): Promise<void> {
-    if (!(await this.types.exists(typeId))) throw badRequest(`body.typeId: shop type ${typeId} does not exist`);
+    if (!(await this.types.exists(typeId))) throw badRequest(SHOP_MESSAGES.shopTypeMissing({ typeId }));
   }
 }
 

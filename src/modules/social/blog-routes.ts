@@ -3,6 +3,7 @@ import { ok } from '../../http/result.js';
 import { Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { BlogService } from './blog-service.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 import type { WriteLimits } from './write-limits.js';
 
 /**
@@ -21,9 +22,7 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
           content: Type.String({ minLength: 1, maxLength: 2048 }),
           // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an
           // upload of the author no other blog shows (checked by the service).
-          images: Type.Optional(
-            Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: 'must be comma-separated image paths from /upload/blog' }),
-          ),
+          images: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: SOCIAL_MESSAGES.imagePaths.texts })),
         }),
       },
       preHandler: limits.preHandler('blog'),
@@ -65,8 +64,8 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
         summary: 'My feed: blogs of the users I follow (cursor: lastId = previous minTime, offset)',
         querystring: Type.Object({
           // hmdp's front end starts with lastId = now (ms) and offset 0, then echoes minTime/offset.
-          lastId: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e15, errorMessage: 'must be a time in ms (the previous minTime)' })),
-          offset: Type.Integer({ minimum: 0, maximum: 100_000, default: 0, errorMessage: 'must be a whole number from 0' }),
+          lastId: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e15, errorMessage: SOCIAL_MESSAGES.feedLastId.texts })),
+          offset: Type.Integer({ minimum: 0, maximum: 100_000, default: 0, errorMessage: SOCIAL_MESSAGES.wholeNumber.texts }),
         }),
       },
     },

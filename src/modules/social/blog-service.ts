@@ -6,6 +6,7 @@ import type { SessionUser, UserSummary } from '../users/session-store.js';
 import type { BlogRepository, BlogRow } from './blog-repository.js';
 import { defineSocialScripts, type SocialScripts } from './scripts.js';
 import { feedKey, likedKey } from './keys.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 import { BLOG_IMAGE_NAME } from './upload-service.js';
 
 /** hmdp's page size for blogs (SystemConstants.MAX_PAGE_SIZE) and the feed. */
@@ -80,10 +81,10 @@ export class BlogService {
    */
   async create(author: SessionUser, fields: NewBlogFields): Promise<string> {
     const images = parseImages(fields.images ?? '');
-    if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(`body.shopId: shop ${fields.shopId} not found`);
+    if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(SOCIAL_MESSAGES.blogShopMissing({ shopId: fields.shopId }));
     const blog = { shop_id: fields.shopId, user_id: author.id, title: fields.title, content: fields.content, images: images.join(',') };
     const id = await this.blogs.insertWithImages(blog, images);
-    if (id === null) throw badRequest('body.images must be images you uploaded with /upload/blog that no other blog shows');
+    if (id === null) throw badRequest(SOCIAL_MESSAGES.imagesTaken());
     const score = this.now();
     for await (const followers of this.follows.followerBatches(author.id)) {
       await Promise.all(followers.map((follower) => this.scripts.feedPush(feedKey(follower), score, id, this.feedMaxLength)));
@@ -93,7 +94,7 @@ export class BlogService {
 
   async get(id: string, viewer: SessionUser | null): Promise<BlogView> {
     const row = await this.blogs.findById(id);
-    if (!row) throw notFound(`Blog ${id} not found`);
+    if (!row) throw notFound(SOCIAL_MESSAGES.blogNotFound({ id }));
     return (await this.toViews([row], viewer))[0]!;
   }
 
@@ -116,7 +117,7 @@ export class BlogService {
    * the request fails.
    */
   async toggleLike(blogId: string, userId: string): Promise<{ isLike: boolean; liked: number }> {
-    if (!(await this.blogs.findById(blogId))) throw notFound(`Blog ${blogId} not found`);
+    if (!(await this.blogs.findById(blogId))) throw notFound(SOCIAL_MESSAGES.blogNotFound({ id: blogId }));
     const key = likedKey(blogId);
     const isLike = (await this.scripts.likeToggle(key, userId, this.now())) === 1;
     let liked: number | undefined;
@@ -126,13 +127,13 @@ export class BlogService {
       await this.scripts.likeToggle(key, userId, this.now()).catch(() => undefined);
       throw err;
     }
-    if (liked === undefined) throw notFound(`Blog ${blogId} not found`);
+    if (liked === undefined) throw notFound(SOCIAL_MESSAGES.blogNotFound({ id: blogId }));
     return { isLike, liked };
   }
 
   /** The first `LIKERS_SHOWN` users who like the blog, in the order they liked it. */
   async likers(blogId: string): Promise<UserSummary[]> {
-    if (!(await this.blogs.findById(blogId))) throw notFound(`Blog ${blogId} not found`);
+    if (!(await this.blogs.findById(blogId))) throw notFound(SOCIAL_MESSAGES.blogNotFound({ id: blogId }));
     const ids = await this.redis.zrange(likedKey(blogId), 0, LIKERS_SHOWN - 1);
     const rows = await this.users.findByIds(ids);
     const byId = new Map(rows.map((row) => [row.id, row]));
@@ -208,10 +209,10 @@ function parseImages(list: string): string[] {
     .split(',')
     .map((image) => image.trim())
     .filter((image) => image !== '');
-  if (images.length > MAX_IMAGES) throw badRequest(`body.images must hold at most ${MAX_IMAGES} images`);
+  if (images.length > MAX_IMAGES) throw badRequest(SOCIAL_MESSAGES.tooManyImages({ max: MAX_IMAGES }));
   for (const image of images) {
-    if (!BLOG_IMAGE_NAME.test(image)) throw badRequest(`body.images: ${JSON.stringify(image.slice(0, 80))} is not an image name from /upload/blog`);
+    if (!BLOG_IMAGE_NAME.test(image)) throw badRequest(SOCIAL_MESSAGES.notAnImageName({ name: JSON.stringify(image.slice(0, 80)) }));
   }
-  if (new Set(images).size !== images.length) throw badRequest('body.images names an image twice');
+  if (new Set(images).size !== images.length) throw badRequest(SOCIAL_MESSAGES.imageTwice());
   return images;
 }

@@ -3,6 +3,7 @@ import { ok } from '../../http/result.js';
 import { IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { FollowService } from './follow-service.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 import type { WriteLimits } from './write-limits.js';
 
 /** hmdp's follow routes; all need a login. */
@@ -14,7 +15,7 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService; l
         summary: 'Follow (true) or unfollow (false) a user',
         params: Type.Object({
           id: IdString,
-          isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: 'must be true or false' }),
+          isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: SOCIAL_MESSAGES.trueOrFalse.texts }),
         }),
       },
       preHandler: limits.preHandler('follow'),

@@ -5,6 +5,7 @@ import type { UserSummary } from '../users/session-store.js';
 import type { FollowRepository } from './follow-repository.js';
 import { defineSocialScripts, type SocialScripts } from './scripts.js';
 import { FOLLOWS_MARKER, followsKey } from './keys.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /**
  * Follows (hmdp "好友关注"). tb_follow is the source of truth; `follows:{userId}` sets are a
@@ -31,9 +32,9 @@ export class FollowService {
   }
 
   async follow(userId: string, followeeId: string, isFollow: boolean): Promise<void> {
-    if (userId === followeeId) throw badRequest('params.id must be another user: you cannot follow yourself');
+    if (userId === followeeId) throw badRequest(SOCIAL_MESSAGES.followYourself());
     if (isFollow) {
-      if (!(await this.users.findById(followeeId))) throw notFound(`User ${followeeId} not found`);
+      if (!(await this.users.findById(followeeId))) throw notFound(SOCIAL_MESSAGES.userNotFound({ id: followeeId }));
       await this.follows.follow(userId, followeeId);
       await this.scripts.setIfExists(followsKey(userId), 'add', followeeId);
     } else {
@@ -49,7 +50,7 @@ export class FollowService {
 
   /** The users both `userId` and `otherId` follow. */
   async common(userId: string, otherId: string): Promise<UserSummary[]> {
-    if (!(await this.users.findById(otherId))) throw notFound(`User ${otherId} not found`);
+    if (!(await this.users.findById(otherId))) throw notFound(SOCIAL_MESSAGES.userNotFound({ id: otherId }));
     const [mine, theirs] = await Promise.all([this.followeeIds(userId), this.followeeIds(otherId)]);
     const theirSet = new Set(theirs);
     const ids = mine.filter((id) => theirSet.has(id)).sort((a, b) => Number(a) - Number(b));

@@ -2,6 +2,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { ok } from '../../http/result.js';
 import { currentUser } from '../users/auth.js';
 import type { SignService } from './sign-service.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /** hmdp's sign-in routes (login required). */
 export const signRoutes: FastifyPluginAsyncTypebox<{ service: SignService }> = async (app, { service }) => {
@@ -14,7 +15,7 @@ export const signRoutes: FastifyPluginAsyncTypebox<{ service: SignService }> = a
     {
       schema: {
         summary: 'My sign-ins of a month (default: this month)',
-        querystring: Type.Object({ month: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be a month as yyyyMM' })) }),
+        querystring: Type.Object({ month: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', errorMessage: SOCIAL_MESSAGES.monthFormat.texts })) }),
       },
     },
     async (request) => ok(await service.month(currentUser(request).id, request.query.month)),

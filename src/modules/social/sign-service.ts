@@ -2,6 +2,7 @@ import { badRequest } from '../../http/errors.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, daysInMonth, monthStamp, previousMonth } from '../../lib/calendar/index.js';
 import { signKey } from './keys.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /** A streak is followed back at most this many months (10 years): a bound on round trips. */
 const MAX_STREAK_MONTHS = 120;
@@ -58,7 +59,7 @@ export class SignService {
     if (stamp !== undefined) {
       year = Number(stamp.slice(0, 4));
       month = Number(stamp.slice(4, 6));
-      if (month < 1 || month > 12) throw badRequest('querystring.month must be a month as yyyyMM');
+      if (month < 1 || month > 12) throw badRequest(SOCIAL_MESSAGES.badMonth());
     }
     const days = daysInMonth(year, month);
     const bits = await this.readBits(signKey(year, month, userId), days);

@@ -6,6 +6,7 @@ import { ok } from '../../http/result.js';
 import { currentUser } from '../users/auth.js';
 import type { UploadService, UploadStream } from './upload-service.js';
 import type { WriteLimits } from './write-limits.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /**
  * hmdp's upload routes. hmdp left /upload/** public; here both need a login, because an image
@@ -29,7 +30,7 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; l
     },
     async (request) => {
       const user = currentUser(request);
-      if (!request.isMultipart()) throw badRequest('body must be multipart/form-data with the image in field "file"');
+      if (!request.isMultipart()) throw badRequest(SOCIAL_MESSAGES.notMultipart());
       return ok(await service.saveBlogImage(user.id, await imageStream(request)));
     },
   );
@@ -52,10 +53,10 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; l
 async function imageStream(request: FastifyRequest): Promise<UploadStream> {
   try {
     const file = await request.file();
-    if (!file || file.fieldname !== 'file') throw badRequest('body.file is required');
+    if (!file || file.fieldname !== 'file') throw badRequest(SOCIAL_MESSAGES.fileRequired());
     return file.file;
   } catch (err) {
     if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
-    throw badRequest(`body is not valid multipart/form-data: ${(err as Error).message}`);
+    throw badRequest(SOCIAL_MESSAGES.badMultipart({ detail: (err as Error).message }));
   }
 }

@@ -8,6 +8,7 @@ import { fileTypeFromFile } from 'file-type';
 import { badRequest, forbidden, HttpError, notFound } from '../../http/errors.js';
 import type { UploadRepository } from './upload-repository.js';
 import type { WriteLimits } from './write-limits.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /** Image types accepted, by sniffed content (never by the client's name or content-type). */
 const IMAGE_TYPES = new Set(['jpg', 'png', 'gif', 'webp']);
@@ -63,7 +64,7 @@ export class UploadService {
       const type = await fileTypeFromFile(temp);
       if (!type || !IMAGE_TYPES.has(type.ext)) {
         this.options.events?.onRefused?.('not_image');
-        throw badRequest(`file must be a JPEG, PNG, GIF or WebP image${type ? ` (got ${type.mime})` : ''}`);
+        throw badRequest(SOCIAL_MESSAGES.notAnImage({ got: type ? ` (${type.mime})` : '' }));
       }
       await this.options.limits.chargeBytes(userId, size).catch((err: unknown) => {
         this.options.events?.onRefused?.('over_quota');
@@ -98,12 +99,12 @@ export class UploadService {
       if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
       // A failing disk is ours (500); anything else went wrong reading the body: the client's (400).
       if ((err as NodeJS.ErrnoException).syscall !== undefined) throw err;
-      throw badRequest(`body is not valid multipart/form-data: ${(err as Error).message}`);
+      throw badRequest(SOCIAL_MESSAGES.badMultipart({ detail: (err as Error).message }));
     }
     if (stream.truncated === true) {
       await removeFile(temp);
       this.options.events?.onRefused?.('too_large');
-      throw new HttpError(413, `file is larger than the ${this.options.maxBytes} bytes allowed`);
+      throw new HttpError(413, SOCIAL_MESSAGES.fileTooLarge({ max: this.options.maxBytes }));
     }
     return temp;
   }
@@ -113,13 +114,13 @@ export class UploadService {
    * else's, 409 shown by a blog (deleting it would break the blog).
    */
   async deleteBlogImage(userId: string, name: string): Promise<void> {
-    if (!BLOG_IMAGE_NAME.test(name)) throw badRequest('querystring.name must be an image path returned by /upload/blog');
+    if (!BLOG_IMAGE_NAME.test(name)) throw badRequest(SOCIAL_MESSAGES.badImagePath());
     const path = this.pathOf(name);
     const upload = await this.uploads.find(name);
-    if (upload === undefined) throw notFound(`Image ${name} not found`);
-    if (upload.userId !== userId) throw forbidden('You may only delete your own images');
+    if (upload === undefined) throw notFound(SOCIAL_MESSAGES.imageNotFound({ name }));
+    if (upload.userId !== userId) throw forbidden(SOCIAL_MESSAGES.notYourImage());
     if (upload.blogId !== null || !(await this.uploads.deleteUnattached(name))) {
-      throw new HttpError(409, `Image ${name} is shown by a blog and cannot be deleted`);
+      throw new HttpError(409, SOCIAL_MESSAGES.imageInUse({ name }));
     }
     await removeFile(path);
   }
@@ -147,7 +148,7 @@ export class UploadService {
   /** The file of a name, refusing anything that would resolve outside the root (defence in depth). */
   pathOf(name: string): string {
     const path = resolve(this.root, `.${name}`);
-    if (!path.startsWith(this.root + sep)) throw badRequest('querystring.name must stay inside the upload folder');
+    if (!path.startsWith(this.root + sep)) throw badRequest(SOCIAL_MESSAGES.outsideUploads());
     return path;
   }
 }

@@ -6,6 +6,7 @@ import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
 import { parseDay } from '../../lib/calendar/index.js';
 import { requireAdmin } from '../users/auth.js';
 import type { UvService } from './uv-service.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 /** The route whose successful GETs count as a visit of a shop's page. */
 const SHOP_PAGE_ROUTE = '/api/shop/:id';
@@ -24,7 +25,7 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async
         ...ADMIN_ONLY,
         summary: 'Unique visitors of a day (default today), of the site or of one shop',
         querystring: Type.Object({
-          date: Type.Optional(Type.String({ pattern: '^[0-9]{4}-?[0-9]{2}-?[0-9]{2}$', errorMessage: 'must be a date as yyyy-MM-dd' })),
+          date: Type.Optional(Type.String({ pattern: '^[0-9]{4}-?[0-9]{2}-?[0-9]{2}$', errorMessage: SOCIAL_MESSAGES.dateFormat.texts })),
           shopId: Type.Optional(IdString),
         }),
       },
@@ -33,7 +34,7 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async
       requireAdmin(request);
       const { date, shopId } = request.query;
       const day = date === undefined ? undefined : parseDay(date);
-      if (day === null) throw badRequest('querystring.date must be a real date as yyyy-MM-dd');
+      if (day === null) throw badRequest(SOCIAL_MESSAGES.badDate());
       return ok(await service.count(day, shopId));
     },
   );
@@ -42,17 +43,28 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async
 /**
  * onResponse hook for the /api scope (UV_TRACKING): every successful GET (but the health probe) is a visit of the site,
  * `GET /api/shop/{id}` also of that shop. It runs after the response has been sent, so the
- * client never waits for it; a Redis failure is logged, never reported to the client.
+ * client never waits for it; a Redis failure is logged, never reported to the client. Written
+ * with a callback, not async: a buffered visit (the default) then costs no promise.
  */
 export function recordVisitHook(service: UvService) {
-  return async (request: FastifyRequest, reply: { statusCode: number }): Promise<void> => {
-    if (request.method !== 'GET' || reply.statusCode >= 400 || request.routeOptions.url === HEALTH_ROUTE) return;
+  return (request: FastifyRequest, reply: { statusCode: number }, done: () => void): void => {
+    if (request.method !== 'GET' || reply.statusCode >= 400 || request.routeOptions.url === HEALTH_ROUTE) {
+      done();
+      return;
+    }
     const visitor = request.user ? `u:${request.user.id}` : `ip:${request.ip}`;
     const shopId = request.routeOptions.url === SHOP_PAGE_ROUTE ? (request.params as { id?: string }).id : undefined;
+    let write: Promise<void> | undefined;
     try {
-      await service.record(visitor, shopId);
+      write = service.record(visitor, shopId);
     } catch (err) {
-      request.log.warn({ err }, 'could not record a visit');
+      warnVisitNotRecorded(request, err);
     }
+    if (write === undefined) done();
+    else write.catch((err: unknown) => warnVisitNotRecorded(request, err)).finally(done);
   };
+}
+
+function warnVisitNotRecorded(request: FastifyRequest, err: unknown): void {
+  request.log.warn({ err }, 'could not record a visit');
 }

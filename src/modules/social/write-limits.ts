@@ -1,18 +1,20 @@
 import type { preHandlerAsyncHookHandler } from 'fastify';
 import { tooManyRequests } from '../../http/errors.js';
+import type { MessageFactory } from '../../http/messages.js';
 import type { Config } from '../../infra/config.js';
 import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../lib/rate-limit/index.js';
 import { currentUser } from '../users/auth.js';
 import { WRITE_LIMIT_NAMES } from './keys.js';
+import { SOCIAL_MESSAGES } from './messages.js';
 
 export type WriteKind = 'blog' | 'like' | 'follow' | 'upload';
 
-const MESSAGES: Record<string, string> = {
-  [WRITE_LIMIT_NAMES.blog]: 'Too many blogs published from your account',
-  [WRITE_LIMIT_NAMES.like]: 'Too many likes from your account',
-  [WRITE_LIMIT_NAMES.follow]: 'Too many follow changes from your account',
-  [WRITE_LIMIT_NAMES.uploadFiles]: 'Too many images uploaded from your account',
-  [WRITE_LIMIT_NAMES.uploadBytes]: 'Your daily upload quota is used up',
+const MESSAGES: Record<string, MessageFactory<'seconds'>> = {
+  [WRITE_LIMIT_NAMES.blog]: SOCIAL_MESSAGES.tooManyBlogs,
+  [WRITE_LIMIT_NAMES.like]: SOCIAL_MESSAGES.tooManyLikes,
+  [WRITE_LIMIT_NAMES.follow]: SOCIAL_MESSAGES.tooManyFollows,
+  [WRITE_LIMIT_NAMES.uploadFiles]: SOCIAL_MESSAGES.tooManyUploads,
+  [WRITE_LIMIT_NAMES.uploadBytes]: SOCIAL_MESSAGES.uploadQuotaUsed,
 };
 
 /**
@@ -56,6 +58,5 @@ export class WriteLimits {
 
 function refuseIfDenied(decision: RateLimitDecision): void {
   if (decision.allowed) return;
-  const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-  throw tooManyRequests(`${MESSAGES[decision.rule] ?? 'Too many requests'}: try again in ${seconds} s`, decision.retryAfterMs);
+  throw tooManyRequests(MESSAGES[decision.rule] ?? SOCIAL_MESSAGES.tooManyRequests, decision.retryAfterMs);
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { forbidden, unauthorized } from '../../http/errors.js';
 import type { SessionStore, SessionUser } from './session-store.js';
+import { USER_MESSAGES } from './messages.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -24,21 +25,28 @@ export function installAuthHooks(app: FastifyInstance, sessions: SessionStore): 
   app.decorateRequest('user', null);
   app.decorateRequest('sessionToken', null);
 
-  app.addHook('onRequest', async (request) => {
+  // One hook, with a callback: a request without a token (a public page) costs no promise.
+  app.addHook('onRequest', (request, _reply, done) => {
     const token = readToken(request);
-    if (token === null) return;
-    const user = await sessions.touch(token);
-    if (user !== null) {
-      request.user = user;
-      request.sessionToken = token;
+    if (token === null) {
+      done(refusalOf(request));
+      return;
     }
+    sessions.touch(token).then((user) => {
+      if (user !== null) {
+        request.user = user;
+        request.sessionToken = token;
+      }
+      done(refusalOf(request));
+    }, done);
   });
+}
 
-  app.addHook('onRequest', async (request) => {
-    const unmatched = request.routeOptions.url === undefined; // leave it to the 404 handler
-    if (unmatched || request.routeOptions.config.public === true) return;
-    if (request.user === null) throw unauthorized();
-  });
+/** 401 for a protected route without a session; nothing for public routes and the 404 handler's. */
+function refusalOf(request: FastifyRequest): Error | undefined {
+  const unmatched = request.routeOptions.url === undefined;
+  if (unmatched || request.routeOptions.config.public === true || request.user !== null) return undefined;
+  return unauthorized();
 }
 
 /** The raw token hmdp's front end sends, also accepted as `Bearer <token>`. */
@@ -62,6 +70,6 @@ export function currentUser(request: FastifyRequest): SessionUser {
  */
 export function requireAdmin(request: FastifyRequest): SessionUser {
   const user = currentUser(request);
-  if (user.role !== 'admin') throw forbidden('Only administrators may do this');
+  if (user.role !== 'admin') throw forbidden(USER_MESSAGES.adminOnly());
   return user;
 }

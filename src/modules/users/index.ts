@@ -4,6 +4,7 @@ import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
 import type { Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
+import type { KeyReader } from '../../lib/near-cache/index.js';
 import { RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
 import { installAuthHooks } from './auth.js';
 import { SMS_LIMIT_NAMES } from './keys.js';
@@ -24,6 +25,8 @@ export interface UsersDeps {
   metrics: Metrics;
   /** Defaults to the sender SMS_SENDER chooses (createSmsSender: production refuses an unset SMS_SENDER). */
   sms?: SmsSender;
+  /** The process's near cache, in front of the session keys (default: none, Redis on every request). */
+  near?: KeyReader;
 }
 
 export type Users = ReturnType<typeof buildUsers>;
@@ -32,7 +35,7 @@ export type Users = ReturnType<typeof buildUsers>;
 export function buildUsers(deps: UsersDeps) {
   const { auth } = deps.config;
   const limiter = new RateLimiter(deps.redis, { onReject: (rule) => deps.metrics.rateLimitRejections.inc({ limit: rule }) });
-  const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds, auth.sessionMaxAgeSeconds);
+  const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds, auth.sessionMaxAgeSeconds, deps.near);
   const service = new UserService({
     users: new UserRepository(deps.db),
     sessions,

@@ -2,14 +2,15 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { ok } from '../../http/result.js';
 import { IdParams } from '../../http/schemas.js';
 import { currentUser } from './auth.js';
+import { USER_MESSAGES } from './messages.js';
 import type { UserService } from './user-service.js';
 
 /** Mainland-China mobile numbers: 11 digits, 1 then 3-9. */
 const Phone = Type.String({
   pattern: '^1[3-9][0-9]{9}$',
-  errorMessage: 'must be a mainland-China mobile number (11 digits starting with 13-19)',
+  errorMessage: USER_MESSAGES.phoneFormat.texts,
 });
-const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: 'must be the 6-digit code sent by SMS' });
+const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: USER_MESSAGES.codeFormat.texts });
 
 export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = async (app, { service }) => {
   app.post(

@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, HttpError, notFound, tooManyRequests } from '../../http/errors.js';
+import type { MessageFactory } from '../../http/messages.js';
 import type { Log } from '../../infra/logging.js';
 import type { RateLimit } from '../../lib/rate-limit/index.js';
 import type { LoginCodeStore } from './login-code-store.js';
+import { USER_MESSAGES } from './messages.js';
 import type { UserInfoRow, UserRepository, UserRow } from './user-repository.js';
 import type { SessionStore, SessionUser, UserSummary } from './session-store.js';
 import { SmsDeliveryError, type SmsFailureReason, type SmsSender } from './sms-sender.js';
@@ -40,8 +42,8 @@ export class UserService {
   constructor(private readonly deps: UserServiceDeps) {}
 
   async sendCode(phone: string, clientIp: string): Promise<void> {
-    await this.enforce(this.deps.ipLimit, clientIp, 'Too many codes requested from this address');
-    await this.enforce(this.deps.phoneLimit, phone, 'Too many codes requested for this phone');
+    await this.enforce(this.deps.ipLimit, clientIp, USER_MESSAGES.tooManyCodesFromAddress);
+    await this.enforce(this.deps.phoneLimit, phone, USER_MESSAGES.tooManyCodesForPhone);
     const code = await this.deps.codes.issue(phone);
     try {
       await this.deps.sms.sendLoginCode(phone, code);
@@ -52,15 +54,15 @@ export class UserService {
       this.deps.onSmsFailure?.(reason);
       this.deps.log.warn({ err, reason }, 'login code not delivered by the SMS sender');
       const retryAfter = String(Math.max(1, this.deps.smsRetryAfterSeconds ?? 60));
-      throw new HttpError(503, `Could not send the code by SMS: try again in ${retryAfter} s`, { 'retry-after': retryAfter });
+      throw new HttpError(503, USER_MESSAGES.smsFailed({ seconds: retryAfter }), { 'retry-after': retryAfter });
     }
   }
 
   /** Checks the code, creates the user on first login and opens a session; returns its token. */
   async login(phone: string, code: string): Promise<string> {
     const check = await this.deps.codes.check(phone, code);
-    if (check === 'missing') throw badRequest('No valid code for this phone: request a new one');
-    if (check === 'wrong') throw badRequest('Wrong code');
+    if (check === 'missing') throw badRequest(USER_MESSAGES.noValidCode());
+    if (check === 'wrong') throw badRequest(USER_MESSAGES.wrongCode());
     const { id } = await this.deps.users.findOrCreateByPhone(phone, randomNickName());
     // Under the row lock, so that a role change cannot slip between reading the role and
     // indexing the new session (see SessionStore).
@@ -83,7 +85,7 @@ export class UserService {
 
   async getUser(id: string): Promise<UserSummary> {
     const user = await this.deps.users.findById(id);
-    if (!user) throw notFound(`User ${id} not found`);
+    if (!user) throw notFound(USER_MESSAGES.userNotFound({ id }));
     return toUserSummary(user);
   }
 
@@ -93,11 +95,9 @@ export class UserService {
     return info ? toUserInfo(info) : null;
   }
 
-  private async enforce(limit: RateLimit, subject: string, message: string): Promise<void> {
+  private async enforce(limit: RateLimit, subject: string, message: MessageFactory<'seconds'>): Promise<void> {
     const decision = await limit.consume(subject);
-    if (!decision.allowed) {
-      throw tooManyRequests(`${message}: try again in ${Math.ceil(decision.retryAfterMs / 1000)} s`, decision.retryAfterMs);
-    }
+    if (!decision.allowed) throw tooManyRequests(message, decision.retryAfterMs);
   }
 }
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startRedisServer, type RedisServer } from '../../../kit/redis-servers.js';
 import { stallingRelay, type StallingRelay } from '../../support/stall.js';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
+import { productionServerEnv } from '../../support/production-server.js';
 
 /**
  * `npm start` with a Redis and a MySQL that accept connections and never answer: the server
@@ -59,10 +60,7 @@ describe('start-up with silent dependencies', () => {
     let output = '';
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'info',
-        SMS_SENDER: 'log',
+        ...productionServerEnv('info'),
         PORT: String(port),
         HOST: '127.0.0.1',
         REDIS_URL: `redis://127.0.0.1:${redisRelay.port}/0`,

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestEnv, type TestEnv } from '../../support/test-env.js';
 import { freePort } from '../../../kit/redis-servers.js';
+import { productionServerEnv } from '../../support/production-server.js';
 
 let env: TestEnv;
 
@@ -18,7 +19,10 @@ afterAll(async () => {
 function startServer(extraEnv: Record<string, string>): { child: ChildProcess; output: () => string } {
   let output = '';
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'info', SMS_SENDER: 'log', ...extraEnv },
+    env: {
+      ...productionServerEnv('info'),
+      ...extraEnv,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));

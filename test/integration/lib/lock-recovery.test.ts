@@ -37,6 +37,22 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
   return check();
 }
 
+/** A throw-away server that the test may pause, with a lock client on it (ioredis defaults); all stopped after. */
+async function onOwnServer(test: (server: RedisServer, client: LockClient, redis: Redis) => Promise<void>): Promise<void> {
+  const server = await startRedisServer();
+  const redis = new Redis(server.url);
+  const client = new LockClient(redis);
+  try {
+    await redis.ping();
+    await test(server, client, redis);
+  } finally {
+    server.resume();
+    await client.close();
+    redis.disconnect();
+    await server.kill();
+  }
+}
+
 describe('waitMs bounds the whole acquisition', () => {
   it('when Redis is down: null (tryLock) or LockTimeoutError (lock) at the deadline, not when ioredis gives up', async () => {
     const server = await startRedisServer();
@@ -60,41 +76,30 @@ describe('waitMs bounds the whole acquisition', () => {
     }
   });
 
-  it('when Redis hangs: gives up at the deadline and releases the acquisition that arrives late', async () => {
-    const server = await startRedisServer();
-    const redis = new Redis(server.url);
-    const observer = new Redis(server.url);
-    const client = new LockClient(redis);
-    try {
-      await Promise.all([redis.ping(), observer.ping()]);
-      server.pause();
-      const start = Date.now();
-      expect(await client.lock('slow').tryLock({ waitMs: 500, leaseMs: 60_000 })).toBeNull();
-      expect(Date.now() - start).toBeLessThan(1_200);
-      server.resume();
-      expect(await eventually(async () => (await observer.exists(lockKey('slow'))) === 0, 3_000)).toBe(true);
-      // And the name is free for the next caller.
-      const handle = await client.lock('slow').tryLock({ waitMs: 1_000 });
-      expect(handle).not.toBeNull();
-      await handle!.release();
-    } finally {
-      server.resume();
-      await client.close();
-      redis.disconnect();
-      observer.disconnect();
-      await server.kill();
-    }
-  });
+  it('when Redis hangs: gives up at the deadline and releases the acquisition that arrives late', () =>
+    onOwnServer(async (server, client) => {
+      const observer = new Redis(server.url);
+      try {
+        await observer.ping();
+        server.pause();
+        const start = Date.now();
+        expect(await client.lock('slow').tryLock({ waitMs: 500, leaseMs: 60_000 })).toBeNull();
+        expect(Date.now() - start).toBeLessThan(1_200);
+        server.resume();
+        expect(await eventually(async () => (await observer.exists(lockKey('slow'))) === 0, 3_000)).toBe(true);
+        // And the name is free for the next caller.
+        const handle = await client.lock('slow').tryLock({ waitMs: 1_000 });
+        expect(handle).not.toBeNull();
+        await handle!.release();
+      } finally {
+        observer.disconnect();
+      }
+    }));
 });
 
 describe('waitMs bounds the fair and read-write locks too', () => {
-  it('when Redis hangs: null at the deadline for each kind, and the name is free once Redis answers again', async () => {
-    const server = await startRedisServer();
-    const redis = new Redis(server.url);
-    const observer = new Redis(server.url);
-    const client = new LockClient(redis);
-    try {
-      await Promise.all([redis.ping(), observer.ping()]);
+  it('when Redis hangs: null at the deadline for each kind, and the name is free once Redis answers again', () =>
+    onOwnServer(async (server, client) => {
       server.pause();
       const tries = [
         () => client.fairLock('slow-fair').tryLock({ waitMs: 400, leaseMs: 60_000 }),
@@ -113,22 +118,12 @@ describe('waitMs bounds the fair and read-write locks too', () => {
       expect(fair).not.toBeNull();
       expect(write).not.toBeNull();
       await Promise.all([fair!.release(), write!.release()]);
-    } finally {
-      server.resume();
-      await client.close();
-      redis.disconnect();
-      observer.disconnect();
-      await server.kill();
-    }
-  });
+    }));
 });
 
 describe('waitMs bounds a semaphore wait too', () => {
-  it('when Redis hangs: false at the deadline, and the permit taken late is given back', async () => {
-    const server = await startRedisServer();
-    const redis = new Redis(server.url);
-    const client = new LockClient(redis);
-    try {
+  it('when Redis hangs: false at the deadline, and the permit taken late is given back', () =>
+    onOwnServer(async (server, client) => {
       const semaphore = client.semaphore('slow');
       const expirable = client.permitExpirableSemaphore('slow');
       await semaphore.trySetPermits(1);
@@ -140,13 +135,7 @@ describe('waitMs bounds a semaphore wait too', () => {
       expect(Date.now() - start).toBeLessThan(1_500);
       server.resume();
       expect(await eventually(async () => (await semaphore.availablePermits()) === 1 && (await expirable.availablePermits()) === 1, 3_000)).toBe(true);
-    } finally {
-      server.resume();
-      await client.close();
-      redis.disconnect();
-      await server.kill();
-    }
-  });
+    }));
 });
 
 describe('a MultiLock or RedLock that lost its quorum', () => {

@@ -9,10 +9,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { REFUSALS } from '../../../src/modules/seckill/order-service.js';
+import { SECKILL_MESSAGES } from '../../../src/modules/seckill/messages.js';
 import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
 import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { eventually } from '../../support/eventually.js';
+import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
 import { testMysqlUrl } from '../../../kit/services.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 
@@ -131,7 +132,7 @@ describe('scripts/topology.sh', () => {
     const bodies = await Promise.all(responses.map((response) => response.json() as Promise<{ success: boolean; data?: string; errorMsg?: string }>));
     const accepted = bodies.filter((body) => body.success).map((body) => body.data!);
     expect(accepted).toHaveLength(stock);
-    expect(bodies.filter((body) => !body.success).every((body) => body.errorMsg === REFUSALS.soldOut)).toBe(true);
+    expect(bodies.filter((body) => !body.success).every((body) => body.errorMsg === SECKILL_MESSAGES.soldOut.texts.zh)).toBe(true); // no Accept-Language: Chinese
 
     await eventually(async () => {
       const orders = await db!.selectFrom('tb_voucher_order').select(['id', 'user_id']).where('voucher_id', '=', voucherId).execute();
@@ -143,6 +144,23 @@ describe('scripts/topology.sh', () => {
     const row = await db!.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
     expect(row.stock).toBe(0);
     expect((await new SaleStore(redis!, new SaleKeys(SHARDS)).read(voucherId))?.stock).toBe(0);
+  });
+
+  it("pushes an order's states through nginx unbuffered (SSE): the current one at once, then paid, then the stream ends", async () => {
+    const voucherId = await insertVoucher(5);
+    const [user] = await createUsersWithSessions({ db: db!, redis: redis!, config: loadConfig({ NODE_ENV: 'test' }) } as TestEnv, 1, 16_100_000_000);
+    const base = `http://127.0.0.1:${httpPort}`;
+    const headers = { authorization: user!.token };
+    const placed = (await (await fetch(`${base}/api/voucher-order/seckill/${voucherId}`, { method: 'POST', headers })).json()) as { data: string };
+    const stream = await openOrderStream(base, placed.data, user!.token);
+    expect(stream.status).toBe(200);
+    // Arrives while the stream is still open: nginx passes events on, it does not hold them to the end.
+    await stream.waitFor('created', 30_000);
+    expect((await fetch(`${base}/api/voucher-order/${placed.data}/pay`, { method: 'POST', headers })).status).toBe(200);
+    await stream.waitFor('paid');
+    await stream.ended;
+    expect(stream.states.at(-1)).toBe('paid');
+    await closeOrderStreams();
   });
 });
 

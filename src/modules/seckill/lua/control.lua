@@ -9,9 +9,10 @@
   any change) first: call once with only ARGV[1] before changing MySQL.
 
   KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, total, suspended, ...}
-  KEYS[2]  {seckill:N}:buyers:{voucherId}
+  KEYS[2]  {seckill:N}:buyer-slots:{voucherId}
   ARGV     total if missing, new total, begin, end (epoch ms), suspended ("1"/"0"), keep after
-           the end (ms); "" leaves a field as it is
+           the end (ms), limit per user (users holding more keep their orders, and buy no more);
+           "" leaves a field as it is
   Returns {0, stock, total} applied, {1, 0, 0} not in Redis (nothing written: the next order
   publishes it from MySQL), {2, sold, total} the new total is below what is sold (nothing written).
 ]]
@@ -52,5 +53,8 @@ if ARGV[5] == '1' then
   redis.call('HSET', KEYS[1], 'suspended', 1)
 elseif ARGV[5] == '0' then
   redis.call('HDEL', KEYS[1], 'suspended')
+end
+if ARGV[7] and ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'limit', ARGV[7])
 end
 return {0, stock, total}

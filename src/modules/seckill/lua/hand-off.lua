@@ -6,7 +6,7 @@
   order the request did commit is found written and only acknowledged.
 
   KEYS[1]  {seckill:N}:in-flight   sorted set orderId -> reserve time (ms)
-  KEYS[2]  {seckill:N}:queued      hash orderId -> "userId:voucherId"
+  KEYS[2]  {seckill:N}:queued      hash orderId -> "userId:voucherId:slot" (no slot: 1)
   KEYS[3]  {seckill:N}:orders      the order stream
   ARGV     mode "one": orderId   |   mode "older": age (ms), most orders per call
   Returns the number of orders appended to the stream. An order no longer in the in-flight set
@@ -21,10 +21,11 @@ local function hand_off(order_id)
   if not value then
     return 0
   end
-  local separator = string.find(value, ':', 1, true)
-  local user_id = string.sub(value, 1, separator - 1)
-  local voucher_id = string.sub(value, separator + 1)
-  redis.call('XADD', KEYS[3], '*', 'orderId', order_id, 'userId', user_id, 'voucherId', voucher_id)
+  local user_id, voucher_id, slot = string.match(value, '^([^:]+):([^:]+):?([^:]*)$')
+  if slot == '' then
+    slot = '1'
+  end
+  redis.call('XADD', KEYS[3], '*', 'orderId', order_id, 'userId', user_id, 'voucherId', voucher_id, 'slot', slot)
   return 1
 end
 

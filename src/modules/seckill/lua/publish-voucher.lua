@@ -4,8 +4,9 @@
 
   The hash expires some days after the sale ends (ARGV[4]): no sale leaves keys behind forever.
 
-  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, total, suspended]}  (begin/end: epoch ms)
-  ARGV     stock, begin, end, keep after the end (ms), total ("" unknown), suspended ("1" or "")
+  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, limit, total, suspended]}  (begin/end: epoch ms)
+  ARGV     stock, begin, end, keep after the end (ms), total ("" unknown), suspended ("1" or ""),
+           limit per user ("" or absent: 1)
   Returns 1 when published, 0 when the voucher was already there.
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -16,6 +17,9 @@ local time = redis.call('TIME')
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'begin', ARGV[2], 'end', ARGV[3], 'restocks', time[1] .. time[2])
 if ARGV[5] and ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'total', ARGV[5])
+end
+if ARGV[7] and ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'limit', ARGV[7])
 end
 if ARGV[6] == '1' then
   redis.call('HSET', KEYS[1], 'suspended', 1)

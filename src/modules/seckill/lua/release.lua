@@ -1,14 +1,15 @@
 --[[
-  Gives an order's unit back: stock + 1 and the buyer mark removed, so the user may buy again.
-  Exactly once per order, however often it is called (a crashed canceller retries, two
-  instances cancel the same order, a dead letter is handled twice): the first call leaves a
-  marker that later calls see.
+  Gives an order's unit back: stock + 1 and the order's slot freed in the user's bitmask, so the
+  user may buy again. Exactly once per order, however often it is called (a crashed canceller
+  retries, two instances cancel the same order, a dead letter is handled twice): the first call
+  leaves a marker that later calls see.
 
   KEYS[1]  {seckill:N}:voucher:{voucherId}
-  KEYS[2]  {seckill:N}:buyers:{voucherId}
+  KEYS[2]  {seckill:N}:buyer-slots:{voucherId}
   KEYS[3]  {seckill:N}:released:{orderId}   string marker
   KEYS[4]  {seckill:N}:queued
-  ARGV     userId, orderId, marker TTL in seconds
+  KEYS[5]  {seckill:N}:user-orders:{userId}
+  ARGV     userId, orderId, marker TTL in seconds, slot (1..limit)
   Returns 1 when released now, 0 when it had been released before.
 ]]
 if not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
@@ -19,6 +20,13 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   -- A unit is back: instances that know the voucher sold out drop their flag (sold-out.ts).
   redis.call('HINCRBY', KEYS[1], 'restocks', 1)
 end
-redis.call('SREM', KEYS[2], ARGV[1])
+local held = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+local left = bit.band(held, bit.bnot(bit.lshift(1, tonumber(ARGV[4]) - 1)))
+if left == 0 then
+  redis.call('HDEL', KEYS[2], ARGV[1])
+else
+  redis.call('HSET', KEYS[2], ARGV[1], left)
+end
 redis.call('HDEL', KEYS[4], ARGV[2])
+redis.call('HDEL', KEYS[5], ARGV[2])
 return 1

@@ -161,6 +161,22 @@ describe('metrics', () => {
     expect(after).toMatch(/^seckill_stream_pending\{shard="0"\} \d+$/m);
     expect(after).toContain('process_cpu_user_seconds_total');
   });
+
+  it('shows the Redis stock of each open sale as seckill_stock_left{voucher_id}, read at scrape time', async () => {
+    const app = instances[0]!;
+    const open = await insertSeckillVoucher(env, { stock: 5 });
+    const ended = await insertSeckillVoucher(env, { stock: 5, begin: new Date(Date.now() - 2 * HOUR), end: new Date(Date.now() + 2_000) });
+    for (const voucherId of [open, ended]) await buy(app, users[600]!.token, voucherId); // publishes both to Redis
+    const gauge = (body: string, voucherId: string) => new RegExp(`^seckill_stock_left\\{voucher_id="${voucherId}"\\} (\\d+)$`, 'm').exec(body)?.[1];
+
+    const first = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
+    expect(gauge(first, open)).toBe('4');
+    expect(gauge(first, ended)).toBe('4');
+    await buy(app, users[601]!.token, open);
+    await eventually(async () => expect(gauge((await app.inject({ url: '/metrics', headers: metricsAuth })).body, ended)).toBeUndefined(), 5_000);
+    const later = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
+    expect(gauge(later, open)).toBe('3');
+  });
 });
 
 describe('key hygiene', () => {

@@ -82,7 +82,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     const vouchers = [await voucherOnShard(0, 100), await voucherOnShard(1, 100), await voucherOnShard(2, 100)];
     const orders = Array.from({ length: 240 }, (_, i) => ({ orderId: String(1_000_000 + i), userId: String(5000 + i), voucherId: vouchers[i % 3]! }));
     const outcomes = await Promise.all(orders.map((order) => store.reserve(order)));
-    expect(outcomes.every((outcome) => outcome === 'accepted')).toBe(true);
+    expect(outcomes.every(({ outcome }) => outcome === 'accepted')).toBe(true);
     expect(timeouts).toEqual([]);
 
     // Read each replica straight away: every answered order must already be there.
@@ -114,13 +114,13 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     try {
       timeouts.length = 0;
       let started = Date.now();
-      expect(await store.reserve({ orderId: '2000001', userId: '7001', voucherId: stalled })).toBe('accepted');
+      expect(await store.reserve({ orderId: '2000001', userId: '7001', voucherId: stalled })).toEqual({ outcome: 'accepted', slot: 1 });
       expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
       expect(timeouts).toEqual([{ accepted: 1, acknowledged: 0 }]);
 
       timeouts.length = 0;
       started = Date.now();
-      expect(await store.reserve({ orderId: '2000002', userId: '7002', voucherId: healthy })).toBe('accepted');
+      expect(await store.reserve({ orderId: '2000002', userId: '7002', voucherId: healthy })).toEqual({ outcome: 'accepted', slot: 1 });
       expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
       expect(timeouts).toEqual([]);
 

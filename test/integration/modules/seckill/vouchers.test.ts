@@ -70,6 +70,8 @@ describe('vouchers', () => {
         stock: 20,
         beginTime: '2026-01-01T02:00:00.000Z',
         endTime: '2099-01-01T00:00:00.000Z',
+        limitPerUser: 1,
+        purchaseGate: 'off',
       },
     ]);
   });

@@ -6,7 +6,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
-import type { PersistOutcome } from '../../../../src/modules/seckill/order-repository.js';
+import { OutOfStockInDatabase, type PersistOutcome } from '../../../../src/modules/seckill/order-repository.js';
 import { OrderWorker } from '../../../../src/modules/seckill/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
@@ -85,5 +85,23 @@ describe('order worker batches', () => {
     expect(await mysqlStock(env, voucher)).toBe(6);
     expect((await seckill.store.read(voucher))!.stock).toBe(redisStockBefore + 1);
     expect(await backlog()).toEqual({ pending: 0, queued: 0 });
+  });
+
+  it('takes the stock of a batch spread over several vouchers all or nothing: one voucher short and nothing is written', async () => {
+    const [plenty, short, third] = [
+      await insertSeckillVoucher(env, { stock: 10 }),
+      await insertSeckillVoucher(env, { stock: 1 }),
+      await insertSeckillVoucher(env, { stock: 10 }),
+    ];
+    const order = (id: number, voucherId: string) => ({ orderId: String(9_000_000 + id), userId: String(5000 + id), voucherId });
+    await expect(seckill.orders.persistAllNew([order(1, plenty), order(2, short), order(3, short), order(4, third)])).rejects.toBeInstanceOf(
+      OutOfStockInDatabase,
+    );
+    expect([await mysqlStock(env, plenty), await mysqlStock(env, short), await mysqlStock(env, third)]).toEqual([10, 1, 10]);
+    expect([...(await mysqlOrders(env, plenty)), ...(await mysqlOrders(env, short)), ...(await mysqlOrders(env, third))]).toEqual([]);
+
+    await seckill.orders.persistAllNew([order(5, plenty), order(6, plenty), order(7, short), order(8, third)]);
+    expect([await mysqlStock(env, plenty), await mysqlStock(env, short), await mysqlStock(env, third)]).toEqual([8, 0, 9]);
+    expect((await mysqlOrders(env, plenty)).length).toBe(2);
   });
 });

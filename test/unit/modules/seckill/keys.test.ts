@@ -17,13 +17,24 @@ describe('SaleKeys', () => {
 
   it("gives every key of one voucher, and its shard's stream, one {seckill:N} hash tag: one cluster slot", () => {
     const voucher = keys.voucher('10');
-    const all = [voucher.voucher, voucher.buyers, voucher.stream, voucher.deadLetters, voucher.queued, keys.releaseMarker({ orderId: '77', voucherId: '10' })];
+    const all = [
+      voucher.voucher,
+      voucher.buyers,
+      voucher.stream,
+      voucher.deadLetters,
+      voucher.queued,
+      keys.releaseMarker({ orderId: '77', voucherId: '10' }),
+      keys.userOrders(keys.shardOf('10'), '42'),
+      keys.idempotentOrder('10', '42', 'k{1}'),
+    ];
     expect(voucher.tag).toBe('{seckill:2}'); // 10 mod 4
     expect(new Set(all.map(hashedPart))).toEqual(new Set(['seckill:2']));
     expect(new Set(all).size).toBe(all.length);
     // The voucher id in a key is plain text, never a second hash tag.
     expect(voucher.voucher).toBe('{seckill:2}:voucher:10');
-    expect(voucher.buyers).toBe('{seckill:2}:buyers:10');
+    expect(voucher.buyers).toBe('{seckill:2}:buyer-slots:10');
+    // A user's Idempotency-Key binding is per user, on the user's own slot, whatever the key holds.
+    expect(hashedPart(keys.idempotencyBinding('42', '{x}'))).toBe('42');
   });
 
   it('puts vouchers of one shard on the same stream and different shards on different slots', () => {

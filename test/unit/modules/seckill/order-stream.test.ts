@@ -3,13 +3,23 @@ import { parseOrder } from '../../../../src/modules/seckill/order-stream.js';
 
 describe("parseOrder: a stream entry's fields as an order", () => {
   it('reads the three ids whatever the field order, ignoring other fields', () => {
-    const order = { orderId: '9223372036854775807', userId: '1', voucherId: '20' };
+    const order = { orderId: '9223372036854775807', userId: '1', voucherId: '20', slot: 1 };
     expect(parseOrder(['orderId', order.orderId, 'userId', '1', 'voucherId', '20'])).toEqual(order);
     expect(parseOrder(['voucherId', '20', 'traceId', 'abc', 'userId', '1', 'orderId', order.orderId])).toEqual(order);
   });
 
   it('takes the last value of a repeated field and ignores a trailing field without a value', () => {
-    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'orderId', '4', 'extra'])).toEqual({ orderId: '4', userId: '2', voucherId: '3' });
+    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'orderId', '4', 'extra'])).toEqual({
+      orderId: '4',
+      userId: '2',
+      voucherId: '3',
+      slot: 1,
+    });
+  });
+
+  it('reads the slot reserve.lua assigned (slot 1 for entries written before slots existed) and refuses a bad one', () => {
+    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', '7'])).toEqual({ orderId: '1', userId: '2', voucherId: '3', slot: 7 });
+    for (const bad of ['0', '-1', 'x', '100', '']) expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', bad])).toBeNull();
   });
 
   it('returns null for a missing field, so the worker can dead-letter the entry', () => {

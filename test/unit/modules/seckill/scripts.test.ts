@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { reserveArgs, toReserveOutcome } from '../../../../src/modules/seckill/scripts.js';
+import { IDEMPOTENCY_TTL_MS, USER_ORDERS_TTL_MS } from '../../../../src/modules/seckill/keys.js';
+import { reserveArgs, toReserveOutcome, toReserveResult } from '../../../../src/modules/seckill/scripts.js';
 
 /** reserve.lua's header: its KEYS lines and the sentence listing its return codes. */
 const reserveLua = readFileSync(new URL('../../../../src/modules/seckill/lua/reserve.lua', import.meta.url), 'utf8');
@@ -9,11 +10,11 @@ const header = reserveLua.slice(0, reserveLua.indexOf(']]'));
 
 describe('reserve.lua as a typed function', () => {
   it('reads each return code the way reserve.lua documents it', () => {
-    // "Returns 0 accepted, 1 not started, 2 ended, ..." up to the first parenthesis.
-    const documented = [...(/Returns ([^(]*)/.exec(header)?.[1] ?? '').matchAll(/(\d+) ([a-z ]+?)(?:,|$)/gm)].map(
+    // "Returns {code, value}; codes 0 accepted, 1 not started, 2 ended, ..." to the end of the line.
+    const documented = [...(/Returns [^\n]*/.exec(header)?.[0] ?? '').matchAll(/(\d+) ([a-z ]+?)(?:[,.]|$)/gm)].map(
       (match) => [Number(match[1]), match[2]!.trim().replaceAll(' ', '-')] as const,
     );
-    expect(documented.length).toBeGreaterThanOrEqual(7);
+    expect(documented.length).toBeGreaterThanOrEqual(9);
     for (const [code, outcome] of documented) expect(toReserveOutcome(code), `code ${code}`).toBe(outcome);
   });
 
@@ -23,15 +24,36 @@ describe('reserve.lua as a typed function', () => {
     expect(() => toReserveOutcome(-1)).toThrow(/unexpected -1/);
   });
 
+  it('reads the value beside the code: the slot, the limit, the replayed order id', () => {
+    expect(toReserveResult([0, 3])).toEqual({ outcome: 'accepted', slot: 3 });
+    expect(toReserveResult([4, 2])).toEqual({ outcome: 'already-bought', limit: 2 });
+    expect(toReserveResult([8, '4611686018427387904'])).toEqual({ outcome: 'replayed', orderId: '4611686018427387904' });
+    expect(toReserveResult([3, 0])).toEqual({ outcome: 'sold-out' });
+  });
+
   it("passes the keys in the order of the header's KEYS lines, all on the voucher's shard, then the order", () => {
     const keys = new SaleKeys(8);
     const order = { orderId: '4611686018427387904', userId: '42', voucherId: '13' };
-    const args = reserveArgs(keys, order);
     // KEYS[i] lines name the keys as patterns: {seckill:N}:voucher:{voucherId} and so on.
     const patterns = [...header.matchAll(/^\s*KEYS\[(\d)\]\s+(\S+)/gm)].map((match) => match[2]!);
-    const expected = patterns.map((pattern) => pattern.replace('{seckill:N}', '{seckill:5}').replace('{voucherId}', '13'));
-    expect(args.slice(0, patterns.length)).toEqual(expected);
-    expect(args.slice(patterns.length)).toEqual(['42', '4611686018427387904', '13', SALE_KEYS_KEPT_AFTER_END_MS, 'stream']);
-    expect(reserveArgs(keys, order, 'hold').at(-1)).toBe('hold');
+    const expected = patterns.map((pattern) =>
+      pattern.replace('{seckill:N}', '{seckill:5}').replace('{voucherId}', '13').replace('{userId}', '42').replace('{key}', 'retry-1'),
+    );
+    const withKey = reserveArgs(keys, { ...order, idempotencyKey: 'retry-1' });
+    expect(withKey.slice(0, patterns.length)).toEqual(expected);
+    expect(withKey.slice(patterns.length)).toEqual([
+      '42',
+      '4611686018427387904',
+      '13',
+      SALE_KEYS_KEPT_AFTER_END_MS,
+      'stream',
+      IDEMPOTENCY_TTL_MS,
+      USER_ORDERS_TTL_MS,
+    ]);
+    // Without a key, KEYS[7] stays on the slot and the TTL argument is empty (the script skips it).
+    const args = reserveArgs(keys, order);
+    expect(args[6]).toBe('{seckill:5}:idem:42:');
+    expect(args[patterns.length + 5]).toBe('');
+    expect(reserveArgs(keys, order, 'hold')[patterns.length + 4]).toBe('hold');
   });
 });

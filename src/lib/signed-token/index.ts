@@ -1,0 +1,1 @@
+export { TokenSigner, type SignedToken, type SigningKey, type VerifyFailure, type VerifyResult } from './signer.js';

@@ -1,0 +1,41 @@
+import { defineMessages } from '../../http/messages.js';
+
+/** What the social module (blogs, follows, sign-in, visitors, uploads) tells users, in both languages (src/http/messages.ts). */
+export const SOCIAL_MESSAGES = defineMessages('social', {
+  blogNotFound: { en: 'Blog {id} not found', zh: '笔记 {id} 不存在' },
+  blogShopMissing: { en: 'body.shopId: shop {shopId} not found', zh: 'body.shopId：店铺 {shopId} 不存在' },
+  imagesTaken: {
+    en: 'body.images must be images you uploaded with /upload/blog that no other blog shows',
+    zh: 'body.images 必须是您通过 /upload/blog 上传、且未被其他笔记使用的图片',
+  },
+  tooManyImages: { en: 'body.images must hold at most {max} images', zh: 'body.images 最多 {max} 张图片' },
+  notAnImageName: { en: 'body.images: {name} is not an image name from /upload/blog', zh: 'body.images：{name} 不是 /upload/blog 返回的图片名' },
+  imageTwice: { en: 'body.images names an image twice', zh: 'body.images 中有重复的图片' },
+  followYourself: { en: 'params.id must be another user: you cannot follow yourself', zh: '不能关注自己（params.id 必须是其他用户）' },
+  userNotFound: { en: 'User {id} not found', zh: '用户 {id} 不存在' },
+  badMonth: { en: 'querystring.month must be a month as yyyyMM', zh: 'querystring.month 应为 yyyyMM 格式的月份' },
+  badDate: { en: 'querystring.date must be a real date as yyyy-MM-dd', zh: 'querystring.date 应为 yyyy-MM-dd 格式的有效日期' },
+  notMultipart: { en: 'body must be multipart/form-data with the image in field "file"', zh: '请求体应为 multipart/form-data，图片放在字段 "file" 中' },
+  fileRequired: { en: 'body.file is required', zh: '缺少参数 body.file' },
+  badMultipart: { en: 'body is not valid multipart/form-data: {detail}', zh: '请求体不是有效的 multipart/form-data：{detail}' },
+  notAnImage: { en: 'file must be a JPEG, PNG, GIF or WebP image{got}', zh: '文件必须是 JPEG、PNG、GIF 或 WebP 图片{got}' },
+  fileTooLarge: { en: 'file is larger than the {max} bytes allowed', zh: '文件超过允许的 {max} 字节' },
+  badImagePath: { en: 'querystring.name must be an image path returned by /upload/blog', zh: 'querystring.name 必须是 /upload/blog 返回的图片路径' },
+  imageNotFound: { en: 'Image {name} not found', zh: '图片 {name} 不存在' },
+  notYourImage: { en: 'You may only delete your own images', zh: '只能删除自己上传的图片' },
+  imageInUse: { en: 'Image {name} is shown by a blog and cannot be deleted', zh: '图片 {name} 正被笔记使用，不能删除' },
+  outsideUploads: { en: 'querystring.name must stay inside the upload folder', zh: 'querystring.name 必须位于上传目录之内' },
+  tooManyBlogs: { en: 'Too many blogs published from your account: try again in {seconds} s', zh: '您发布笔记过于频繁，请 {seconds} 秒后再试' },
+  tooManyLikes: { en: 'Too many likes from your account: try again in {seconds} s', zh: '您点赞过于频繁，请 {seconds} 秒后再试' },
+  tooManyFollows: { en: 'Too many follow changes from your account: try again in {seconds} s', zh: '您关注操作过于频繁，请 {seconds} 秒后再试' },
+  tooManyUploads: { en: 'Too many images uploaded from your account: try again in {seconds} s', zh: '您上传图片过于频繁，请 {seconds} 秒后再试' },
+  uploadQuotaUsed: { en: 'Your daily upload quota is used up: try again in {seconds} s', zh: '今日上传额度已用完，请 {seconds} 秒后再试' },
+  tooManyRequests: { en: 'Too many requests: try again in {seconds} s', zh: '请求过于频繁，请 {seconds} 秒后再试' },
+  // Schema field texts (errorMessage of the route schemas).
+  imagePaths: { en: 'must be comma-separated image paths from /upload/blog', zh: '应为 /upload/blog 返回的图片路径，以逗号分隔' },
+  feedLastId: { en: 'must be a time in ms (the previous minTime)', zh: '应为毫秒时间戳（上一页的 minTime）' },
+  wholeNumber: { en: 'must be a whole number from 0', zh: '应为不小于 0 的整数' },
+  trueOrFalse: { en: 'must be true or false', zh: '应为 true 或 false' },
+  monthFormat: { en: 'must be a month as yyyyMM', zh: '应为 yyyyMM 格式的月份' },
+  dateFormat: { en: 'must be a date as yyyy-MM-dd', zh: '应为 yyyy-MM-dd 格式的日期' },
+});

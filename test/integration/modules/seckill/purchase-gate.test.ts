@@ -1,0 +1,176 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenSigner } from '../../../../src/lib/signed-token/index.js';
+import { captchaKey } from '../../../../src/modules/seckill/keys.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { HOUR, insertSeckillVoucher } from '../../../support/seckill.js';
+
+const NEW_KEY = { kid: 'k2', secret: 'n'.repeat(40) };
+const OLD_KEY = { kid: 'k1', secret: 'o'.repeat(40) };
+const GATE_REQUESTS_PER_MINUTE = 8;
+
+let env: TestEnv;
+let app: FastifyInstance;
+let users: Array<{ id: string; token: string }>;
+let admin: { authorization: string };
+let nextUser = 0;
+const user = () => users[nextUser++]!;
+
+beforeAll(async () => {
+  env = await createTestEnv({
+    PURCHASE_TOKEN_KEYS: `${NEW_KEY.kid}:${NEW_KEY.secret},${OLD_KEY.kid}:${OLD_KEY.secret}`,
+    PURCHASE_TOKEN_TTL_SECONDS: '60',
+    PURCHASE_GATE_REQUESTS_PER_MINUTE: String(GATE_REQUESTS_PER_MINUTE),
+    PURCHASE_CAPTCHA_TRIES: '3',
+  });
+  users = await createUsersWithSessions(env, 40);
+  admin = await sessionOf(env, '999001', 'admin');
+  ({ app } = await buildTestApp(env));
+});
+
+afterAll(async () => {
+  await app?.close();
+  await env?.cleanup();
+});
+
+/** A sale gated with `mode` through the administrators' PATCH. */
+async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}): Promise<string> {
+  const voucherId = await insertSeckillVoucher(env, { stock: 100, ...window });
+  const patched = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: mode } });
+  expect(patched.json()).toMatchObject({ success: true, data: { purchaseGate: mode, changed: true } });
+  return voucherId;
+}
+
+const askToken = (who: { token: string }, voucherId: string, captcha?: string) =>
+  app.inject({
+    method: 'POST',
+    url: `/api/voucher-order/seckill/${voucherId}/token`,
+    headers: { authorization: who.token },
+    ...(captcha === undefined ? {} : { payload: { captcha } }),
+  });
+const order = (who: { token: string }, voucherId: string, purchaseToken?: string) =>
+  app.inject({
+    method: 'POST',
+    url: `/api/voucher-order/seckill/${voucherId}`,
+    headers: { authorization: who.token, ...(purchaseToken === undefined ? {} : { 'x-purchase-token': purchaseToken }) },
+  });
+async function tokenOf(who: { token: string }, voucherId: string, captcha?: string): Promise<string> {
+  const response = await askToken(who, voucherId, captcha);
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json<{ data: { token: string } }>().data.token;
+}
+const captchaAnswer = async (who: { id: string }, voucherId: string) => env.redis.hget(captchaKey(voucherId, who.id), 'answer');
+
+describe('purchase tokens', () => {
+  it('an ungated sale (the default) takes orders without a token, as hmdp does', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 5 });
+    expect((await order(user(), voucherId)).json().success).toBe(true);
+  });
+
+  it('a gated sale refuses an order without a token (403) and takes one with a valid token', async () => {
+    const voucherId = await gatedSale('token');
+    const buyer = user();
+    const refused = await order(buyer, voucherId);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().errorMsg).toMatch(/needs a purchase token/);
+    const ok = await order(buyer, voucherId, await tokenOf(buyer, voucherId));
+    expect(ok.json()).toMatchObject({ success: true });
+  });
+
+  it('before the window opens, no token: 425 with the time to wait', async () => {
+    const voucherId = await gatedSale('token', { begin: new Date(Date.now() + 90_000), end: new Date(Date.now() + HOUR) });
+    const response = await askToken(user(), voucherId);
+    expect(response.statusCode).toBe(425);
+    const wait = Number(response.headers['retry-after']);
+    expect(wait).toBeGreaterThan(80);
+    expect(wait).toBeLessThanOrEqual(91);
+    expect(response.json().errorMsg).toMatch(/The sale opens in \d+ s/);
+  });
+
+  it('refuses expired, forged, unknown-key, other-user and other-voucher tokens with a 403 naming the fault', async () => {
+    const voucherId = await gatedSale('token');
+    const otherVoucher = await gatedSale('token');
+    const [buyer, other] = [user(), user()];
+    const expired = new TokenSigner([NEW_KEY], () => Date.now() - 120_000).sign([buyer.id, voucherId], 60_000).token;
+    const good = await tokenOf(buyer, voucherId);
+    const [kid = '', payload = '', mac = ''] = good.split('.');
+    const forgedPayload = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), c: [other.id, voucherId] })).toString(
+      'base64url',
+    );
+    const cases: Array<[string, { token: string }, string, RegExp]> = [
+      [expired, buyer, voucherId, /expired/],
+      [`${kid}.${forgedPayload}.${mac}`, other, voucherId, /forged/],
+      [new TokenSigner([{ kid: 'k9', secret: 'x'.repeat(40) }]).sign([buyer.id, voucherId], 60_000).token, buyer, voucherId, /key this server does not know/],
+      ['not-a-token', buyer, voucherId, /malformed/],
+      [good, other, voucherId, /another user/],
+      [good, buyer, otherVoucher, /another voucher/],
+    ];
+    for (const [token, who, voucher, message] of cases) {
+      const response = await order(who, voucher, token);
+      expect(response.statusCode, String(message)).toBe(403);
+      expect(response.json().errorMsg).toMatch(message);
+    }
+    expect((await order(buyer, voucherId, good)).json().success).toBe(true);
+  });
+
+  it('key rotation: a token signed with the older key still verifies; new tokens use the first key', async () => {
+    const voucherId = await gatedSale('token');
+    const buyer = user();
+    expect((await tokenOf(buyer, voucherId)).startsWith(`${NEW_KEY.kid}.`)).toBe(true);
+    const signedWithOldKey = new TokenSigner([OLD_KEY]).sign([buyer.id, voucherId], 60_000).token;
+    expect((await order(buyer, voucherId, signedWithOldKey)).json().success).toBe(true);
+  });
+
+  it(`limits token and captcha requests per user to ${GATE_REQUESTS_PER_MINUTE} a minute (429)`, async () => {
+    const voucherId = await gatedSale('token');
+    const buyer = user();
+    const statuses: number[] = [];
+    for (let i = 0; i <= GATE_REQUESTS_PER_MINUTE; i++) statuses.push((await askToken(buyer, voucherId)).statusCode);
+    expect(statuses.slice(0, GATE_REQUESTS_PER_MINUTE).every((status) => status === 200)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    expect((await askToken(user(), voucherId)).statusCode).toBe(200);
+  });
+
+  it('turning the gate off again lets orders through without a token', async () => {
+    const voucherId = await gatedSale('token');
+    await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: 'off' } });
+    expect((await order(user(), voucherId)).json().success).toBe(true);
+    const refused = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: 'always' } });
+    expect(refused.statusCode).toBe(400);
+  });
+});
+
+describe('captcha before the token', () => {
+  it('the right answer gives a token once; it cannot be used again', async () => {
+    const voucherId = await gatedSale('captcha');
+    const buyer = user();
+    expect((await askToken(buyer, voucherId)).json().errorMsg).toMatch(/needs a captcha/);
+    const challenge = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
+    expect(challenge.json().data.svg).toMatch(/^<svg/);
+    const answer = (await captchaAnswer(buyer, voucherId))!;
+    const token = await tokenOf(buyer, voucherId, answer.toUpperCase());
+    expect((await order(buyer, voucherId, token)).json().success).toBe(true);
+    const again = await askToken(buyer, voucherId, answer);
+    expect(again.statusCode).toBe(403);
+    expect(again.json().errorMsg).toMatch(/get a new one/);
+  });
+
+  it('wrong answers count down the tries; after the last one even the right answer needs a new challenge', async () => {
+    const voucherId = await gatedSale('captcha');
+    const buyer = user();
+    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
+    const answer = (await captchaAnswer(buyer, voucherId))!;
+    const messages: string[] = [];
+    for (let i = 0; i < 3; i++) messages.push((await askToken(buyer, voucherId, 'wrong')).json().errorMsg);
+    expect(messages).toEqual(['Wrong captcha answer: 2 left', 'Wrong captcha answer: 1 left', 'Wrong captcha answer: 0 left']);
+    expect((await askToken(buyer, voucherId, answer)).statusCode).toBe(403);
+    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
+    await tokenOf(buyer, voucherId, (await captchaAnswer(buyer, voucherId))!);
+  });
+
+  it('a sale without a captcha has none to give (409)', async () => {
+    const voucherId = await gatedSale('token');
+    const response = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: user().token } });
+    expect(response.statusCode).toBe(409);
+  });
+});
