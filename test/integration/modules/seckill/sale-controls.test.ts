@@ -212,7 +212,7 @@ describe('live sale controls', () => {
     expect(statuses.filter((status) => status !== 200 && status !== 400)).toEqual([]);
     expect(applied).toBeGreaterThanOrEqual(5);
     // The raises are for sale: the sale ends once orders pass the first stock (a slow machine takes longer, not fewer).
-    for (const deadline = Date.now() + 15_000; accepted.length <= 60 && Date.now() < deadline; ) await wait(20);
+    for (const deadline = Date.now() + 15_000; accepted.length <= 60 && Date.now() < deadline;) await wait(20);
     expect((await patch(voucherId, { endTime: new Date().toISOString() })).statusCode).toBe(200);
     stop = true;
     await Promise.all(clients);
