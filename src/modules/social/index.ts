@@ -90,7 +90,7 @@ export function buildSocial(deps: SocialDeps) {
     uploadService,
     uploadSweeper,
     routes,
-    /** Records the visitor of every successful GET; the app adds it to the whole /api scope (null: UV_TRACKING off). */
+    /** An onRoute hook that records the visitor of every successful GET; the app adds it to the /api scope (null: UV_TRACKING off). */
     recordVisit: config.social.uvTracking ? recordVisitHook(uvService) : null,
     /** Starts the sweeper of unattached images (every UPLOAD_SWEEP_INTERVAL_SECONDS, one instance per run). */
     start(): void {

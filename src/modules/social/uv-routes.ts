@@ -1,5 +1,5 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
@@ -15,7 +15,7 @@ const HEALTH_ROUTE = '/api/health';
 
 /**
  * `GET /stats/uv?date=&shopId=`: administrators only (traffic figures are business data).
- * Visits are recorded by `recordVisitHook`, which app.ts adds to the whole /api scope.
+ * Visits are recorded by `recordVisitHook`, which app.ts adds to the /api scope's routes.
  */
 export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async (app, { service }) => {
   app.get(
@@ -41,19 +41,33 @@ export const uvRoutes: FastifyPluginAsyncTypebox<{ service: UvService }> = async
 };
 
 /**
- * onResponse hook for the /api scope (UV_TRACKING): every successful GET (but the health probe) is a visit of the site,
- * `GET /api/shop/{id}` also of that shop. It runs after the response has been sent, so the
- * client never waits for it; a Redis failure is logged, never reported to the client. Written
- * with a callback, not async: a buffered visit (the default) then costs no promise.
+ * An onRoute hook for the /api scope (UV_TRACKING): every successful GET (but the health probe)
+ * is a visit of the site, `GET /api/shop/{id}` also of that shop. It gives each such route an
+ * onResponse hook of its own as the route is registered, so that which route it is (the health
+ * probe, a shop's page, not a GET) is settled once rather than read from `request.routeOptions`,
+ * an object Fastify builds on every access, on every request.
  */
 export function recordVisitHook(service: UvService) {
-  return (request: FastifyRequest, reply: { statusCode: number }, done: () => void): void => {
-    if (request.method !== 'GET' || reply.statusCode >= 400 || request.routeOptions.url === HEALTH_ROUTE) {
+  return (route: RouteOptions): void => {
+    if (route.method !== 'GET' || route.url === HEALTH_ROUTE) return;
+    const hook = visitRecorder(service, route.url === SHOP_PAGE_ROUTE);
+    route.onResponse = route.onResponse === undefined ? [hook] : [...[route.onResponse].flat(), hook];
+  };
+}
+
+/**
+ * Runs after the response has been sent, so the client never waits for it; a Redis failure is
+ * logged, never reported to the client. Written with a callback, not async: a buffered visit (the
+ * default) then costs no promise.
+ */
+function visitRecorder(service: UvService, isShopPage: boolean) {
+  return (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    if (reply.statusCode >= 400) {
       done();
       return;
     }
     const visitor = request.user ? `u:${request.user.id}` : `ip:${request.ip}`;
-    const shopId = request.routeOptions.url === SHOP_PAGE_ROUTE ? (request.params as { id?: string }).id : undefined;
+    const shopId = isShopPage ? (request.params as { id?: string }).id : undefined;
     let write: Promise<void> | undefined;
     try {
       write = service.record(visitor, shopId);

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { forbidden, unauthorized } from '../../http/errors.js';
 import type { SessionStore, SessionUser } from './session-store.js';
 import { USER_MESSAGES } from './messages.js';
@@ -16,20 +16,29 @@ declare module 'fastify' {
 }
 
 /**
- * hmdp's two interceptors as Fastify hooks, for every route in `app`'s scope:
+ * hmdp's two interceptors as one onRequest hook on every route in `app`'s scope:
  * 1. any request carrying a valid `authorization` token loads its user and renews the
  *    session TTL (sliding expiry), public route or not;
  * 2. a request to a route not marked `config: { public: true }` without a user gets 401.
+ * The hook is put on each route as it is registered (first of its own hooks), so whether the
+ * route is public is settled once rather than read from `request.routeOptions`, an object
+ * Fastify builds on every access, on every request.
  */
 export function installAuthHooks(app: FastifyInstance, sessions: SessionStore): void {
   app.decorateRequest('user', null);
   app.decorateRequest('sessionToken', null);
+  app.addHook('onRoute', (route) => {
+    const hook = authenticate(sessions, route.config?.public === true);
+    route.onRequest = route.onRequest === undefined ? [hook] : [hook, ...[route.onRequest].flat()];
+  });
+}
 
-  // One hook, with a callback: a request without a token (a public page) costs no promise.
-  app.addHook('onRequest', (request, _reply, done) => {
+/** With a callback, not async: a request without a token (a public page) costs no promise. */
+function authenticate(sessions: SessionStore, isPublic: boolean): onRequestHookHandler {
+  return (request, _reply, done) => {
     const token = readToken(request);
     if (token === null) {
-      done(refusalOf(request));
+      done(isPublic ? undefined : unauthorized());
       return;
     }
     sessions.touch(token).then((user) => {
@@ -37,16 +46,9 @@ export function installAuthHooks(app: FastifyInstance, sessions: SessionStore): 
         request.user = user;
         request.sessionToken = token;
       }
-      done(refusalOf(request));
+      done(isPublic || user !== null ? undefined : unauthorized());
     }, done);
-  });
-}
-
-/** 401 for a protected route without a session; nothing for public routes and the 404 handler's. */
-function refusalOf(request: FastifyRequest): Error | undefined {
-  const unmatched = request.routeOptions.url === undefined;
-  if (unmatched || request.routeOptions.config.public === true || request.user !== null) return undefined;
-  return unauthorized();
+  };
 }
 
 /** The raw token hmdp's front end sends, also accepted as `Bearer <token>`. */

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Every Redis key of login and sessions (hmdp's `login:code:` and `login:token:` families):
@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 export const codeKey = (phone: string): string => `login:code:${phone}`;
 
 /** Sessions are keyed by a digest of the token: whoever reads Redis still cannot use one. */
-export const tokenDigest = (token: string): string => createHash('sha256').update(token).digest('hex');
+// crypto.hash, one call without a Hash object: about a third cheaper, and every signed-in request pays it.
+export const tokenDigest = (token: string): string => hash('sha256', token, 'hex');
 export const sessionKeyOfDigest = (digest: string): string => `login:token:${digest}`;
 export const sessionKey = (token: string): string => sessionKeyOfDigest(tokenDigest(token));
 

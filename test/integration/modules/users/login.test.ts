@@ -161,6 +161,15 @@ describe('sessions', () => {
       }
     }
     expect((await app.inject({ method: 'POST', url: '/api/user/logout' })).statusCode).toBe(401);
+    // The hook is put on each route as it is registered: the HEAD route Fastify adds for a GET has it too.
+    expect((await app.inject({ method: 'HEAD', url: '/api/user/me' })).statusCode).toBe(401);
+  });
+
+  it('lets a valid session through on GET and on its HEAD route, and anyone through on a public route', async () => {
+    const token = await loginAsNewUser();
+    expect((await app.inject({ url: '/api/user/me', headers: { authorization: token } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'HEAD', url: '/api/user/me', headers: { authorization: token } })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'HEAD', url: '/api/shop-type/list' })).statusCode).toBe(200);
   });
 });
 
