@@ -95,12 +95,25 @@ export interface VoucherKeys extends ShardKeys {
   buyers: string;
 }
 
+/** Up to 15 digits: a safe integer, so Number's remainder is exact (and far cheaper than BigInt's). */
+const SAFE_DIGITS = /^\d{1,15}$/;
+
+function shardKeysOf(shard: number): ShardKeys {
+  const tag = shardTag(shard);
+  return { tag, stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, inFlight: `${tag}:in-flight` };
+}
+
 /** The key layout of a deployment with `shards` order streams. */
 export class SaleKeys {
-  constructor(readonly shards: number) {}
+  /** Built once: every order asks for its shard's keys. */
+  private readonly shardKeys: readonly ShardKeys[];
+
+  constructor(readonly shards: number) {
+    this.shardKeys = Array.from({ length: shards }, (_, shard) => Object.freeze(shardKeysOf(shard)));
+  }
 
   shardOf(voucherId: string): number {
-    return Number(BigInt(voucherId) % BigInt(this.shards));
+    return SAFE_DIGITS.test(voucherId) ? Number(voucherId) % this.shards : Number(BigInt(voucherId) % BigInt(this.shards));
   }
 
   /** 0 .. shards-1. */
@@ -109,8 +122,7 @@ export class SaleKeys {
   }
 
   shard(shard: number): ShardKeys {
-    const tag = shardTag(shard);
-    return { tag, stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, inFlight: `${tag}:in-flight` };
+    return this.shardKeys[shard] ?? shardKeysOf(shard);
   }
 
   voucher(voucherId: string): VoucherKeys {

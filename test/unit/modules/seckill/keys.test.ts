@@ -37,6 +37,15 @@ describe('SaleKeys', () => {
     expect(hashedPart(keys.idempotencyBinding('42', '{x}'))).toBe('42');
   });
 
+  it('puts a voucher on the same shard whether its id fits a safe integer or needs BigInt; an id not of digits throws', () => {
+    const seven = new SaleKeys(7);
+    for (const id of ['1', '6', '7', '0042', '123456789012345', '1234567890123456', '9223372036854775807']) {
+      expect(seven.shardOf(id), id).toBe(Number(BigInt(id) % 7n));
+    }
+    expect(() => seven.voucher('abc')).toThrow(SyntaxError);
+    expect(keys.shard(2)).toBe(keys.shard(2)); // built once
+  });
+
   it('puts vouchers of one shard on the same stream and different shards on different slots', () => {
     expect(keys.voucher('3').stream).toBe(keys.voucher('7').stream);
     const tags = keys.allShards().map((shard) => hashedPart(keys.shard(shard).stream));
