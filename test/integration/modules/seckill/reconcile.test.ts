@@ -181,8 +181,10 @@ describe('reconcileSeckill', () => {
     const refusals = new Map<string, number>();
     let selling = true;
     const sale = (async () => {
-      // Waves of 10 buyers, 10 ms apart, until the repair is over (and a few waves more).
+      // Waves of 10 buyers, 10 ms apart, until the repair is over (and a few waves more). At most
+      // 300 buyers go before the repair ends, so stock is left for the waves after it however long it takes.
       for (let wave = 0, after = 0; after < 5 && 1 + wave * 10 < buyers.length; wave += 1) {
+        while (selling && wave * 10 >= 300) await sleep(5);
         if (!selling) after += 1;
         const batch = buyers.slice(1 + wave * 10, 1 + wave * 10 + 10);
         const bodies = (await Promise.all(batch.map((user) => buy(app, user.token, voucherId)))).map((response) => response.json());
