@@ -2,6 +2,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
+import { withHook } from '../../http/route-hooks.js';
 import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
 import { parseDay } from '../../lib/calendar/index.js';
 import { requireAdmin } from '../users/auth.js';
@@ -51,7 +52,7 @@ export function recordVisitHook(service: UvService) {
   return (route: RouteOptions): void => {
     if (route.method !== 'GET' || route.url === HEALTH_ROUTE) return;
     const hook = visitRecorder(service, route.url === SHOP_PAGE_ROUTE);
-    route.onResponse = route.onResponse === undefined ? [hook] : [...[route.onResponse].flat(), hook];
+    route.onResponse = withHook(route.onResponse, hook, 'last');
   };
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { forbidden, unauthorized } from '../../http/errors.js';
+import { withHook } from '../../http/route-hooks.js';
 import type { SessionStore, SessionUser } from './session-store.js';
 import { USER_MESSAGES } from './messages.js';
 
@@ -29,7 +30,7 @@ export function installAuthHooks(app: FastifyInstance, sessions: SessionStore): 
   app.decorateRequest('sessionToken', null);
   app.addHook('onRoute', (route) => {
     const hook = authenticate(sessions, route.config?.public === true);
-    route.onRequest = route.onRequest === undefined ? [hook] : [hook, ...[route.onRequest].flat()];
+    route.onRequest = withHook(route.onRequest, hook, 'first');
   });
 }
 
