@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 
 /** A standalone Redis or a Redis Cluster (ioredis). */
@@ -24,9 +24,35 @@ export type Scripts<T extends ScriptFunctions<T>> = T & {
   queue(pipeline: ChainableCommander): Queued<T>;
 };
 
-/** Reads a Lua file relative to a module: `readLua(import.meta.url, 'lua/reserve.lua')`. */
+/** `--- @include "name"`: a shared piece of Lua, written once and inlined where it is named (as BullMQ's). */
+const INCLUDE = /^--- @include "([^"]+)"[ \t]*$/gm;
+
+/** The Lua pieces every script may include (`includes/<name>.lua` beside this file). */
+const SHARED_INCLUDES = new URL('./includes/', import.meta.url);
+
+/**
+ * Reads a Lua file relative to a module, `readLua(import.meta.url, 'lua/reserve.lua')`, with its
+ * includes inlined: each `--- @include "name"` line becomes `name.lua`, looked up beside the file
+ * first, then among the shared includes; every piece is inlined once per script, where it is
+ * first named (Lua wants a local function defined before its use).
+ */
 export function readLua(moduleUrl: string | URL, file: string): string {
-  return readFileSync(new URL(file, moduleUrl), 'utf8');
+  return inline(new URL(file, moduleUrl), new Set());
+}
+
+function inline(url: URL, seen: Set<string>): string {
+  const source = readFileSync(url, 'utf8');
+  return source.replace(INCLUDE, (_line, name: string) => {
+    const piece = includeUrl(url, name);
+    if (seen.has(piece.href)) return `-- ${name}: included above`;
+    seen.add(piece.href);
+    return inline(piece, seen).trimEnd();
+  });
+}
+
+function includeUrl(from: URL, name: string): URL {
+  const beside = new URL(`${name}.lua`, from);
+  return existsSync(beside) ? beside : new URL(`${name}.lua`, SHARED_INCLUDES);
 }
 
 /**

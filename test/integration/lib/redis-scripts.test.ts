@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testRedisUrl } from '../../../kit/services.js';
-import { defineScripts } from '../../../src/lib/redis-scripts/index.js';
+import { defineScripts, readLua } from '../../../src/lib/redis-scripts/index.js';
 import { connectRedis, deleteKeys, uniquePrefix } from '../../support/redis.js';
 
 /** A script set as a library or module declares one: what each script takes and returns. */
@@ -65,5 +69,30 @@ describe('defineScripts', () => {
     const second = define();
     await first.bump('twice', 1);
     expect(await second.bump('twice', 1)).toBe(2);
+  });
+});
+
+describe('readLua includes', () => {
+  const folder = mkdtempSync(join(tmpdir(), 'lua-includes-'));
+  const write = (name: string, lua: string): void => writeFileSync(join(folder, name), lua);
+  write('two.lua', 'local function two() return 2 end');
+  write('three.lua', '--- @include "two"\nlocal function three() return two() + 1 end');
+  write('script.lua', '--- @include "server-time"\n--- @include "three"\n--- @include "two"\nreturn {three(), server_time_ms()}');
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+
+  it('inlines each piece once, beside the file first, then the shared ones, and the script runs', async () => {
+    const lua = readLua(pathToFileURL(join(folder, 'x.ts')), 'script.lua');
+    expect(lua.match(/local function two/g)).toHaveLength(1);
+    expect(lua).not.toMatch(/@include/);
+    const scripts = defineScripts<{ run(key: string): Promise<[number, number]> }>(redis, 'included', { run: { keys: 1, lua } });
+    const [three, nowMs] = await scripts.run('unused');
+    const [seconds] = await raw.time();
+    expect(three).toBe(3);
+    expect(Math.abs(nowMs - Number(seconds) * 1000)).toBeLessThan(5_000);
+  });
+
+  it('names the missing piece', () => {
+    write('broken.lua', '--- @include "nowhere"\nreturn 1');
+    expect(() => readLua(pathToFileURL(join(folder, 'x.ts')), 'broken.lua')).toThrow(/nowhere\.lua/);
   });
 });
