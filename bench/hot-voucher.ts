@@ -14,8 +14,7 @@
 import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { SaleKeys } from '../src/modules/seckill/keys.js';
-import { SaleStore } from '../src/modules/seckill/sale-store.js';
+import { SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 import { startRedisServer } from '../kit/redis-servers.js';
 import { processCpuMicros, redisPid } from './cpu.js';
 

@@ -12,9 +12,7 @@
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../kit/redis-servers.js';
 import { AdmissionGate, RateLimiter } from '../src/lib/rate-limit/index.js';
-import { OrderLimits } from '../src/modules/seckill/order-limits.js';
-import { SaleStore } from '../src/modules/seckill/sale-store.js';
-import { SaleKeys } from '../src/modules/seckill/keys.js';
+import { OrderLimits, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 
 const CALLS = 20_000;
 /** Buyers of a sale come from many addresses: a thousand here. */

@@ -10,8 +10,7 @@
  */
 import { build } from 'hdr-histogram-js';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { SaleStore } from '../src/modules/seckill/sale-store.js';
-import { SaleKeys } from '../src/modules/seckill/keys.js';
+import { SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 
 const target = process.argv[2] ?? 'redis://127.0.0.1:6379/0';
 const parallelism = [1, 100];
@@ -51,10 +50,12 @@ try {
   const stores = {
     'acks=0': new SaleStore(redis, new SaleKeys(shards)),
     'acks=1': new SaleStore(redis, new SaleKeys(shards), {
-      acks: 1,
-      timeoutMs: 1000,
-      onTimeout: (n) => {
-        timeouts += n;
+      replicaAcks: {
+        acks: 1,
+        timeoutMs: 1000,
+        onTimeout: (n) => {
+          timeouts += n;
+        },
       },
     }),
   };

@@ -14,9 +14,7 @@ import type { Config } from '../src/infra/config.js';
 import { createDb, type Db } from '../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
-import { SaleStore } from '../src/modules/seckill/sale-store.js';
-import { SaleKeys } from '../src/modules/seckill/keys.js';
-import { OrderStream } from '../src/modules/seckill/order-stream.js';
+import { OrderStream, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 import { SessionStore } from '../src/modules/users/session-store.js';
 
 export interface BenchUser {

@@ -30,7 +30,7 @@ import {
 } from './harness.js';
 import { startTcpProxy } from './tcp-proxy.js';
 import type { World } from '../world.js';
-import { ORDER_GROUP } from '../../src/modules/seckill/keys.js';
+import { ORDER_GROUP } from '../../src/modules/seckill/index.js';
 
 /** The victim's MySQL is cut this long before it is killed (see below). */
 const HOLD_MS = 1_500;

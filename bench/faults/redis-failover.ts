@@ -20,7 +20,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
-import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
+import { reconcileSeckill } from '../../src/modules/seckill/index.js';
 import { startRedisCluster } from '../../kit/redis-cluster.js';
 import {
   createFaultWorld,

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { reconcileSeckill } from '../../src/modules/seckill/reconcile.js';
+import { reconcileSeckill } from '../../src/modules/seckill/index.js';
 import { startRedisServer, type RedisServer } from '../../kit/redis-servers.js';
 import {
   createFaultWorld,

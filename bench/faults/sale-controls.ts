@@ -11,7 +11,7 @@
  * so the top-up shows units coming back to instances that knew the voucher sold out.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { REFUSALS } from '../../src/modules/seckill/order-service.js';
+import { REFUSALS } from '../../src/modules/seckill/index.js';
 import { SessionStore } from '../../src/modules/users/session-store.js';
 import { readSaleFromMysql } from '../seckill.js';
 import type { World } from '../world.js';

@@ -3,9 +3,7 @@ import { loadConfig, type Config } from '../infra/config.js';
 import type { Db } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
 import type { RedisClient } from '../infra/redis.js';
-import { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from '../modules/seckill/reconcile.js';
-import { SaleKeys } from '../modules/seckill/keys.js';
-import { SaleStore } from '../modules/seckill/sale-store.js';
+import { type ReconcileReport, reconcileSeckill, SaleKeys, SaleStore, UnknownVoucherError } from '../modules/seckill/index.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { EXIT_UNAVAILABLE, failureExitCode } from './run-cli.js';
 
@@ -50,7 +48,7 @@ function parseOptions(): { repair: boolean; json: boolean; voucherIds: string[];
 
 function printText(report: ReconcileReport, repair: boolean, where: string): void {
   console.log(
-    `reconcile: ${where}: ${report.vouchers} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair pauses each drifted voucher for an exact answer)'}`,
+    `reconcile: ${where}: ${report.vouchers} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair freezes each drifted voucher for an exact answer)'}`,
   );
   for (const drift of report.drifted) {
     const parts = [`stock redis=${drift.redisStock ?? 'missing'} expected=${drift.expectedStock} (mysql ${drift.mysqlStock})`];

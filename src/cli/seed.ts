@@ -2,7 +2,7 @@ import { redactUrl } from '../infra/migrate.js';
 import { loadDemoContent } from './demo-content.js';
 import { loadDemoData } from '../infra/seed/load-demo-data.js';
 import { demoSaleStates, demoVouchers } from '../infra/seed/demo-data.js';
-import { voucherListCacheKey } from '../modules/seckill/keys.js';
+import { voucherListCacheKey } from '../modules/seckill/index.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';
 

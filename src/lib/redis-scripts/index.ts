@@ -82,3 +82,49 @@ export function defineScripts<T extends ScriptFunctions<T>>(
   };
   return scripts as Scripts<T>;
 }
+
+/**
+ * One script as an operation: an input object in, a typed reply out. Its KEYS and ARGV are built
+ * here, in one place beside its Lua header, so no caller lines up a long positional list.
+ */
+export interface OperationSpec<In, Out> {
+  lua: string;
+  keys(input: In): string[];
+  args(input: In): Array<string | number>;
+  /** The script's raw reply read into its typed result. */
+  reply(raw: unknown): Out;
+}
+
+/** A defined operation: call it, or queue it on a pipeline and read the raw reply with `reply`. */
+export interface Operation<In, Out> {
+  (input: In): Promise<Out>;
+  queue(pipeline: ChainableCommander, input: In): ChainableCommander;
+  reply(raw: unknown): Out;
+}
+
+type OperationsOf<T> = { [K in keyof T]: T[K] extends OperationSpec<infer In, infer Out> ? Operation<In, Out> : never };
+
+/**
+ * Defines operations on the client (as `defineScripts`: EVALSHA with a fallback to EVAL, the key
+ * prefix applied to KEYS, the same command on pipelines), each named `<namespace><Name>`.
+ */
+export function defineOperations<T extends Record<string, OperationSpec<never, unknown>>>(redis: ScriptClient, namespace: string, specs: T): OperationsOf<T> {
+  const client = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const operations: Record<string, unknown> = {};
+  for (const [operation, spec] of Object.entries(specs) as Array<[string, OperationSpec<unknown, unknown>]>) {
+    const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
+    // The key count goes first on each call: an operation's keys may vary with its input.
+    if (typeof client[name] !== 'function') redis.defineCommand(name, { lua: spec.lua });
+    const argv = (input: unknown): unknown[] => {
+      const keys = spec.keys(input);
+      return [keys.length, ...keys, ...spec.args(input)];
+    };
+    const run = async (input: unknown): Promise<unknown> => spec.reply(await client[name]!(...argv(input)));
+    operations[operation] = Object.assign(run, {
+      queue: (pipeline: ChainableCommander, input: unknown) =>
+        (pipeline as unknown as Record<string, (...args: unknown[]) => ChainableCommander>)[name]!(...argv(input)),
+      reply: (raw: unknown) => spec.reply(raw),
+    });
+  }
+  return operations as OperationsOf<T>;
+}

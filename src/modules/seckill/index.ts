@@ -1,3 +1,9 @@
+/**
+ * The flash sale's one door: `buildSeckill` makes the whole feature from Redis, MySQL, a logger
+ * and metrics, and the exports below are all that the app, the CLIs and the bench use of it. The
+ * rooms behind it (README.md) are: sale/ (Redis decides), orders/ (the API's orders), writer/
+ * (stream → MySQL), record/ (MySQL), unpaid/, admin/, gate/, events/ and vouchers/.
+ */
 import { hostname } from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../../infra/config.js';
@@ -11,32 +17,44 @@ import { LockClient } from '../../lib/lock/index.js';
 import { PassThroughReader, type KeyReader } from '../../lib/near-cache/index.js';
 import { AdmissionGate, RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
 import { TokenSigner } from '../../lib/signed-token/index.js';
-import { ConfigError } from '../../infra/config.js';
-import { CaptchaStore } from './captcha.js';
-import { gateRoutes } from './gate-routes.js';
-import { orderEventRoutes } from './order-event-routes.js';
-import { OrderEventHub, RedisOrderEvents, StreamSlots } from './order-events.js';
-import { GateSettingsCache, PurchaseGate } from './purchase-gate.js';
-import { UnpaidOrderCanceller } from './canceller.js';
+import { SaleControls } from './admin/sale-controls.js';
+import { saleControlRoutes } from './admin/sale-control-routes.js';
+import { OrderEventHub } from './events/order-event-hub.js';
+import { orderEventRoutes } from './events/order-event-routes.js';
+import { RedisOrderEvents } from './events/order-events.js';
+import { StreamSeats } from './events/stream-seats.js';
+import { CaptchaStore } from './gate/captcha-store.js';
+import { gateRoutes } from './gate/gate-routes.js';
+import { GateSettingsCache, PurchaseGate } from './gate/purchase-gate.js';
+import { purchaseTokenKeys } from './gate/token-keys.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
-import { OrderLimits } from './order-limits.js';
-import { orderRoutes } from './order-routes.js';
-import { OrderService, type Locks } from './order-service.js';
-import { OrderStream } from './order-stream.js';
-import { OrderWorker } from './order-worker.js';
-import { DueTrackedOrders, UnpaidQueue } from './release-queue.js';
-import { SaleStore } from './sale-store.js';
-import { UnpaidCancellations } from './unpaid-cancellations.js';
-import { BREAKER_STATES } from './write-breaker.js';
-import { VoucherRepository } from './voucher-repository.js';
-import { voucherRoutes } from './voucher-routes.js';
-import { saleControlRoutes } from './sale-control-routes.js';
-import { SaleControls } from './sale-controls.js';
-import { SoldOutMemory } from './sold-out.js';
-import { VoucherService } from './voucher-service.js';
+import { OrderLimits } from './orders/order-limits.js';
+import { OrderPlacement, type Locks } from './orders/order-placement.js';
+import { orderRoutes } from './orders/order-routes.js';
+import { UserOrders } from './orders/user-orders.js';
+import { VoucherRepository } from './record/voucher-repository.js';
+import { SaleStore } from './sale/sale-store.js';
+import { SoldOutMemory } from './sale/sold-out-memory.js';
+import { DueTrackedOrders } from './unpaid/due-tracked-orders.js';
+import { UnpaidCancellations } from './unpaid/unpaid-cancellations.js';
+import { UnpaidOrderCanceller } from './unpaid/unpaid-order-canceller.js';
+import { UnpaidQueue } from './unpaid/unpaid-queue.js';
+import { VoucherService } from './vouchers/voucher-service.js';
+import { voucherRoutes } from './vouchers/voucher-routes.js';
+import { OrderStream } from './writer/order-stream.js';
+import { OrderWorker } from './writer/order-worker.js';
+import { BREAKER_STATES } from './writer/write-breaker.js';
 
-export type { Locks } from './order-service.js';
-export type { VoucherRepository } from './voucher-repository.js';
+// What the app, the CLIs and the bench use besides buildSeckill.
+export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
+export { ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
+export { REFUSALS } from './messages.js';
+export { OrderLimits } from './orders/order-limits.js';
+export type { Locks } from './orders/order-placement.js';
+export { OrderRepository } from './record/order-repository.js';
+export type { VoucherRepository } from './record/voucher-repository.js';
+export { SaleStore } from './sale/sale-store.js';
+export { OrderStream } from './writer/order-stream.js';
 
 export interface SeckillDeps {
   config: Pick<Config, 'seckill' | 'cache' | 'rateLimit' | 'idBlockSize' | 'port' | 'purchaseGate' | 'orderEvents' | 'redisKeyPrefix' | 'nodeEnv'>;
@@ -77,13 +95,13 @@ export function buildSeckill(deps: SeckillDeps) {
   const metrics = deps.metrics ?? createMetrics();
   const settings = config.seckill;
   const keys = new SaleKeys(settings.streamShards);
+  const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
   const store = new SaleStore(redis, keys, {
-    acks: settings.replicaAcks,
-    timeoutMs: settings.replicaTimeoutMs,
-    onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks),
+    replicaAcks: { acks: settings.replicaAcks, timeoutMs: settings.replicaTimeoutMs, onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks) },
+    // A voucher Redis does not know is published from MySQL on its first order.
+    source: (voucherId) => vouchers.findSale(voucherId),
   });
   const stream = new OrderStream(redis, keys);
-  const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
   // Every order written to MySQL (worker batch or sync request) is scheduled for its cancellation.
   const unpaidQueue = new UnpaidQueue(redis, keys, settings.paymentWindowSeconds * 1000);
   const orders = new DueTrackedOrders(db, unpaidQueue, (err: unknown) =>
@@ -91,23 +109,7 @@ export function buildSeckill(deps: SeckillDeps) {
   );
   // The process's lock client, or one of the sale's own (it opens no connection until a lock is waited for).
   const lockClient = deps.lockClient ?? new LockClient(redis, { observer: lockWaitObserver(metrics) });
-  // The sync strategy takes a per-user lock; the async one needs none.
-  const locks = deps.locks ?? (settings.strategy === 'sync' ? lockClient : undefined);
-  // The voucher list cache (its rebuild locks on the lock client).
-  const caches = new CacheClient(redis, {
-    locks: lockClient,
-    stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
-    onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
-    ...(deps.near ? { reader: deps.near } : {}),
-  });
-  const voucherService = new VoucherService(vouchers, store, {
-    caches,
-    reader: deps.near ?? new PassThroughReader(redis),
-    ttlMs: settings.listCacheTtlSeconds * 1000,
-    nullTtlMs: config.cache.nullTtlSeconds * 1000,
-    jitterPercent: config.cache.ttlJitterPercent,
-    waitMs: config.cache.rebuildWaitMs,
-  });
+  const { voucherService, caches } = buildVoucherService(deps, vouchers, store, lockClient, metrics);
   const gateSettings = GateSettingsCache.fromDatabase(db);
   // After every control (after the MySQL commit): the gate memory of a changed sale, and the list every instance shows.
   const controls = new SaleControls(db, store, async (voucherId, changed) => {
@@ -117,27 +119,19 @@ export function buildSeckill(deps: SeckillDeps) {
   const events = new RedisOrderEvents(redis, config.redisKeyPrefix, log);
   const eventHub = new OrderEventHub(redis, config.redisKeyPrefix);
   const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
-  const orderService = new OrderService({
+  // The sync strategy takes a per-user lock; the async one needs none.
+  const locks = deps.locks ?? (settings.strategy === 'sync' ? lockClient : undefined);
+  const placement = new OrderPlacement({
     strategy: settings.strategy,
     ids: new IdGenerator(redis, { blockSize: config.idBlockSize }),
     store,
-    stream,
     orders,
-    vouchers,
     ...(locks ? { locks } : {}),
     soldOut,
     countOutcome: (strategy, outcome) => metrics.seckillRequests.inc({ strategy, outcome }),
-    events,
   });
-  const limits = new OrderLimits(
-    new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
-    new AdmissionGate(redis, {
-      name: LIMIT_NAMES.admission,
-      ratePerSecond: config.rateLimit.saleAdmissionPerSecond,
-      onReject: () => metrics.rateLimitRejections.inc({ limit: 'sale:admission' }),
-    }),
-    { perUser: config.rateLimit.orderPerUser, perIp: config.rateLimit.orderPerIp },
-  );
+  const userOrders = new UserOrders({ store, orders, events });
+  const limits = buildOrderLimits(deps, metrics);
   const worker = new OrderWorker(stream, store, orders, {
     consumer: deps.consumerName ?? (settings.consumer || `${hostname()}:${config.port}`),
     batchSize: settings.workerBatchSize,
@@ -163,55 +157,25 @@ export function buildSeckill(deps: SeckillDeps) {
       events.changed([{ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'cancelled' }]);
     },
   });
-  metrics.onScrape(async () => {
-    for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, worker.breaker.state === state ? 1 : 0);
-    for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
-      const labels = { shard: String(shard) };
-      metrics.streamLength.set(labels, length);
-      metrics.streamPending.set(labels, pending);
-      metrics.consumerLag.set(labels, lag ?? -1);
-      metrics.deadLetters.set(labels, deadLetters);
-    }
-  });
-  metrics.onScrape(async () => {
-    // A scrape never fails for it: without MySQL or Redis the gauge is only left empty.
-    const open = await voucherService.openSaleStock(STOCK_GAUGE_VOUCHERS).catch((err: unknown) => {
-      log.warn({ err }, 'could not read the stock of the open sales for seckill_stock_left');
-      return [];
-    });
-    metrics.stockLeft.reset();
-    for (const { voucherId, stock } of open) metrics.stockLeft.set({ voucher_id: voucherId }, stock);
-  });
-
-  // Built with the routes only: the standalone worker needs no token keys.
-  const purchaseGate = (): PurchaseGate =>
-    new PurchaseGate({
-      signer: new TokenSigner(purchaseTokenKeys(config)),
-      settings: gateSettings,
-      captcha: new CaptchaStore(redis, { tries: config.purchaseGate.captchaTries }),
-      limit: new RateLimit(
-        new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
-        config.purchaseGate.requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: config.purchaseGate.requestsPerMinute, windowSeconds: 60 }] : [],
-      ),
-      tokenTtlMs: config.purchaseGate.tokenTtlSeconds * 1000,
-    });
+  watchOnScrape(metrics, log, worker, stream, voucherService);
 
   const routes: FastifyPluginAsync = async (api) => {
-    const gate = purchaseGate();
+    // Built with the routes only: the standalone worker needs no token keys.
+    const gate = buildPurchaseGate(deps, gateSettings, metrics);
     // Every unfinished sale's gate known ahead of its orders, so they need no MySQL (purchase-gate.ts).
     gateSettings.keepLoaded((err: unknown) => log.warn({ err }, 'could not load the gate settings of the unfinished sales; the known ones hold'));
     api.addHook('onClose', async () => gateSettings.stop());
     await api.register(voucherRoutes, { service: voucherService });
     await api.register(saleControlRoutes, { controls });
     await api.register(gateRoutes, { gate });
-    await api.register(orderRoutes, { service: orderService, limits, gate });
+    await api.register(orderRoutes, { placement, userOrders, limits, gate });
     const { streamsPerUser, heartbeatMs } = config.orderEvents;
     await api.register(orderEventRoutes, {
       hub: eventHub,
-      slots: new StreamSlots(redis, streamsPerUser, heartbeatMs * 3),
+      seats: new StreamSeats(redis, streamsPerUser, heartbeatMs * 3),
       streamsPerUser,
       heartbeatMs,
-      readOrder: (userId, orderId) => orderService.getOrder(userId, orderId),
+      readOrder: (userId, orderId) => userOrders.get(userId, orderId),
     });
   };
 
@@ -227,7 +191,8 @@ export function buildSeckill(deps: SeckillDeps) {
     orders,
     voucherService,
     controls,
-    orderService,
+    placement,
+    userOrders,
     limits,
     worker,
     canceller,
@@ -260,6 +225,76 @@ export function buildSeckill(deps: SeckillDeps) {
   };
 }
 
+/** The voucher list: its cache (rebuild locks on the lock client) read through the near cache, if any. */
+function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, store: SaleStore, lockClient: LockClient, metrics: Metrics) {
+  const { config, redis, log } = deps;
+  const caches = new CacheClient(redis, {
+    locks: lockClient,
+    stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
+    onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
+    ...(deps.near ? { reader: deps.near } : {}),
+  });
+  const voucherService = new VoucherService(vouchers, store, {
+    caches,
+    reader: deps.near ?? new PassThroughReader(redis),
+    ttlMs: config.seckill.listCacheTtlSeconds * 1000,
+    nullTtlMs: config.cache.nullTtlSeconds * 1000,
+    jitterPercent: config.cache.ttlJitterPercent,
+    waitMs: config.cache.rebuildWaitMs,
+  });
+  return { voucherService, caches };
+}
+
+/** The order route's limits: the sale's admission rate, then per user and per IP. */
+function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): OrderLimits {
+  return new OrderLimits(
+    new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
+    new AdmissionGate(redis, {
+      name: LIMIT_NAMES.admission,
+      ratePerSecond: config.rateLimit.saleAdmissionPerSecond,
+      onReject: () => metrics.rateLimitRejections.inc({ limit: 'sale:admission' }),
+    }),
+    { perUser: config.rateLimit.orderPerUser, perIp: config.rateLimit.orderPerIp },
+  );
+}
+
+function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSettingsCache, metrics: Metrics): PurchaseGate {
+  const { requestsPerMinute, captchaTries, tokenTtlSeconds } = config.purchaseGate;
+  return new PurchaseGate({
+    signer: new TokenSigner(purchaseTokenKeys(config)),
+    settings,
+    captcha: new CaptchaStore(redis, { tries: captchaTries }),
+    limit: new RateLimit(
+      new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
+      requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: requestsPerMinute, windowSeconds: 60 }] : [],
+    ),
+    tokenTtlMs: tokenTtlSeconds * 1000,
+  });
+}
+
+/** The gauges read at scrape time: the worker's breaker, the streams, and the stock of the open sales. */
+function watchOnScrape(metrics: Metrics, log: Log, worker: OrderWorker, stream: OrderStream, voucherService: VoucherService): void {
+  metrics.onScrape(async () => {
+    for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, worker.breaker.state === state ? 1 : 0);
+    for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
+      const labels = { shard: String(shard) };
+      metrics.streamLength.set(labels, length);
+      metrics.streamPending.set(labels, pending);
+      metrics.consumerLag.set(labels, lag ?? -1);
+      metrics.deadLetters.set(labels, deadLetters);
+    }
+  });
+  metrics.onScrape(async () => {
+    // A scrape never fails for it: without MySQL or Redis the gauge is only left empty.
+    const open = await voucherService.openSaleStock(STOCK_GAUGE_VOUCHERS).catch((err: unknown) => {
+      log.warn({ err }, 'could not read the stock of the open sales for seckill_stock_left');
+      return [];
+    });
+    metrics.stockLeft.reset();
+    for (const { voucherId, stock } of open) metrics.stockLeft.set({ voucher_id: voucherId }, stock);
+  });
+}
+
 /** Counts orders answered before enough replicas confirmed them, and says so at most once a second. */
 function replicaAckTimeoutReporter(metrics: Metrics, log: Log, wanted: number) {
   let lastWarning = 0;
@@ -269,16 +304,4 @@ function replicaAckTimeoutReporter(metrics: Metrics, log: Log, wanted: number) {
     lastWarning = Date.now();
     log.warn({ accepted, acknowledged, wanted }, 'seckill: orders answered before enough replicas confirmed them (see seckill_replica_ack_timeouts_total)');
   };
-}
-
-/** Used only until PURCHASE_TOKEN_KEYS is set; production refuses to start with it. */
-const DEVELOPMENT_TOKEN_KEY = { kid: 'dev', secret: 'hmdp-development-purchase-token-key-not-a-secret' };
-
-/** PURCHASE_TOKEN_KEYS, or outside production a fixed key that every development instance shares. */
-function purchaseTokenKeys(config: Pick<Config, 'purchaseGate' | 'nodeEnv'>): Array<{ kid: string; secret: string }> {
-  if (config.purchaseGate.tokenKeys.length > 0) return config.purchaseGate.tokenKeys;
-  if (config.nodeEnv === 'production') {
-    throw new ConfigError('PURCHASE_TOKEN_KEYS is not set: production needs its own purchase token keys (kid:secret, e.g. k1:$(openssl rand -hex 32))');
-  }
-  return [DEVELOPMENT_TOKEN_KEY];
 }

@@ -76,7 +76,7 @@ export const captchaKey = (voucherId: string, userId: string): string => `seckil
 export const GATE_LIMIT_NAME = 'gate:user';
 /** The one pub/sub channel of order state changes (a JSON array of changes per message), under the key prefix. */
 export const orderEventsChannel = (keyPrefix: string): string => `${keyPrefix}order-events`;
-export const orderStreamsSemaphore = (userId: string): string => `order-streams:${userId}`;
+export const orderStreamSeatsKey = (userId: string): string => `order-streams:${userId}`;
 
 export const shardTag = (shard: number): string => `{seckill:${shard}}`;
 

@@ -1,4 +1,4 @@
-import { defineMessages } from '../../http/messages.js';
+import { defineMessages, render } from '../../http/messages.js';
 
 /** What the seckill module tells users, in both languages (src/http/messages.ts); hmdp's wording where it had one. */
 export const SECKILL_MESSAGES = defineMessages('seckill', {
@@ -17,7 +17,9 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     zh: 'headers.idempotency-key 应为 1 到 64 个可见 ASCII 字符（字母、数字、标点；不含空格）',
   },
   busy: { en: 'Your previous order request is still being processed', zh: '之前的下单请求还在处理中，请勿重复下单' },
-  paused: { en: 'Sale is being checked, please retry', zh: '秒杀正在核对中，请稍后重试' },
+  /** A reconciliation repair froze the sale for a moment. */
+  frozen: { en: 'Sale is being checked, please retry', zh: '秒杀正在核对中，请稍后重试' },
+  /** An administrator paused the sale (`suspended` in Redis). */
   suspended: { en: 'The sale is paused by the organiser, please retry later', zh: '秒杀已被主办方暂停，请稍后再试' },
   unknownVoucher: { en: 'Voucher {id} is not a seckill voucher', zh: '秒杀券不存在！（{id}）' },
   outcomeUnknown: {
@@ -93,3 +95,18 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   },
   orderEventsUnavailable: { en: 'Order events are unavailable right now: poll the order instead', zh: '订单状态推送暂不可用，请改为查询订单' },
 });
+
+/** The refusals' English texts, as tests and the bench compare them (clients get their language's). */
+export const REFUSALS = {
+  notStarted: SECKILL_MESSAGES.notStarted.texts.en,
+  ended: SECKILL_MESSAGES.ended.texts.en,
+  soldOut: SECKILL_MESSAGES.soldOut.texts.en,
+  alreadyBought: SECKILL_MESSAGES.alreadyBought.texts.en,
+  /** A voucher whose limit per user is above 1 (1: alreadyBought, hmdp's message). */
+  atLimit: (limit: number) => render(SECKILL_MESSAGES.atLimit({ limit }), 'en'),
+  idempotencyKeyReused: (voucherId: string) => render(SECKILL_MESSAGES.idempotencyKeyReused({ voucherId }), 'en'),
+  busy: SECKILL_MESSAGES.busy.texts.en,
+  frozen: SECKILL_MESSAGES.frozen.texts.en,
+  suspended: SECKILL_MESSAGES.suspended.texts.en,
+  unknownVoucher: (id: string) => render(SECKILL_MESSAGES.unknownVoucher({ id }), 'en'),
+} as const;

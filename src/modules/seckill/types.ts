@@ -1,3 +1,13 @@
+import type { Selectable } from 'kysely';
+import type { VoucherOrderTable, VoucherTable } from '../../infra/schema.js';
+
+/*
+ * Every shape of an order, in the order of its life: asked for (OrderRequest), decided in Redis
+ * (ReserveResult), queued (QueuedOrder, UserQueuedOrder), carried by the stream (OrderEntry),
+ * written (NewOrder, OrderRow, UserOrderRow), due for cancellation (DueOrder), changed
+ * (OrderChange) and shown (OrderView, OrderListItem).
+ */
+
 /** An order's state as the API reports it: queued until the worker writes it to MySQL. */
 export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
 
@@ -34,7 +44,7 @@ export interface SaleState {
 }
 
 /** What reserve.lua decided for one order. */
-export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'paused' | 'suspended' | 'replayed';
+export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' | 'already-bought' | 'unknown-voucher' | 'frozen' | 'suspended' | 'replayed';
 
 /** reserve.lua's decision with its value: the slot, the user's limit, or the order an Idempotency-Key was accepted as. */
 export type ReserveResult =
@@ -42,3 +52,70 @@ export type ReserveResult =
   | { outcome: 'already-bought'; limit: number }
   | { outcome: 'replayed'; orderId: string }
   | { outcome: Exclude<ReserveOutcome, 'accepted' | 'already-bought' | 'replayed'> };
+
+/** An order accepted in Redis and not yet written to MySQL, as its user's list shows it. */
+export interface UserQueuedOrder {
+  orderId: string;
+  voucherId: string;
+  reservedAt: Date;
+  slot: number;
+}
+
+/** A stream entry whose fields make a valid order. */
+export interface OrderEntry {
+  id: string;
+  order: QueuedOrder;
+}
+
+/** An order as MySQL takes it. */
+export interface NewOrder {
+  orderId: string;
+  userId: string;
+  voucherId: string;
+  /** The user's slot 1..limit (reserve.lua): unique per (user, voucher, live); absent: 1. */
+  slot?: number;
+}
+
+/** A row of tb_voucher_order. */
+export type OrderRow = Selectable<VoucherOrderTable>;
+
+/** A row of a user's order list: the order with its voucher's title, shop and price. */
+export type UserOrderRow = Pick<OrderRow, 'id' | 'voucher_id' | 'status' | 'create_time' | 'pay_time'> &
+  Pick<Selectable<VoucherTable>, 'title' | 'shop_id' | 'pay_value'>;
+
+/** An order of the release queue, as claimed: who bought what, and when its payment window ended (Redis clock). */
+export interface DueOrder extends QueuedOrder {
+  member: string;
+  dueMs: number;
+}
+
+/** One order's new state, as published to its owner's channel. */
+export interface OrderChange {
+  orderId: string;
+  userId: string;
+  voucherId: string;
+  state: OrderState;
+}
+
+/** One order as GET /voucher-order/{id} shows it. */
+export interface OrderView {
+  id: string;
+  voucherId: string;
+  state: OrderState;
+  createTime?: string;
+  payTime?: string;
+}
+
+/** One line of the caller's order list (GET /voucher-order/of/me). */
+export interface OrderListItem {
+  id: string;
+  voucherId: string;
+  /** The voucher's title and shop, so a list needs no request per order. */
+  title: string;
+  shopId: string;
+  state: OrderState;
+  /** fen (1/100 yuan), as the voucher list reports it. */
+  payValue: number;
+  createTime: string;
+  payTime?: string;
+}

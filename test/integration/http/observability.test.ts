@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/infra/config.js';
-import { OrderStream } from '../../../src/modules/seckill/order-stream.js';
+import { OrderStream } from '../../../src/modules/seckill/writer/order-stream.js';
 import { ORDER_GROUP, SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../../../kit/services.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../support/test-env.js';

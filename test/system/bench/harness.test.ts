@@ -12,7 +12,7 @@ import { renderMarkdown, renderSvg } from '../../../bench/report.js';
 import { runBench } from '../../../bench/run.js';
 import { checkSale } from '../../../bench/seckill.js';
 import { createOwnWorld, type World } from '../../../bench/world.js';
-import { type SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { type SaleStore } from '../../../src/modules/seckill/sale/sale-store.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';

@@ -10,7 +10,7 @@ import { loadConfig } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { SECKILL_MESSAGES } from '../../../src/modules/seckill/messages.js';
-import { SaleStore } from '../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../src/modules/seckill/sale/sale-store.js';
 import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
-import { OrderStream } from '../../../../src/modules/seckill/order-stream.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { OrderStream } from '../../../../src/modules/seckill/writer/order-stream.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { scanKeys } from '../../../support/redis.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
@@ -115,7 +115,7 @@ describe('async seckill (Lua + stream + worker)', () => {
 
     // Without a worker the order stays queued: take it from a Redis script call directly.
     const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log: app.log });
-    const queuedId = await seckill.orderService.placeSeckillOrder(other.id, voucherId);
+    const queuedId = await seckill.placement.place(other.id, voucherId);
     expect(['queued', 'created']).toContain((await get(other.token, queuedId)).json().data.state);
 
     const orderId = (await buy(app, buyer.token, voucherId)).json().data as string;

@@ -29,10 +29,10 @@ describe('unpaid order cancellation', () => {
   it('cancels orders unpaid past the window exactly once with two cancellers, restores stock in MySQL and Redis, and the user may buy again', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 10 });
     const users = ['1', '2', '3', '4'];
-    const orderIds = await Promise.all(users.map((user) => instanceA.orderService.placeSeckillOrder(user, voucherId)));
+    const orderIds = await Promise.all(users.map((user) => instanceA.placement.place(user, voucherId)));
     await instanceA.worker.drainOnce();
     expect(await mysqlStock(env, voucherId)).toBe(6);
-    await instanceA.orderService.pay('4', orderIds[3]!); // a paid order is never cancelled
+    await instanceA.userOrders.pay('4', orderIds[3]!); // a paid order is never cancelled
 
     await age(voucherId, 30);
     expect(await instanceA.canceller.runOnce()).toEqual({ cancelled: 0, released: 0 }); // still inside the window
@@ -55,17 +55,17 @@ describe('unpaid order cancellation', () => {
     expect(await mysqlStock(env, voucherId)).toBe(9);
     expect((await instanceA.store.read(voucherId))?.stock).toBe(9);
 
-    const again = await instanceB.orderService.placeSeckillOrder('1', voucherId);
+    const again = await instanceB.placement.place('1', voucherId);
     await instanceB.worker.drainOnce();
-    expect((await instanceB.orderService.getOrder('1', again)).state).toBe('created');
-    expect((await instanceB.orderService.getOrder('1', orderIds[0]!)).state).toBe('cancelled');
+    expect((await instanceB.userOrders.get('1', again)).state).toBe('created');
+    expect((await instanceB.userOrders.get('1', orderIds[0]!)).state).toBe('cancelled');
     expect(await mysqlStock(env, voucherId)).toBe(8);
-    await expect(instanceB.orderService.pay('1', orderIds[0]!)).rejects.toThrow('cancelled');
+    await expect(instanceB.userOrders.pay('1', orderIds[0]!)).rejects.toThrow('cancelled');
   });
 
   it('finishes the Redis half of a cancellation that crashed after the MySQL commit, once', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    const orderId = await instanceA.orderService.placeSeckillOrder('7', voucherId);
+    const orderId = await instanceA.placement.place('7', voucherId);
     await instanceA.worker.drainOnce();
     await age(voucherId, 120);
     // The MySQL half alone, as if the process died right after it.

@@ -3,8 +3,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../../src/infra/config.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { reconcileSeckill } from '../../../../src/modules/seckill/reconcile.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 

@@ -5,9 +5,9 @@ import type { Config } from '../../../../src/infra/config.js';
 import { createDb } from '../../../../src/infra/db.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { OrderWorker } from '../../../../src/modules/seckill/order-worker.js';
-import { reconcileSeckill } from '../../../../src/modules/seckill/reconcile.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker.js';
+import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 
@@ -146,8 +146,8 @@ describe('instances on different seckill strategies share one sale', () => {
     const deadDb = createDb({ mysqlUrl: 'mysql://root@127.0.0.1:1/nothing', poolSize: 1 });
     const broken = buildSeckill({ config: withStrategy(env.config, 'sync'), redis: env.redis, db: deadDb, log: pino({ level: 'silent' }) });
     try {
-      const orderId = await broken.orderService.placeSeckillOrder(users[200]!.id, voucherId);
-      expect(await worker.orderService.getOrder(users[200]!.id, orderId)).toMatchObject({ state: 'queued' });
+      const orderId = await broken.placement.place(users[200]!.id, voucherId);
+      expect(await worker.userOrders.get(users[200]!.id, orderId)).toMatchObject({ state: 'queued' });
       await expectConsistent(voucherId, 5, [orderId]);
     } finally {
       await broken.close();
@@ -164,7 +164,7 @@ describe('instances on different seckill strategies share one sale', () => {
     const wrongDb = createDb({ mysqlUrl: wrongUrl.toString(), poolSize: 1 });
     const broken = buildSeckill({ config: withStrategy(env.config, 'sync'), redis: env.redis, db: wrongDb, log: pino({ level: 'silent' }) });
     try {
-      await expect(broken.orderService.placeSeckillOrder(users[250]!.id, voucherId)).rejects.toThrow(/no_such_database_here/);
+      await expect(broken.placement.place(users[250]!.id, voucherId)).rejects.toThrow(/no_such_database_here/);
       expect((await worker.store.read(voucherId))?.stock).toBe(5);
       expect(await env.redis.hexists(worker.keys.voucher(voucherId).buyers, users[250]!.id)).toBe(0);
       await expectConsistent(voucherId, 5, []);
@@ -179,7 +179,7 @@ describe('instances on different seckill strategies share one sale', () => {
     await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     // What a sync instance leaves when it dies between reserve.lua ("hold") and its transaction.
     const order = { orderId: '987654321', userId: users[300]!.id, voucherId };
-    expect(await worker.store.hold(order)).toEqual({ outcome: 'accepted', slot: 1 });
+    expect(await worker.store.reserve(order, 'hold')).toEqual({ outcome: 'accepted', slot: 1 });
     await worker.worker.drainOnce();
     expect((await backlog()).held).toBe(1); // younger than the hold time: its request may still be writing
     // A worker with a hold time of 0, so the test need not wait a minute.

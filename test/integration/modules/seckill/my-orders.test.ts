@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OrderStatus } from '../../../../src/modules/seckill/order-repository.js';
+import { OrderStatus } from '../../../../src/modules/seckill/record/order-repository.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';

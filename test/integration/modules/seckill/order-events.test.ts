@@ -8,7 +8,7 @@ import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } fr
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../../support/order-stream.js';
-import type { OrderChange } from '../../../../src/modules/seckill/order-events.js';
+import type { OrderChange } from '../../../../src/modules/seckill/types.js';
 
 const REQUEST_DEADLINE_MS = 500;
 const STREAMS_PER_USER = 2;

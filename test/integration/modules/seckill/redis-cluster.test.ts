@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, InboxSmsSender, type TestEnv } from '../../../support/test-env.js';

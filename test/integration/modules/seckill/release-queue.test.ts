@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
 import { buildSeckill, type Seckill } from '../../../../src/modules/seckill/index.js';
 import { unpaidDueKey } from '../../../../src/modules/seckill/keys.js';
-import { UnpaidQueue } from '../../../../src/modules/seckill/release-queue.js';
+import { UnpaidQueue } from '../../../../src/modules/seckill/unpaid/unpaid-queue.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 
@@ -39,7 +39,7 @@ function startInstance(consumerName: string, metrics: Metrics): Seckill {
 
 async function placeOrders(instance: Seckill, voucherId: string, buyers: number, firstUser: number): Promise<string[]> {
   const users = Array.from({ length: buyers }, (_, index) => String(firstUser + index));
-  return Promise.all(users.map((user) => instance.orderService.placeSeckillOrder(user, voucherId)));
+  return Promise.all(users.map((user) => instance.placement.place(user, voucherId)));
 }
 
 async function until(what: string, done: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
@@ -72,7 +72,7 @@ describe('the release queue', () => {
     const sync = buildSeckill({ config: { ...env.config, seckill: { ...env.config.seckill, strategy: 'sync' } }, redis: env.redis, db: env.db, log });
     instances.push(sync);
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    const orderId = await sync.orderService.placeSeckillOrder('2001', voucherId);
+    const orderId = await sync.placement.place('2001', voucherId);
     const shard = sync.keys.shardOf(voucherId);
     expect([...(await dueTimes(sync, voucherId)).keys()]).toContain(orderId);
 
@@ -130,7 +130,7 @@ describe('the release queue', () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 100 });
     const orderIds = [...(await placeOrders(a, voucherId, 50, 1001)), ...(await placeOrders(b, voucherId, 50, 1051))];
     await until('100 orders in MySQL', async () => (await mysqlOrders(env, voucherId)).length === 100);
-    await a.orderService.pay('1001', orderIds[0]!);
+    await a.userOrders.pay('1001', orderIds[0]!);
 
     await until('99 orders cancelled', async () => (await mysqlOrders(env, voucherId)).filter((order) => order.status === 4).length === 99);
     await until('the queue empty', async () => (await a.unpaidQueue.size(a.keys.shardOf(voucherId))) === 0);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
@@ -40,9 +40,7 @@ beforeAll(async () => {
   clusterEnv = { ...env, config, redis };
   app = (await buildTestApp(clusterEnv)).app;
   store = new SaleStore(redis, new SaleKeys(SHARDS), {
-    acks: 1,
-    timeoutMs: TIMEOUT_MS,
-    onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }),
+    replicaAcks: { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) },
   });
 }, 90_000);
 

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { reconcileSeckill } from '../../../../src/modules/seckill/reconcile.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
-import { SALE_BUSY, withSaleLock } from '../../../../src/modules/seckill/sale-controls.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { SALE_BUSY, withSaleLock } from '../../../../src/modules/seckill/admin/sale-controls.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';

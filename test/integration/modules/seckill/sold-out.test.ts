@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';

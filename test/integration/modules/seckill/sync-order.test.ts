@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { REFUSALS } from '../../../../src/modules/seckill/order-service.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { voucherListCacheKey } from '../../../../src/modules/seckill/keys.js';
-import { VoucherRepository, type VoucherWithSeckill } from '../../../../src/modules/seckill/voucher-repository.js';
+import { VoucherRepository, type VoucherWithSeckill } from '../../../../src/modules/seckill/record/voucher-repository.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, HOUR } from '../../../support/seckill.js';
 import { metric } from '../shops/support.js';

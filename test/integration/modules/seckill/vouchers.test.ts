@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SaleStore } from '../../../../src/modules/seckill/sale-store.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../../support/test-env.js';
 

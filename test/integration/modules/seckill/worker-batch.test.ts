@@ -6,8 +6,8 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
-import { OutOfStockInDatabase, type PersistOutcome } from '../../../../src/modules/seckill/order-repository.js';
-import { OrderWorker } from '../../../../src/modules/seckill/order-worker.js';
+import { OutOfStockInDatabase, type PersistOutcome } from '../../../../src/modules/seckill/record/order-repository.js';
+import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
@@ -46,9 +46,7 @@ describe('order worker batches', () => {
   it('writes a batch of new orders for several vouchers together, with the stock of each', async () => {
     results.length = 0;
     const [first, second] = [await insertSeckillVoucher(env, { stock: 50 }), await insertSeckillVoucher(env, { stock: 50 })];
-    const accepted = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => seckill.orderService.placeSeckillOrder(String(1000 + i), i % 2 === 0 ? first : second)),
-    );
+    const accepted = await Promise.all(Array.from({ length: 60 }, (_, i) => seckill.placement.place(String(1000 + i), i % 2 === 0 ? first : second)));
 
     await worker.drainOnce();
 
@@ -62,7 +60,7 @@ describe('order worker batches', () => {
   it('falls back to one order at a time when the batch holds a redelivery and a conflict', async () => {
     results.length = 0;
     const voucher = await insertSeckillVoucher(env, { stock: 10 });
-    const fresh = await Promise.all(['1', '2', '3'].map((userId) => seckill.orderService.placeSeckillOrder(userId, voucher)));
+    const fresh = await Promise.all(['1', '2', '3'].map((userId) => seckill.placement.place(userId, voucher)));
     // A redelivery: the first order reached MySQL before a crash, its entry was never acknowledged.
     await seckill.orders.persist({ orderId: fresh[0]!, userId: '1', voucherId: voucher });
     // A conflict: Redis lost user 9's buyer mark and accepted a second order; MySQL holds the first.
@@ -72,7 +70,7 @@ describe('order worker batches', () => {
       .set({ stock: 10 - 2 })
       .where('voucher_id', '=', voucher)
       .execute(); // orders 77 and fresh[0]
-    const second = await seckill.orderService.placeSeckillOrder('9', voucher);
+    const second = await seckill.placement.place('9', voucher);
     const redisStockBefore = (await seckill.store.read(voucher))!.stock;
 
     await worker.drainOnce();

@@ -71,7 +71,7 @@ describe('order worker: circuit breaker and backoff on MySQL', () => {
     const accepted: string[] = [];
     for (let first = 0; first < BACKLOG; first += 200) {
       const users = Array.from({ length: 200 }, (_, i) => String(100_000 + first + i));
-      accepted.push(...(await Promise.all(users.map((userId) => seckill.orderService.placeSeckillOrder(userId, voucherId)))));
+      accepted.push(...(await Promise.all(users.map((userId) => seckill.placement.place(userId, voucherId)))));
     }
     expect((await backlog()).queued).toBe(BACKLOG);
 

@@ -5,8 +5,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { createDb } from '../../../../src/infra/db.js';
-import { OrderRepository } from '../../../../src/modules/seckill/order-repository.js';
-import { OrderWorker } from '../../../../src/modules/seckill/order-worker.js';
+import { OrderRepository } from '../../../../src/modules/seckill/record/order-repository.js';
+import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
@@ -37,7 +37,7 @@ async function placeOrders(voucherId: string, first: number, count: number): Pro
   const ids: string[] = [];
   for (let i = 0; i < count; i += 200) {
     const chunk = Array.from({ length: Math.min(200, count - i) }, (_, j) => String(first + i + j));
-    ids.push(...(await Promise.all(chunk.map((userId) => seckill.orderService.placeSeckillOrder(userId, voucherId)))));
+    ids.push(...(await Promise.all(chunk.map((userId) => seckill.placement.place(userId, voucherId)))));
   }
   return ids;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseOrder } from '../../../../src/modules/seckill/order-stream.js';
+import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
 
 describe("parseOrder: a stream entry's fields as an order", () => {
   it('reads the three ids whatever the field order, ignoring other fields', () => {

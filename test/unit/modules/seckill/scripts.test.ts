@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { IDEMPOTENCY_TTL_MS, USER_ORDERS_TTL_MS } from '../../../../src/modules/seckill/keys.js';
-import { reserveArgs, toReserveOutcome, toReserveResult } from '../../../../src/modules/seckill/scripts.js';
+import { saleOperations, toReserveOutcome, toReserveResult, type ReserveMode } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 
 /** reserve.lua's header: its KEYS lines and the sentence listing its return codes. */
-const reserveLua = readFileSync(new URL('../../../../src/modules/seckill/lua/reserve.lua', import.meta.url), 'utf8');
+const reserveLua = readFileSync(new URL('../../../../src/modules/seckill/sale/lua/reserve.lua', import.meta.url), 'utf8');
 const header = reserveLua.slice(0, reserveLua.indexOf(']]'));
 
 describe('reserve.lua as a typed function', () => {
@@ -32,14 +32,18 @@ describe('reserve.lua as a typed function', () => {
   });
 
   it("passes the keys in the order of the header's KEYS lines, all on the voucher's shard, then the order", () => {
-    const keys = new SaleKeys(8);
+    const { reserve } = saleOperations(new SaleKeys(8));
     const order = { orderId: '4611686018427387904', userId: '42', voucherId: '13' };
+    const reserveArgs = (request: typeof order & { idempotencyKey?: string }, mode: ReserveMode = 'stream') => [
+      ...reserve.keys({ order: request, mode }),
+      ...reserve.args({ order: request, mode }),
+    ];
     // KEYS[i] lines name the keys as patterns: {seckill:N}:voucher:{voucherId} and so on.
     const patterns = [...header.matchAll(/^\s*KEYS\[(\d)\]\s+(\S+)/gm)].map((match) => match[2]!);
     const expected = patterns.map((pattern) =>
       pattern.replace('{seckill:N}', '{seckill:5}').replace('{voucherId}', '13').replace('{userId}', '42').replace('{key}', 'retry-1'),
     );
-    const withKey = reserveArgs(keys, { ...order, idempotencyKey: 'retry-1' });
+    const withKey = reserveArgs({ ...order, idempotencyKey: 'retry-1' });
     expect(withKey.slice(0, patterns.length)).toEqual(expected);
     expect(withKey.slice(patterns.length)).toEqual([
       '42',
@@ -50,10 +54,10 @@ describe('reserve.lua as a typed function', () => {
       IDEMPOTENCY_TTL_MS,
       USER_ORDERS_TTL_MS,
     ]);
-    // Without a key, KEYS[7] stays on the slot and the TTL argument is empty (the script skips it).
-    const args = reserveArgs(keys, order);
+    // Without a key, KEYS[7] stays on the hash slot and the TTL argument is empty (the script skips it).
+    const args = reserveArgs(order);
     expect(args[6]).toBe('{seckill:5}:idem:42:');
     expect(args[patterns.length + 5]).toBe('');
-    expect(reserveArgs(keys, order, 'hold')[patterns.length + 4]).toBe('hold');
+    expect(reserveArgs(order, 'hold')[patterns.length + 4]).toBe('hold');
   });
 });

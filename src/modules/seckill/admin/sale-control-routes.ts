@@ -1,0 +1,56 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ok } from '../../../http/result.js';
+import { ADMIN_ONLY, IdParams, Instant } from '../../../http/schemas.js';
+import { requireAdmin } from '../../users/auth.js';
+import { LimitPerUser, PurchaseGateMode } from './sale-schemas.js';
+import type { SaleControls } from './sale-controls.js';
+import { SECKILL_MESSAGES } from '../messages.js';
+
+/** An administrator steering a live sale (sale-controls.ts): pause, resume, stock and window, audit. */
+export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleControls }> = async (app, { controls }) => {
+  app.post(
+    '/voucher/seckill/:id/pause',
+    { schema: { ...ADMIN_ONLY, summary: 'Pause a sale: every order is refused until resumed (a repeat changes nothing)', params: IdParams } },
+    async (request) => ok(await controls.pause(request.params.id, requireAdmin(request).id)),
+  );
+
+  app.post(
+    '/voucher/seckill/:id/resume',
+    { schema: { ...ADMIN_ONLY, summary: 'Resume a paused sale (a repeat changes nothing)', params: IdParams } },
+    async (request) => ok(await controls.resume(request.params.id, requireAdmin(request).id)),
+  );
+
+  app.patch(
+    '/voucher/seckill/:id',
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary:
+          'Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha)',
+        params: IdParams,
+        body: Type.Object(
+          {
+            stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: SECKILL_MESSAGES.wholeNumber.texts })),
+            beginTime: Type.Optional(Instant),
+            endTime: Type.Optional(Instant),
+            limitPerUser: Type.Optional(LimitPerUser),
+            purchaseGate: Type.Optional(PurchaseGateMode),
+          },
+          { minProperties: 1, additionalProperties: false, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
+        ),
+      },
+    },
+    async (request) => ok(await controls.update(request.params.id, requireAdmin(request).id, request.body)),
+  );
+
+  app.get(
+    '/voucher/seckill/:id/audit',
+    { schema: { ...ADMIN_ONLY, summary: "The sale's changes by administrators, newest first (who, when, what, before and after)", params: IdParams } },
+    async (request) => {
+      requireAdmin(request);
+      const entries = await controls.audit(request.params.id);
+      return ok(entries, entries.length);
+    },
+  );
+};

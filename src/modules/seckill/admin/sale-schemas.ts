@@ -1,0 +1,20 @@
+import { Type } from 'typebox';
+import { bothTexts } from '../../../http/messages.js';
+import { MAX_LIMIT_PER_USER } from '../keys.js';
+import { SECKILL_MESSAGES } from '../messages.js';
+import { GATE_MODES } from '../gate/purchase-gate.js';
+
+// The settings of a sale that its creation (voucher-routes.ts) and its changes (sale-control-routes.ts) both take.
+
+/** Live orders one user may hold of a seckill voucher (1 = hmdp's one per user). */
+export const LimitPerUser = Type.Integer({
+  minimum: 1,
+  maximum: MAX_LIMIT_PER_USER,
+  errorMessage: bothTexts(SECKILL_MESSAGES.limitPerUserRange({ max: MAX_LIMIT_PER_USER })),
+});
+
+/** off: hmdp's order route; token: a purchase token first; captcha: the token after a captcha. */
+export const PurchaseGateMode = Type.Union(
+  GATE_MODES.map((mode) => Type.Literal(mode)),
+  { description: 'off (default) | token | captcha', errorMessage: SECKILL_MESSAGES.badGateMode.texts },
+);

@@ -1,0 +1,122 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import { tooManyRequests } from '../../../http/errors.js';
+import { IdParams } from '../../../http/schemas.js';
+import { currentUser } from '../../users/auth.js';
+import { SECKILL_MESSAGES } from '../messages.js';
+import type { OrderChange, OrderView } from '../types.js';
+import type { OrderEventHub } from './order-event-hub.js';
+import { FINAL_STATES, STATE_RANK } from './order-events.js';
+import type { StreamSeat, StreamSeats } from './stream-seats.js';
+
+export interface OrderEventRoutesOptions {
+  hub: OrderEventHub;
+  seats: StreamSeats;
+  streamsPerUser: number;
+  heartbeatMs: number;
+  /** The order as its owner sees it (404 for anyone else). */
+  readOrder: (userId: string, orderId: string) => Promise<OrderView>;
+}
+
+type StateEvent = Pick<OrderView, 'id' | 'voucherId' | 'state'>;
+
+/**
+ * GET /voucher-order/{id}/events: the order's states as Server-Sent Events, the current one first,
+ * then each change published by any instance, until a final state (or the client leaves).
+ *
+ * Subscribed before the current state is read, so no change falls between the two; a change
+ * that is not later than what was sent is dropped. The headers go out as soon as the state is
+ * read, so the request deadline (src/http/deadline.ts, which answers only unanswered requests)
+ * never cuts the stream; heartbeats keep proxies and idle timeouts from doing so.
+ */
+export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions> = async (app, options) => {
+  const open = new Set<() => void>();
+  // Open streams would hold the server's close until their clients left.
+  app.addHook('preClose', (done) => {
+    for (const finish of open) finish();
+    done();
+  });
+
+  app.get(
+    '/voucher-order/:id/events',
+    {
+      schema: {
+        summary: `My order's state as Server-Sent Events (event "state", data {id, voucherId, state}): the current one, then each change, closed after paid or cancelled; 429 beyond ${options.streamsPerUser} open streams per user`,
+        params: IdParams,
+      },
+    },
+    async (request, reply) => {
+      const userId = currentUser(request).id;
+      const orderId = request.params.id;
+      const seat = await options.seats.take(userId);
+      if (seat === null) throw tooManyRequests(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
+      const early: OrderChange[] = [];
+      let onChange = (change: OrderChange): void => void early.push(change);
+      let unsubscribe: (() => Promise<void>) | undefined;
+      let current: OrderView;
+      try {
+        unsubscribe = await options.hub.subscribe(userId, (change) => {
+          if (change.orderId === orderId) onChange(change);
+        });
+        current = await options.readOrder(userId, orderId);
+      } catch (error) {
+        await unsubscribe?.();
+        await seat.release().catch(() => undefined);
+        throw error;
+      }
+      if (reply.sent || reply.raw.headersSent) {
+        // The request deadline answered while the state was read.
+        await unsubscribe();
+        await seat.release().catch(() => undefined);
+        return reply;
+      }
+      const stream = startStream(reply, seat, unsubscribe, options.heartbeatMs, open);
+      stream.send(current);
+      for (const change of early) stream.send(toEvent(change));
+      onChange = (change) => stream.send(toEvent(change));
+      return reply;
+    },
+  );
+};
+
+const toEvent = (change: OrderChange): StateEvent => ({ id: change.orderId, voucherId: change.voucherId, state: change.state });
+
+function startStream(reply: FastifyReply, seat: StreamSeat, unsubscribe: () => Promise<void>, heartbeatMs: number, open: Set<() => void>) {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as Record<string, string>),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    // nginx: pass each event on at once instead of buffering the response.
+    'x-accel-buffering': 'no',
+    // The socket goes with the stream: an ended stream leaves no keep-alive connection to hold a closing server.
+    connection: 'close',
+  });
+  let lastRank = -1;
+  let finished = false;
+  const heartbeat = setInterval(() => {
+    raw.write(': heartbeat\n\n');
+    seat.renew().catch(() => undefined);
+  }, heartbeatMs);
+  const finish = (): void => {
+    if (finished) return;
+    finished = true;
+    clearInterval(heartbeat);
+    open.delete(finish);
+    void unsubscribe();
+    seat.release().catch(() => undefined);
+    raw.end();
+  };
+  open.add(finish);
+  raw.on('close', finish);
+  return {
+    send(event: StateEvent): void {
+      const rank = STATE_RANK[event.state];
+      if (finished || rank <= lastRank) return;
+      lastRank = rank;
+      raw.write(`event: state\ndata: ${JSON.stringify({ id: event.id, voucherId: event.voucherId, state: event.state })}\n\n`);
+      if (FINAL_STATES.has(event.state)) finish();
+    },
+  };
+}

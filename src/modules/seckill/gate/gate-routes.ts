@@ -1,0 +1,42 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ok } from '../../../http/result.js';
+import { IdParams } from '../../../http/schemas.js';
+import { currentUser } from '../../users/auth.js';
+import type { PurchaseGate } from './purchase-gate.js';
+
+/** The purchase gate's routes (purchase-gate.ts): a captcha, then a purchase token. */
+export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = async (app, { gate }) => {
+  app.get(
+    '/voucher-order/seckill/:id/captcha',
+    {
+      schema: {
+        summary:
+          "A captcha for a sale that asks for one: data.svg = the image (a new one replaces the last; its answer goes in the token request's body.captcha)",
+        params: IdParams,
+      },
+    },
+    async (request) => ok(await gate.challenge(currentUser(request).id, request.params.id)),
+  );
+
+  app.post(
+    '/voucher-order/seckill/:id/token',
+    {
+      schema: {
+        summary:
+          'A purchase token for a gated sale (header X-Purchase-Token of the order): once the window is open (before: 425 + Retry-After), after the captcha if the sale has one (403 when wrong)',
+        params: IdParams,
+        body: Type.Object(
+          { captcha: Type.Optional(Type.String({ maxLength: 16, description: 'the answer to GET .../captcha' })) },
+          { additionalProperties: false, description: 'optional: no body at all is {}' },
+        ),
+      },
+      // No body (a sale without captcha) is an empty one, before the schema is checked.
+      preValidation: (request, _reply, done) => {
+        if (request.body === undefined) request.body = {};
+        done();
+      },
+    },
+    async (request) => ok(await gate.issue(currentUser(request).id, request.params.id, request.body.captcha)),
+  );
+};

@@ -1,0 +1,229 @@
+import type { RedisClient } from '../../../infra/redis.js';
+import { defineOperations, readLua, type OperationSpec } from '../../../lib/redis-scripts/index.js';
+import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, USER_ORDERS_TTL_MS, type SaleKeys } from '../keys.js';
+import type { OrderRequest, QueuedOrder, ReserveOutcome, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
+
+/**
+ * The sale's Lua scripts (lua/*.lua, each headed by its KEYS, ARGV and reply) as operations: an
+ * object in, a typed reply out. Each script's KEYS and ARGV are built here alone, in its header's
+ * order. Every script touches the keys of one `{seckill:N}` shard only.
+ */
+
+/**
+ * What reserve.lua does with an accepted order: `stream` appends it to the order stream for the
+ * worker (async strategy); `hold` keeps it in the in-flight set while the caller writes MySQL (sync).
+ */
+export type ReserveMode = 'stream' | 'hold';
+
+/** An administrator's change to a sale; undefined fields are left as they are. */
+export interface SaleControl {
+  total?: number;
+  begin?: Date;
+  end?: Date;
+  suspended?: boolean;
+  limitPerUser?: number;
+}
+
+export type ControlOutcome =
+  { outcome: 'applied'; stock: number; total: number } | { outcome: 'not-published' } | { outcome: 'below-sold'; sold: number; total: number };
+
+/** A sale's window, as a freeze and a repair keep it. */
+export type SaleWindow = Omit<SaleState, 'stock'>;
+
+/** What MySQL records of a sale, for repair.lua to write into Redis. */
+export interface SaleRecord {
+  stock: number;
+  limitPerUser: number;
+  /** userId → bitmask of the slots its live orders hold. */
+  liveSlots: Map<string, number>;
+  /** Cancelled orders whose unit may not be back in Redis yet. */
+  unreleased: Array<{ orderId: string; userId: string; slot: number }>;
+}
+
+/** reserve.lua's replies, in the order of its return codes. */
+const RESERVE_OUTCOMES: readonly ReserveOutcome[] = [
+  'accepted',
+  'not-started',
+  'ended',
+  'sold-out',
+  'already-bought',
+  'unknown-voucher',
+  'frozen',
+  'suspended',
+  'replayed',
+];
+
+export function toReserveOutcome(code: number): ReserveOutcome {
+  const outcome = RESERVE_OUTCOMES[code];
+  if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
+  return outcome;
+}
+
+/** reserve.lua's reply read: the outcome and its value. */
+export function toReserveResult(reply: unknown): ReserveResult {
+  const [code, value] = reply as [number, number | string];
+  const outcome = toReserveOutcome(code);
+  if (outcome === 'accepted') return { outcome, slot: Number(value) };
+  if (outcome === 'already-bought') return { outcome, limit: Number(value) };
+  if (outcome === 'replayed') return { outcome, orderId: String(value) };
+  return { outcome };
+}
+
+const lua = (name: string): string => readLua(import.meta.url, `lua/${name}.lua`);
+const optional = (value: number | undefined): number | '' => value ?? '';
+const flag = (value: boolean | undefined): '1' | '0' | '' => (value === undefined ? '' : value ? '1' : '0');
+
+function toControlOutcome(reply: unknown): ControlOutcome {
+  const [code, stockOrSold, total] = reply as [number, number, number];
+  if (code === 1) return { outcome: 'not-published' };
+  if (code === 2) return { outcome: 'below-sold', sold: stockOrSold, total };
+  return { outcome: 'applied', stock: stockOrSold, total };
+}
+
+function toUserQueuedOrders(reply: unknown): UserQueuedOrder[] {
+  const flat = reply as string[];
+  const orders: UserQueuedOrder[] = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const [voucherId = '', reservedMs = '0', slot = '1'] = flat[i + 1]!.split(':');
+    orders.push({ orderId: flat[i]!, voucherId, reservedAt: new Date(Number(reservedMs)), slot: Number(slot) });
+  }
+  return orders;
+}
+
+/** The sale's operations over one key layout. */
+export function saleOperations(keys: SaleKeys) {
+  const userOrdersOf = (order: { voucherId: string; userId: string }): string => keys.userOrders(keys.shardOf(order.voucherId), order.userId);
+  return {
+    /** true when published now, false when the voucher was in Redis already (its live stock is kept). */
+    publish: {
+      lua: lua('publish-voucher'),
+      keys: (sale: SaleState) => [keys.voucher(sale.voucherId).voucher],
+      args: (sale: SaleState) => [
+        sale.stock,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        sale.total ?? '',
+        sale.suspended === true ? '1' : '',
+        optional(sale.limitPerUser),
+      ],
+      reply: (raw: unknown) => raw === 1,
+    },
+    reserve: {
+      lua: lua('reserve'),
+      keys: ({ order }: { order: OrderRequest; mode: ReserveMode }) => {
+        const { voucher, buyers, stream, queued, inFlight } = keys.voucher(order.voucherId);
+        // Without a key, KEYS[7] is a name on the same hash slot that the script leaves alone
+        // (Redis Cluster wants every key of a script on one hash slot).
+        return [
+          voucher,
+          buyers,
+          stream,
+          queued,
+          inFlight,
+          userOrdersOf(order),
+          keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? ''),
+        ];
+      },
+      args: ({ order, mode }: { order: OrderRequest; mode: ReserveMode }) => [
+        order.userId,
+        order.orderId,
+        order.voucherId,
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        mode,
+        order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS,
+        USER_ORDERS_TTL_MS,
+      ],
+      reply: toReserveResult,
+    },
+    queuedOfUser: {
+      lua: lua('queued-of-user'),
+      keys: ({ shard, userId }: { shard: number; userId: string }) => [keys.userOrders(shard, userId), keys.shard(shard).queued],
+      args: () => [],
+      reply: toUserQueuedOrders,
+    },
+    /** Orders appended to the stream: one held order, or the shard's orders held longer than `ageMs`. */
+    handOff: {
+      lua: lua('hand-off'),
+      keys: ({ shard }: { shard: number } & ({ orderId: string } | { ageMs: number; limit: number })) => {
+        const { inFlight, queued, stream } = keys.shard(shard);
+        return [inFlight, queued, stream];
+      },
+      args: (input: { shard: number } & ({ orderId: string } | { ageMs: number; limit: number })) =>
+        'orderId' in input ? ['one', input.orderId] : ['older', input.ageMs, input.limit],
+      reply: (raw: unknown) => Number(raw),
+    },
+    /** true when released now, false when released before (the marker exists). */
+    release: {
+      lua: lua('release'),
+      keys: (order: QueuedOrder) => {
+        const { voucher, buyers, queued } = keys.voucher(order.voucherId);
+        return [voucher, buyers, keys.releaseMarker(order), queued, userOrdersOf(order)];
+      },
+      args: (order: QueuedOrder) => [order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS, order.slot],
+      reply: (raw: unknown) => raw === 1,
+    },
+    control: {
+      lua: lua('control'),
+      keys: ({ voucherId }: { voucherId: string; totalIfMissing: number; change: SaleControl }) => {
+        const { voucher, buyers } = keys.voucher(voucherId);
+        return [voucher, buyers];
+      },
+      args: ({ totalIfMissing, change }: { voucherId: string; totalIfMissing: number; change: SaleControl }) => [
+        totalIfMissing,
+        optional(change.total),
+        optional(change.begin?.getTime()),
+        optional(change.end?.getTime()),
+        flag(change.suspended),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        optional(change.limitPerUser),
+      ],
+      reply: toControlOutcome,
+    },
+    /** true when the freeze created the (missing) voucher, false when it existed. */
+    freeze: {
+      lua: lua('freeze'),
+      keys: ({ sale }: { sale: SaleWindow; token: string; freezeMs: number }) => [keys.voucher(sale.voucherId).voucher],
+      args: ({ sale, token, freezeMs }: { sale: SaleWindow; token: string; freezeMs: number }) => [
+        token,
+        freezeMs,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+      ],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** true when thawed, false when the freeze was not the caller's (or gone). */
+    thaw: {
+      lua: lua('thaw'),
+      keys: ({ voucherId }: { voucherId: string; token: string }) => [keys.voucher(voucherId).voucher],
+      args: ({ token }: { voucherId: string; token: string }) => [token],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** The stock written, or -1 when the freeze had lapsed (nothing written). */
+    repair: {
+      lua: lua('repair'),
+      keys: ({ sale, record }: { sale: SaleWindow; token: string; record: SaleRecord }) => {
+        const { voucher, buyers } = keys.voucher(sale.voucherId);
+        return [voucher, buyers, ...record.unreleased.map((order) => keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }))];
+      },
+      args: ({ sale, token, record }: { sale: SaleWindow; token: string; record: SaleRecord }) => [
+        token,
+        record.stock,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        record.limitPerUser,
+        record.liveSlots.size,
+        ...[...record.liveSlots].flat(),
+        ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
+      ],
+      reply: (raw: unknown) => Number(raw),
+    },
+  } satisfies Record<string, OperationSpec<never, unknown>>;
+}
+
+export type SaleScripts = ReturnType<typeof defineSaleScripts>;
+
+/** The sale's operations on `redis` (defining them twice on one client is harmless). */
+export const defineSaleScripts = (redis: RedisClient, keys: SaleKeys) => defineOperations(redis, 'seckill', saleOperations(keys));

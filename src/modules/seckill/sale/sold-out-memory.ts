@@ -1,0 +1,65 @@
+import type { RedisClient } from '../../../infra/redis.js';
+import type { SaleKeys } from '../keys.js';
+
+/** How often an instance checks whether units came back to the vouchers it knows sold out. */
+export const SOLD_OUT_POLL_MS = 250;
+
+/**
+ * The vouchers this instance knows are sold out, answered from memory: no Redis command, no
+ * order id. Each flag carries the voucher's `restocks` version (its hash field; every script that
+ * gives units back bumps it: release, control raising the stock, repair; publish sets a fresh one),
+ * read together with a stock of 0 in one HMGET, so it is true at that instant. Every
+ * SOLD_OUT_POLL_MS the instance reads the version of its flagged vouchers and drops a flag whose
+ * version moved, whose stock is back or whose hash is gone: cleared on every instance within
+ * ~0.3 s of units coming back, however they came back.
+ */
+export class SoldOutMemory {
+  private readonly flags = new Map<string, string>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: SaleKeys,
+    private readonly onError: (error: unknown) => void = () => undefined,
+  ) {}
+
+  known(voucherId: string): boolean {
+    return this.flags.has(voucherId);
+  }
+
+  /** After a sold-out answer: flags the voucher if its stock is still 0, with its version. */
+  async remember(voucherId: string): Promise<void> {
+    const [stock, version] = await this.redis.hmget(this.keys.voucher(voucherId).voucher, 'stock', 'restocks');
+    if (stock === null || Number(stock) > 0) return;
+    this.flags.set(voucherId, version ?? '');
+    // Polled from the first flag on, whoever built the sale: a flag is never left unchecked.
+    this.start();
+  }
+
+  /** One round of the check: drops every flag whose voucher may have units again. */
+  async refresh(): Promise<void> {
+    const flagged = [...this.flags];
+    const states = await Promise.all(flagged.map(([voucherId]) => this.redis.hmget(this.keys.voucher(voucherId).voucher, 'stock', 'restocks')));
+    flagged.forEach(([voucherId, version], index) => {
+      const [stock, now] = states[index]!;
+      if (stock === null || Number(stock) > 0 || (now ?? '') !== version) this.flags.delete(voucherId);
+    });
+  }
+
+  private start(): void {
+    if (this.timer) return;
+    const tick = (): void => {
+      const round = this.flags.size === 0 ? Promise.resolve() : this.refresh();
+      round.catch(this.onError).finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, SOLD_OUT_POLL_MS).unref();
+      });
+    };
+    this.timer = setTimeout(tick, SOLD_OUT_POLL_MS).unref();
+  }
+
+  /** Stops the polling (closing the sale); a later flag starts it again. */
+  stop(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
