@@ -13,7 +13,7 @@ export const fenceKey = (name: string): string => `lock:{${name}}:fence`;
 /**
  * The fence key outlives every lease by far, yet expires, so that locks named after users or
  * orders do not leave a key behind forever. Tokens stay increasing after it expired because
- * they are at least the server time in microseconds (see fence.lua).
+ * they are at least the server time in microseconds (see includes/fence.lua).
  */
 export const fenceTtlMs = (leaseMs: number): number => Math.max(7 * 24 * 3600_000, 2 * leaseMs);
 

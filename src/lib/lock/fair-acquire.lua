@@ -1,6 +1,6 @@
 --[[
-  Acquires, re-enters or queues for a fair lock (next_fence comes from fence.lua, the queue
-  functions from fair-queue.lua).
+  Acquires, re-enters or queues for a fair lock (next_fence comes from includes/fence.lua, the
+  queue functions from includes/fair-queue.lua).
 
   KEYS[1]  lock:{name}          hash {owner: hold count}, PX lease (the reentrant lock's layout)
   KEYS[2]  lock:{name}:fence    string, last fencing token
@@ -17,7 +17,11 @@
           {0, ms}    when not acquired: ms until the lock may change hands (the holder's lease,
                      or the head's waiter lease when the lock is free and the head has not taken it).
 ]]
-local now = server_now_ms()
+--- @include "server-time"
+--- @include "includes/fence"
+--- @include "includes/fair-queue"
+
+local now = server_time_ms()
 -- Uncontended locks have no queue: skip its upkeep.
 local has_queue = redis.call('EXISTS', KEYS[3]) == 1
 if has_queue then drop_dead_waiters(KEYS[3], KEYS[4], now) end

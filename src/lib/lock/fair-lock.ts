@@ -40,11 +40,10 @@ interface FairScripts {
   renew(lock: string, fence: string, owner: string, leaseMs: number, fenceTtl: number): Promise<1 | 0>;
 }
 
-const QUEUE_LUA = readLua(import.meta.url, 'fence.lua') + readLua(import.meta.url, 'fair-queue.lua');
 const SOURCES = {
-  acquire: { keys: 4, lua: QUEUE_LUA + readLua(import.meta.url, 'fair-acquire.lua') },
-  release: { keys: 3, lua: QUEUE_LUA + readLua(import.meta.url, 'fair-release.lua') },
-  leave: { keys: 3, lua: QUEUE_LUA + readLua(import.meta.url, 'fair-leave.lua') },
+  acquire: { keys: 4, lua: readLua(import.meta.url, 'fair-acquire.lua') },
+  release: { keys: 3, lua: readLua(import.meta.url, 'fair-release.lua') },
+  leave: { keys: 3, lua: readLua(import.meta.url, 'fair-leave.lua') },
   renew: { keys: 2, lua: readLua(import.meta.url, 'reentrant-renew.lua') },
 };
 

@@ -1,6 +1,6 @@
 --[[
   Takes permits of a permit-expirable semaphore, each with an id and a lease
-  (Redisson's RPermitExpirableSemaphore.tryAcquire). now_ms and reclaim come from permit-lib.lua.
+  (Redisson's RPermitExpirableSemaphore.tryAcquire). reclaim comes from includes/permit-reclaim.lua.
 
   KEYS[1]  psemaphore:{name}         string, permits available
   KEYS[2]  psemaphore:{name}:leases  sorted set, permit id -> end of lease (ms, server time)
@@ -10,7 +10,10 @@
   Returns {1, permits left} when taken,
           {0, ms until the next lease ends (-1: no lease)} when too few are available.
 ]]
-local now = now_ms()
+--- @include "server-time"
+--- @include "includes/permit-reclaim"
+
+local now = server_time_ms()
 reclaim(KEYS[1], KEYS[2], now)
 local wanted = #ARGV - 1
 local available = tonumber(redis.call('GET', KEYS[1]) or '0')

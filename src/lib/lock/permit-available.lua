@@ -1,6 +1,6 @@
 --[[
-  Permits available now, after giving back those of ended leases. reclaim and now_ms come from
-  permit-lib.lua. Also sets the permits if asked (trySetPermits / addPermits).
+  Permits available now, after giving back those of ended leases. reclaim comes from
+  includes/permit-reclaim.lua. Also sets the permits if asked (trySetPermits / addPermits).
 
   KEYS[1]  psemaphore:{name}         string, permits available
   KEYS[2]  psemaphore:{name}:leases  sorted set, permit id -> end of lease
@@ -10,7 +10,10 @@
 
   Returns {permits available now, 1 if the permits were changed else 0}.
 ]]
-local reclaimed = reclaim(KEYS[1], KEYS[2], now_ms())
+--- @include "server-time"
+--- @include "includes/permit-reclaim"
+
+local reclaimed = reclaim(KEYS[1], KEYS[2], server_time_ms())
 local changed = 0
 if ARGV[2] == 'set' and redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[1], ARGV[3])

@@ -1,6 +1,6 @@
 --[[
   Gives permits back by id. A permit whose lease ended but was not reclaimed yet is given back
-  too, but counts as not held (as in Redisson's tryRelease). now_ms comes from permit-lib.lua.
+  too, but counts as not held (as in Redisson's tryRelease).
 
   KEYS[1]  psemaphore:{name}         string, permits available
   KEYS[2]  psemaphore:{name}:leases  sorted set, permit id -> end of lease
@@ -9,7 +9,9 @@
 
   Returns 1 when every permit was held, -1 otherwise.
 ]]
-local now = now_ms()
+--- @include "server-time"
+
+local now = server_time_ms()
 local given, held = 0, 0
 for i = 2, #ARGV do
   local lease_end = redis.call('ZSCORE', KEYS[2], ARGV[i])

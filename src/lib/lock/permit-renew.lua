@@ -1,6 +1,5 @@
 --[[
   Watchdog renewal of permits, only while every one of them is still held (its lease not ended).
-  now_ms comes from permit-lib.lua.
 
   KEYS[1]  psemaphore:{name}         string, permits available (unused: one slot for both keys)
   KEYS[2]  psemaphore:{name}:leases  sorted set, permit id -> end of lease
@@ -9,7 +8,9 @@
 
   Returns 1 when renewed, 0 when a permit is no longer held.
 ]]
-local now = now_ms()
+--- @include "server-time"
+
+local now = server_time_ms()
 for i = 2, #ARGV do
   local lease_end = redis.call('ZSCORE', KEYS[2], ARGV[i])
   if not lease_end or tonumber(lease_end) <= now then

@@ -28,11 +28,10 @@ interface RwScripts {
   renew(lock: string, leases: string, fence: string, owner: string, mode: Mode, leaseMs: number, fenceTtl: number): Promise<1 | 0>;
 }
 
-const STATE_LUA = readLua(import.meta.url, 'rw-state.lua');
 const SOURCES = {
-  acquire: { keys: 3, lua: readLua(import.meta.url, 'fence.lua') + STATE_LUA + readLua(import.meta.url, 'rw-acquire.lua') },
-  release: { keys: 2, lua: STATE_LUA + readLua(import.meta.url, 'rw-release.lua') },
-  renew: { keys: 3, lua: STATE_LUA + readLua(import.meta.url, 'rw-renew.lua') },
+  acquire: { keys: 3, lua: readLua(import.meta.url, 'rw-acquire.lua') },
+  release: { keys: 2, lua: readLua(import.meta.url, 'rw-release.lua') },
+  renew: { keys: 3, lua: readLua(import.meta.url, 'rw-renew.lua') },
 };
 
 const scriptsByClient = new WeakMap<RedisClient, RwScripts>();

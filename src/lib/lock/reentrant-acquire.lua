@@ -1,5 +1,5 @@
 --[[
-  Acquires or re-enters a reentrant lock (next_fence comes from fence.lua).
+  Acquires or re-enters a reentrant lock (next_fence comes from includes/fence.lua).
 
   KEYS[1]  lock:{name}        hash {owner: hold count}, PX lease
   KEYS[2]  lock:{name}:fence  string, last fencing token
@@ -10,6 +10,8 @@
   Returns {1, token} for a new hold, {2, token} for a re-entry (the token of the hold it joins),
           {0, pttl}  when another owner holds the lock (pttl: its remaining lease in ms).
 ]]
+--- @include "includes/fence"
+
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -1,6 +1,6 @@
 --[[
   Takes or re-enters the read or the write lock of a read-write lock (next_fence comes from
-  fence.lua, settle from rw-state.lua).
+  includes/fence.lua, settle and outlive from includes/rw-state.lua).
 
   KEYS[1]  rwlock:{name}         hash: mode, writer, '<owner>:r' / '<owner>:w' hold counts
   KEYS[2]  rwlock:{name}:leases  sorted set {'<owner>:r' / '<owner>:w': lease end, server ms}
@@ -17,8 +17,12 @@
           {-1, 0}  for a write wanted by an owner that holds a read lock and not the write lock:
                    an upgrade, refused because two upgrading readers would wait for each other forever.
 ]]
+--- @include "server-time"
+--- @include "includes/fence"
+--- @include "includes/rw-state"
+
 local owner, wanted = ARGV[1], ARGV[2]
-local now = server_now_ms()
+local now = server_time_ms()
 -- A free lock (the common case) has nothing to settle.
 local mode = redis.call('EXISTS', KEYS[1]) == 1 and settle(KEYS[1], KEYS[2], now)
 

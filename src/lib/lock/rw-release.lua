@@ -1,7 +1,7 @@
 --[[
-  Releases one read or write hold of a read-write lock (settle comes from rw-state.lua). When
-  that changes what others may take (the lock is free, or the writer left and only reads remain),
-  it publishes on the lock's channel.
+  Releases one read or write hold of a read-write lock (settle comes from includes/rw-state.lua).
+  When that changes what others may take (the lock is free, or the writer left and only reads
+  remain), it publishes on the lock's channel.
 
   KEYS[1]  rwlock:{name}         hash: mode, writer, hold counts
   KEYS[2]  rwlock:{name}:leases  sorted set of hold leases
@@ -12,7 +12,10 @@
   Returns 1 when the owner's hold of that kind ended, 0 when the owner still holds it (re-entered),
          -1 when the owner does not hold it (lease expired, or never held).
 ]]
-local now = server_now_ms()
+--- @include "server-time"
+--- @include "includes/rw-state"
+
+local now = server_time_ms()
 local member = ARGV[1] .. (ARGV[2] == 'read' and ':r' or ':w')
 local lease_end = redis.call('ZSCORE', KEYS[2], member)
 if not lease_end or tonumber(lease_end) <= now then

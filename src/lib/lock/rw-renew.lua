@@ -1,6 +1,6 @@
 --[[
-  Watchdog renewal of one read or write hold, only while the owner still holds it (settle comes
-  from rw-state.lua).
+  Watchdog renewal of one read or write hold, only while the owner still holds it (settle and
+  outlive come from includes/rw-state.lua).
 
   KEYS[1]  rwlock:{name}         hash: mode, writer, hold counts
   KEYS[2]  rwlock:{name}:leases  sorted set of hold leases
@@ -12,7 +12,10 @@
 
   Returns 1 when renewed, 0 when the owner no longer holds it.
 ]]
-local now = server_now_ms()
+--- @include "server-time"
+--- @include "includes/rw-state"
+
+local now = server_time_ms()
 settle(KEYS[1], KEYS[2], now)
 local member = ARGV[1] .. (ARGV[2] == 'read' and ':r' or ':w')
 if not redis.call('ZSCORE', KEYS[2], member) then

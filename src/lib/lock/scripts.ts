@@ -1,9 +1,6 @@
 import { defineScripts, readLua } from '../redis-scripts/index.js';
 import type { RedisClient } from './types.js';
 
-// Lua has no include: the acquire scripts get the shared fence function prepended.
-const FENCE_LUA = readLua(import.meta.url, 'fence.lua');
-
 /** The kinds of lock; each has its own acquire, release and renew scripts. */
 export type LockKind = 'reentrant' | 'simple';
 
@@ -21,12 +18,12 @@ export interface LockScripts {
 
 const SOURCES = {
   reentrant: {
-    acquire: { keys: 2, lua: FENCE_LUA + readLua(import.meta.url, 'reentrant-acquire.lua') },
+    acquire: { keys: 2, lua: readLua(import.meta.url, 'reentrant-acquire.lua') },
     release: { keys: 1, lua: readLua(import.meta.url, 'reentrant-release.lua') },
     renew: { keys: 2, lua: readLua(import.meta.url, 'reentrant-renew.lua') },
   },
   simple: {
-    acquire: { keys: 2, lua: FENCE_LUA + readLua(import.meta.url, 'simple-acquire.lua') },
+    acquire: { keys: 2, lua: readLua(import.meta.url, 'simple-acquire.lua') },
     release: { keys: 1, lua: readLua(import.meta.url, 'simple-release.lua') },
     renew: { keys: 2, lua: readLua(import.meta.url, 'simple-renew.lua') },
   },

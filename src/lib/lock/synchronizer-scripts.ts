@@ -1,7 +1,6 @@
 import { defineScripts, readLua, type Scripts } from '../redis-scripts/index.js';
 import type { RedisClient } from './types.js';
 
-const PERMIT_LIB = readLua(import.meta.url, 'permit-lib.lua');
 const lua = (file: string): string => readLua(import.meta.url, file);
 
 /** Scripts of the semaphore, the permit-expirable semaphore and the count-down latch. */
@@ -28,10 +27,10 @@ const SOURCES = {
   semaphoreRelease: { keys: 1, lua: lua('semaphore-release.lua') },
   semaphoreSet: { keys: 1, lua: lua('semaphore-set.lua') },
   semaphoreDrain: { keys: 1, lua: lua('semaphore-drain.lua') },
-  permitAcquire: { keys: 2, lua: PERMIT_LIB + lua('permit-acquire.lua') },
-  permitRelease: { keys: 2, lua: PERMIT_LIB + lua('permit-release.lua') },
-  permitRenew: { keys: 2, lua: PERMIT_LIB + lua('permit-renew.lua') },
-  permitAvailable: { keys: 2, lua: PERMIT_LIB + lua('permit-available.lua') },
+  permitAcquire: { keys: 2, lua: lua('permit-acquire.lua') },
+  permitRelease: { keys: 2, lua: lua('permit-release.lua') },
+  permitRenew: { keys: 2, lua: lua('permit-renew.lua') },
+  permitAvailable: { keys: 2, lua: lua('permit-available.lua') },
   latchCountDown: { keys: 1, lua: lua('latch-count-down.lua') },
   latchSet: { keys: 1, lua: lua('latch-set.lua') },
 } as const;

@@ -1,16 +1,11 @@
 --[[
-  Shared by the fair lock scripts (prepended to them when they are loaded).
+  Included by the fair lock scripts (`--- @include "includes/fair-queue"`).
 
   The queue is a list of owners in arrival order; each queued owner also has an entry in a sorted
   set scored with the server time (ms) until which it counts as alive. A waiter refreshes its
   entry on each attempt; a waiter whose process died stops doing so and is dropped, wherever it
   stands in the queue, once its entry is older than its waiter lease.
 ]]
-local function server_now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
 local function drop_dead_waiters(queue_key, waiters_key, now)
   local dead = redis.call('ZRANGEBYSCORE', waiters_key, '-inf', now)
   for _, owner in ipairs(dead) do

@@ -1,5 +1,5 @@
 --[[
-  Shared by the read-write lock scripts (prepended to them when they are loaded).
+  Included by the read-write lock scripts (`--- @include "includes/rw-state"`).
 
   KEYS[1] rwlock:{name} is a hash: mode ('read' | 'write'), writer (the owner holding the write
   lock), and one hold count per owner and kind, '<owner>:r' and '<owner>:w'. KEYS[2]
@@ -8,11 +8,6 @@
   reader that died loses its hold even while other readers keep renewing theirs; both keys expire
   with the longest lease.
 ]]
-local function server_now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-
 -- Drops the holds whose lease ran out, turns 'write' into 'read' when the writer is gone but reads
 -- remain (a downgrade), deletes both keys when nothing is held, and sets their TTL to the longest
 -- lease. Returns the mode: false (free), 'read' or 'write'.
