@@ -5,13 +5,13 @@
  * of each at a concurrency of 100 through one auto-pipelined client, and prints per call the
  * in-process rate, this process' CPU time and Redis' own CPU time (INFO commandstats; a script's EVALSHA time includes
  * the commands it runs). Compared: reserve.lua; the per-user + per-IP check for a user's first
- * request of a second (local burst, no command), with the sale admission gate, and for the
+ * request of a second (local burst, no command), with the sale admission limiter, and for the
  * second request (fixed-window.lua, one call); and the same two counters as plain commands
  * (INCR + PEXPIRE NX each), the alternative docs/operations.md weighs.
  */
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../kit/redis-servers.js';
-import { AdmissionGate, RateLimiter } from '../src/lib/rate-limit/index.js';
+import { AdmissionLimiter, RateLimiter } from '../src/lib/rate-limit/index.js';
 import { OrderLimits, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 
 const CALLS = 20_000;
@@ -25,8 +25,8 @@ try {
   const store = new SaleStore(redis, new SaleKeys(4));
   await store.publish({ voucherId: '7', stock: 10_000_000, begin: new Date(Date.now() - 3600_000), end: new Date(Date.now() + 3600_000) });
   const limiter = new RateLimiter(redis);
-  const userAndIp = new OrderLimits(limiter, new AdmissionGate(redis, { name: 'sale', ratePerSecond: 0 }), { perUser: 5, perIp: 1_000_000 });
-  const withGate = new OrderLimits(limiter, new AdmissionGate(redis, { name: 'sale', ratePerSecond: 1_000_000 }), { perUser: 5, perIp: 1_000_000 });
+  const userAndIp = new OrderLimits(limiter, new AdmissionLimiter(redis, { name: 'sale', ratePerSecond: 0 }), { perUser: 5, perIp: 1_000_000 });
+  const withGate = new OrderLimits(limiter, new AdmissionLimiter(redis, { name: 'sale', ratePerSecond: 1_000_000 }), { perUser: 5, perIp: 1_000_000 });
   for (let round = 0; round < 2; round += 1) {
     const user = (i: number) => String(round * 10 * CALLS + i); // every call a new user, as in a sale
     await measure('reserve.lua (the reservation)', (i) => store.reserve({ orderId: `9${user(i)}`, userId: user(i), voucherId: '7' }));

@@ -1,4 +1,4 @@
--- Leases admission tokens of one subject's current second (src/lib/rate-limit/admission-gate.ts).
+-- Leases admission tokens of one subject's current second (src/lib/rate-limit/admission-limiter.ts).
 -- KEYS[1]: hash {s = second (Redis clock), n = tokens leased in it}; ARGV[1]: tokens per second,
 -- ARGV[2]: tokens wanted. Returns {tokens granted (0..wanted), ms left in the second}.
 -- Redis' clock decides the second, so instances with skewed clocks still share one window.

@@ -1,2 +1,2 @@
 export { RateLimit, RateLimiter, type RateLimitCheck, type RateLimitDecision, type RateLimiterOptions, type RateLimitRule } from './rate-limiter.js';
-export { AdmissionGate, type AdmissionDecision, type AdmissionGateOptions } from './admission-gate.js';
+export { AdmissionLimiter, type AdmissionDecision, type AdmissionLimiterOptions } from './admission-limiter.js';

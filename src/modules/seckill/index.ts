@@ -15,7 +15,7 @@ import { CacheClient, combineStats, type CacheStats } from '../../lib/cache/inde
 import { IdGenerator } from '../../lib/id/index.js';
 import { LockClient } from '../../lib/lock/index.js';
 import { PassThroughReader, type KeyReader } from '../../lib/near-cache/index.js';
-import { AdmissionGate, RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
+import { AdmissionLimiter, RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
 import { TokenSigner } from '../../lib/signed-token/index.js';
 import { SaleControls } from './admin/sale-controls.js';
 import { saleControlRoutes } from './admin/sale-control-routes.js';
@@ -249,7 +249,7 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sto
 function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): OrderLimits {
   return new OrderLimits(
     new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
-    new AdmissionGate(redis, {
+    new AdmissionLimiter(redis, {
       name: LIMIT_NAMES.admission,
       ratePerSecond: config.rateLimit.saleAdmissionPerSecond,
       onReject: () => metrics.rateLimitRejections.inc({ limit: 'sale:admission' }),

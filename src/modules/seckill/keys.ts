@@ -1,12 +1,15 @@
 /**
- * Every Redis key of the sale, in one place (read with the Lua headers in lua/).
+ * Every Redis key of the sale, in one place: the docs link here (read with the Lua headers in each
+ * room's lua/).
  *
  * The sale's own keys share a hash tag per shard, `{seckill:N}` with N = voucherId mod shards:
  * every key one script touches (a voucher's stock, its buyers, its shard's stream) lives in one
- * Redis Cluster slot, and different vouchers still spread over the cluster. The shard count is
+ * Redis Cluster hash slot, and different vouchers still spread over the cluster. The shard count is
  * fixed for a deployment (SECKILL_STREAM_SHARDS): changing it while orders are queued strands them.
  *
- *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, limit, total, suspended, paused_until, paused_by, paused_created]}
+ *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by, frozen_created]}
+ *                                     suspended: an administrator's pause (control.lua); frozen_*: a repair's
+ *                                     self-lapsing freeze (freeze.lua); restocks: the sold-out flags' version
  *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
  *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`
  *   {seckill:N}:orders:dead           stream of dead letters (entries that kept failing)
@@ -22,10 +25,10 @@
  *   lock:{order:{userId}}[:fence]     the sync strategy's per-user lock and its fencing counter (src/lib/lock)
  *   rl:order:user:{userId}, rl:order:ip:{ip}, rl:sale:{voucherId}   order limits (src/lib/rate-limit)
  *
- * Per user, outside the sale's slots (an Idempotency-Key is bound to one voucher before reserve.lua runs):
+ * Per user, outside the sale's hash slots (an Idempotency-Key is bound to one voucher before reserve.lua runs):
  *   seckill:idem:{userId}:{key}       string voucherId (1 day)
  *
- * The voucher list of a shop (`GET /voucher/list/{shopId}`, voucher-service.ts), outside the sale's slots:
+ * The voucher list of a shop (`GET /voucher/list/{shopId}`, vouchers/voucher-service.ts), outside the sale's hash slots:
  *   cache:voucher-list:{shopId}       JSON of the shop's vouchers as listed, seckill ones with MySQL's stock (the
  *                                     fallback), or the null marker of a shop without vouchers (src/lib/cache,
  *                                     VOUCHER_LIST_CACHE_TTL_SECONDS; invalidated by voucher creation and sale controls)
@@ -66,11 +69,12 @@ export const userOrderLock = (userId: string): string => `order:${userId}`;
 export const LIMIT_NAMES = { perUser: 'order:user', perIp: 'order:ip', admission: 'sale' } as const;
 
 /**
- * The purchase gate and order events (purchase-gate.ts, captcha.ts, order-events.ts):
+ * The purchase gate and order events (gate/, events/):
  *   seckill:captcha:{voucherId}:{userId}   hash {answer, wrong}: the user's captcha of a gated sale (120 s)
  *   rl:gate:user:{userId}                  token and captcha requests per user (src/lib/rate-limit)
  *   order-events:{userId}                  pub/sub channel of the user's order state changes (key prefix included)
- *   semaphore order-streams:{userId}       the user's open event streams (src/lib/lock permit-expirable semaphore)
+ *   order-streams:{userId}                 sorted set stream id -> end of lease (ms): the seats of the user's open
+ *                                          event streams (events/stream-seats.ts, lua/stream-seat.lua)
  */
 export const captchaKey = (voucherId: string, userId: string): string => `seckill:captcha:${voucherId}:${userId}`;
 export const GATE_LIMIT_NAME = 'gate:user';
@@ -152,13 +156,13 @@ export class SaleKeys {
 }
 
 /*
- * The release queue (release-queue.ts), one per shard beside the shard's stream:
+ * The release queue (unpaid/unpaid-queue.ts), one per shard beside the shard's stream:
  *
  *   {seckill:N}:unpaid-due            sorted set "orderId:userId:voucherId:slot" -> due time (ms, Redis clock):
  *                                     orders written to MySQL, cancelled unpaid at the due time
  *
  * Per shard, not one global key: each shard's orders are written (and scheduled) by its own
- * worker loop, so the schedule lands in the slot that loop already uses, and under Redis Cluster
+ * worker loop, so the schedule lands in the hash slot that loop already uses, and under Redis Cluster
  * the queues spread over the masters like the streams; a master's failover stalls only its shards.
  */
 export const unpaidDueKey = (shard: number): string => `${shardTag(shard)}:unpaid-due`;

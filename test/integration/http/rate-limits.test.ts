@@ -44,7 +44,7 @@ function metricValue(text: string, name: string, labels: string): number {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
-/** Waits until a Redis second has just begun (the admission gate counts Redis seconds). */
+/** Waits until a Redis second has just begun (the admission limiter counts Redis seconds). */
 async function startOfRedisSecond(): Promise<void> {
   const [, micros] = await env.redis.time();
   await sleep(1000 - Math.floor(Number(micros) / 1000) + 20);

@@ -2,7 +2,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdGenerator } from '../../../src/lib/id/index.js';
 import { LockClient, fenceKey, lockKey } from '../../../src/lib/lock/index.js';
-import { AdmissionGate, RateLimiter } from '../../../src/lib/rate-limit/index.js';
+import { AdmissionLimiter, RateLimiter } from '../../../src/lib/rate-limit/index.js';
 import { startRedisCluster, type TestCluster } from '../../../kit/redis-cluster.js';
 import { expectWaiterWokenByRelease } from './wake.js';
 
@@ -46,7 +46,7 @@ describe('on a Redis Cluster', () => {
     expect(await check('u2')).toMatchObject({ allowed: false, rule: 'cl:ip' });
     expect(await cluster.get('rl:cl:user:u1')).toBe('2');
 
-    const gate = new AdmissionGate(cluster, { name: 'cl:sale', ratePerSecond: 1000, blockSize: 10 });
+    const gate = new AdmissionLimiter(cluster, { name: 'cl:sale', ratePerSecond: 1000, blockSize: 10 });
     const decisions = await Promise.all(Array.from({ length: 25 }, () => gate.admit('v1')));
     expect(decisions.filter((decision) => decision.admitted).length).toBeGreaterThan(0);
     expect(Number(await cluster.hget('rl:cl:sale:v1', 'n'))).toBeGreaterThanOrEqual(10);

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdmissionGate, RateLimit, RateLimiter, type RateLimitRule } from '../../../src/lib/rate-limit/index.js';
+import { AdmissionLimiter, RateLimit, RateLimiter, type RateLimitRule } from '../../../src/lib/rate-limit/index.js';
 import { connectRedis, deleteKeys, uniquePrefix } from '../../support/redis.js';
 
 const keyPrefix = uniquePrefix('rate-limit');
@@ -19,7 +19,7 @@ afterAll(async () => {
   other.disconnect();
 });
 
-/** Waits until a Redis second has just begun, so a burst fits in one window of the admission gate. */
+/** Waits until a Redis second has just begun, so a burst fits in one window of the admission limiter. */
 async function startOfRedisSecond(): Promise<void> {
   const [, micros] = await redis.time();
   await sleep(1000 - Math.floor(Number(micros) / 1000) + 20);
@@ -126,11 +126,11 @@ describe('RateLimiter (fixed windows on Redis)', () => {
   });
 });
 
-describe('AdmissionGate (per-subject rate across instances, leased in blocks)', () => {
+describe('AdmissionLimiter (per-subject rate across instances, leased in blocks)', () => {
   it('admits at most the rate per Redis second across two instances, then refuses from memory, and resets the next second', async () => {
     const refusals = [0, 0];
     const gates = [0, 1].map(
-      (i) => new AdmissionGate(i === 0 ? redis : other, { name: 'lib:sale', ratePerSecond: 50, blockSize: 5, onReject: () => (refusals[i]! += 1) }),
+      (i) => new AdmissionLimiter(i === 0 ? redis : other, { name: 'lib:sale', ratePerSecond: 50, blockSize: 5, onReject: () => (refusals[i]! += 1) }),
     );
     await startOfRedisSecond();
     const [before] = await redis.time();
@@ -160,7 +160,7 @@ describe('AdmissionGate (per-subject rate across instances, leased in blocks)', 
   });
 
   it('leases one block per round trip: N admissions cost about N / blockSize script calls', async () => {
-    const gate = new AdmissionGate(redis, { name: 'lib:blocks', ratePerSecond: 1000, blockSize: 100 });
+    const gate = new AdmissionLimiter(redis, { name: 'lib:blocks', ratePerSecond: 1000, blockSize: 100 });
     await startOfRedisSecond();
     const decisions = await Promise.all(Array.from({ length: 250 }, () => gate.admit('v')));
     expect(decisions.every((decision) => decision.admitted)).toBe(true);
@@ -169,7 +169,7 @@ describe('AdmissionGate (per-subject rate across instances, leased in blocks)', 
   });
 
   it('is off at rate 0: admits everything and writes nothing', async () => {
-    const gate = new AdmissionGate(redis, { name: 'lib:off', ratePerSecond: 0 });
+    const gate = new AdmissionLimiter(redis, { name: 'lib:off', ratePerSecond: 0 });
     for (let i = 0; i < 10; i += 1) expect(await gate.admit('v')).toEqual({ admitted: true });
     expect(await redis.exists('rl:lib:off:v')).toBe(0);
   });

@@ -1,6 +1,6 @@
 import { tooManyRequests } from '../../../http/errors.js';
 import type { MessageFactory } from '../../../http/messages.js';
-import type { AdmissionGate, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../../lib/rate-limit/index.js';
+import type { AdmissionLimiter, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../../lib/rate-limit/index.js';
 import { LIMIT_NAMES } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -19,7 +19,7 @@ const MESSAGES: Record<string, MessageFactory<'seconds'>> = {
 /**
  * The limits in front of POST /voucher-order/seckill/{id}, cheapest first:
  * 1. refusals this instance already knows of (a user or address over its limit): memory only;
- * 2. the sale's admission rate (src/lib/rate-limit AdmissionGate): memory, one lease per block;
+ * 2. the sale's admission rate (src/lib/rate-limit AdmissionLimiter): memory, one lease per block;
  * 3. per user and per IP: nothing for a buyer's first request of a second (local burst), else one
  *    script call on Redis that shares the auto-pipeline.
  * Any refusal is a 429 with Retry-After, before an order id is taken or the sale is touched.
@@ -30,7 +30,7 @@ export class OrderLimits {
 
   constructor(
     private readonly limiter: RateLimiter,
-    private readonly saleGate: AdmissionGate,
+    private readonly saleGate: AdmissionLimiter,
     options: OrderLimitsOptions,
   ) {
     // Local bursts (see RateLimitRule.localBurst): a buyer's first request of a second and an

@@ -29,7 +29,7 @@ interface PendingReserve {
 /** Most orders per group commit (one pipeline of scripts + one WAIT). */
 const MAX_ACK_BATCH = 256;
 
-/** Redis Cluster redirections and transient slot states: the pipeline reached a node that does not (or not yet) serve the slot. */
+/** Redis Cluster redirections and transient hash slot states: the pipeline reached a node that does not (or not yet) serve the hash slot. */
 const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
 
 /**
@@ -37,7 +37,7 @@ const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
  * together as one pipeline `reserve.lua × n, WAIT acks timeout`. WAIT covers every earlier
  * write of its connection, so one WAIT confirms the whole batch. It must run on the connection
  * that ran the scripts: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a
- * pipeline goes whole to the node of its keys' slot (all keys here share `{seckill:N}`), WAIT
+ * pipeline goes whole to the node of its keys' hash slot (all keys here share `{seckill:N}`), WAIT
  * included. One batch in flight per shard: a WAIT blocks its connection until the replicas
  * answer, and batching keeps that to one wait per batch instead of one per order. The batches
  * go over a duplicate of the client (its own connections to every node), so a WAIT never
@@ -119,7 +119,7 @@ export class AcknowledgedReserve {
         const [error, code] = replies[index] ?? [new Error('no reply'), null];
         try {
           if (error && REDIRECTED.test(error.message)) {
-            // The slot moved (failover, resharding): run the script alone, which ioredis redirects;
+            // The hash slot moved (failover, resharding): run the script alone, which ioredis redirects;
             // its replication cannot be waited for on that path, so it counts as unconfirmed.
             if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
             const result = await scripts.reserve({ order: pending.order, mode: 'stream' });

@@ -125,7 +125,7 @@ export class OrderStream {
 
   /** The order if it was accepted in Redis and is not yet confirmed in MySQL. */
   async findQueued(orderId: string): Promise<QueuedOrder | null> {
-    // One HGET per shard; not a pipeline, which Redis Cluster refuses across slots.
+    // One HGET per shard; not a pipeline, which Redis Cluster refuses across hash slots.
     const values = await Promise.all(this.keys.allShards().map((shard) => this.redis.hget(this.keys.shard(shard).queued, orderId)));
     const value = values.find((found) => found !== null);
     if (!value) return null;

@@ -169,7 +169,7 @@ export class OrderWorker {
   }
 
   /**
-   * Our own failed entries: retried after a pause, a batch at a time until none is idle (after an
+   * Our own failed entries: retried after a wait, a batch at a time until none is idle (after an
    * outage the whole backlog of them at once), dead-lettered after too many deliveries. A claim
    * resets an entry's idle time, so each page is new entries and the loop ends.
    */

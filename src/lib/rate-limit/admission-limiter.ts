@@ -3,17 +3,17 @@ import { defineScripts, readLua } from '../redis-scripts/index.js';
 
 type RedisClient = Redis | Cluster;
 
-/** What the gate's script takes and returns: {tokens granted, ms left in the second}. */
+/** What the limiter's script takes and returns: {tokens granted, ms left in the second}. */
 interface AdmissionScripts {
   admissionLease(key: string, ratePerSecond: number, wanted: number): Promise<[number, number]>;
 }
 
 const ADMISSION_LEASE_LUA = readLua(import.meta.url, 'admission-lease.lua');
 
-export interface AdmissionGateOptions {
+export interface AdmissionLimiterOptions {
   /** Part of the Redis key `rl:{name}:{subject}`, e.g. "sale". */
   name: string;
-  /** Admissions per subject per second across all instances; 0 turns the gate off. */
+  /** Admissions per subject per second across all instances; 0 turns the limiter off. */
   ratePerSecond: number;
   /**
    * Tokens leased per Redis round trip. Default: 1 % of the rate (at least 1), so a subject costs
@@ -52,7 +52,7 @@ const MAX_SUBJECTS = 10_000;
  * at most `blockSize` per instance per second; near the limit, admissions can fall that much
  * short of the rate. Above it (the case it is for) every instance uses its blocks up.
  */
-export class AdmissionGate {
+export class AdmissionLimiter {
   private readonly windows = new Map<string, Window>();
   private readonly leases = new Map<string, Promise<void>>();
   private readonly blockSize: number;
@@ -61,7 +61,7 @@ export class AdmissionGate {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly options: AdmissionGateOptions,
+    private readonly options: AdmissionLimiterOptions,
   ) {
     const { ratePerSecond } = options;
     if (!Number.isInteger(ratePerSecond) || ratePerSecond < 0) throw new RangeError('ratePerSecond must be a whole number ≥ 0');
