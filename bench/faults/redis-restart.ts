@@ -4,7 +4,7 @@
  * instances; it is SIGKILLed, kept down DOWN_MS, and started again on the same port and dir, so it
  * loads the stock, buyers, queued orders, streams and consumer group from the AOF. The instances
  * reconnect by themselves (ioredis); requests meanwhile get 503. After the drain the
- * reconciliation (src/modules/seckill/reconcile.ts) compares Redis with MySQL, then repairs.
+ * reconciliation (src/modules/seckill/admin/reconcile.ts) compares Redis with MySQL, then repairs.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

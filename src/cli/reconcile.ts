@@ -9,7 +9,7 @@ import { EXIT_UNAVAILABLE, failureExitCode } from './run-cli.js';
 
 /**
  * Compares the seckill state in Redis (stock, buyers) with MySQL's orders and optionally repairs
- * Redis from MySQL (see src/modules/seckill/reconcile.ts):
+ * Redis from MySQL (see src/modules/seckill/admin/reconcile.ts):
  *   npm run reconcile -- [--repair] [--voucher <id> ...] [--json] [--drain-timeout-ms <ms>]
  * Exit codes: 0 no drift (or all of it repaired), 1 drift found and not repaired, 2 bad options
  * (or an unknown voucher), 3 could not run (Redis or MySQL unreachable, bad configuration).

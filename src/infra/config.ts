@@ -71,7 +71,7 @@ export interface Config {
     /** cache:voucher-list:{shopId} TTL: bounds what no invalidation reaches (rows written outside the app, the MySQL stock fallback). */
     listCacheTtlSeconds: number;
   };
-  /** The purchase gate of gated sales (src/modules/seckill/purchase-gate.ts). */
+  /** The purchase gate of gated sales (src/modules/seckill/gate/purchase-gate.ts). */
   purchaseGate: {
     /** HMAC keys of purchase tokens, the signing one first; empty: a fixed development key (refused in production). */
     tokenKeys: Array<{ kid: string; secret: string }>;

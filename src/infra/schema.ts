@@ -127,7 +127,7 @@ export interface SeckillVoucherTable {
   end_time: Date;
   /** 1 while an administrator pauses the sale (migration 0006). */
   paused: Defaulted<number>;
-  /** off | token | captcha (migration 0008, src/modules/seckill/purchase-gate.ts). */
+  /** off | token | captcha (migration 0008, src/modules/seckill/gate/purchase-gate.ts). */
   purchase_gate: Defaulted<string>;
   create_time: CreateTime;
   update_time: UpdateTime;

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * Live sale controls (src/modules/seckill/sale-controls.ts):
+ * Live sale controls (src/modules/seckill/admin/sale-controls.ts):
  * - `tb_seckill_voucher.total_stock`: units the sale offers, sold or not (stock + live orders).
  *   An administrator sets it (PATCH stock); each store moves its remaining stock by the change of
  *   its own total, so a repeated or resumed change is a no-op. NULL (rows written by hand) is

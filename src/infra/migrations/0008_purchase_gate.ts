@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 
 /**
- * The purchase gate of a sale (src/modules/seckill/purchase-gate.ts):
+ * The purchase gate of a sale (src/modules/seckill/gate/purchase-gate.ts):
  * `tb_seckill_voucher.purchase_gate` = `off` (hmdp's order route as it was), `token` (an order
  * needs a signed purchase token, issued once the window is open) or `captcha` (the token also
  * needs a solved captcha). Chosen when the sale is created or changed (PATCH).

@@ -7,12 +7,13 @@
  * Redis Cluster hash slot, and different vouchers still spread over the cluster. The shard count is
  * fixed for a deployment (SECKILL_STREAM_SHARDS): changing it while orders are queued strands them.
  *
- *   {seckill:N}:voucher:{voucherId}   hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by, frozen_created]}
+ *   {seckill:N}:voucher:{voucherId}   (and buyer-slots: 7 days after the sale's end) hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by, frozen_created]}
  *                                     suspended: an administrator's pause (control.lua); frozen_*: a repair's
  *                                     self-lapsing freeze (freeze.lua); restocks: the sold-out flags' version
  *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
- *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`
- *   {seckill:N}:orders:dead           stream of dead letters (entries that kept failing)
+ *   {seckill:N}:orders                stream {orderId, userId, voucherId, slot} of accepted orders, read by the group
+ *                                     `order-writers`; trimmed every 60 s to what the group acknowledged
+ *   {seckill:N}:orders:dead           stream of dead letters: the entry + sourceId, deliveries, error
  *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot", accepted and not yet in MySQL
  *   {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot": the user's orders accepted on
  *                                     this shard; entries no longer queued are dropped when read (1 day)

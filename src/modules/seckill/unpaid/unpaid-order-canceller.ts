@@ -28,7 +28,7 @@ export interface CancellerOptions {
  * 2. Redis: release.lua (stock + 1, buyer mark removed) guarded by a per-order marker, then
  *    `stock_released = 1`. A crash between 1 and 2 is finished by the next sweep of step 2.
  *
- * Two ways find the orders: the release queue (release-queue.ts), polled every ~150 ms, whose
+ * Two ways find the orders: the release queue (unpaid-queue.ts), polled every ~150 ms, whose
  * claim script hands each due order to one instance; and the periodic sweep of MySQL, which
  * catches what the queue lacks.
  */

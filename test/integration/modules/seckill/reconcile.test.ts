@@ -93,7 +93,7 @@ describe('reconcileSeckill', () => {
     const stock = (await store.read(high))!.stock;
     expect(stock).toBe(8);
     const voucher = await env.redis.hgetall(store.keys.voucher(high).voucher);
-    expect(voucher.paused_until).toBeUndefined();
+    expect(voucher.frozen_until).toBeUndefined();
   });
 
   it('re-publishes a voucher missing from Redis, with its buyers', async () => {
