@@ -1,14 +1,15 @@
 /**
  * `npm run docs:config`: writes the configuration table of README.md (between the config-table
- * markers) from `ENV_VARS` in src/infra/config.ts. `--check` writes nothing and exits 1 when the
- * table is stale. test/unit/config-docs.test.ts runs the same check.
+ * markers) from `ENV_VARS` of src/infra/config.ts, the rows of the settings declared in
+ * src/infra/config/settings.ts. `--check` writes nothing and exits 1 when the table is stale.
+ * test/unit/config-docs.test.ts runs the same check.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ENV_VARS, type EnvVar } from '../src/infra/config.js';
 
 export const README = fileURLToPath(new URL('../README.md', import.meta.url));
-export const BEGIN = '<!-- config-table:start (written by npm run docs:config from ENV_VARS in src/infra/config.ts) -->';
+export const BEGIN = '<!-- config-table:start (written by npm run docs:config from the settings in src/infra/config/settings.ts) -->';
 export const END = '<!-- config-table:end -->';
 
 const cell = (text: string): string => text.replaceAll('|', '\\|');

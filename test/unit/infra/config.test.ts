@@ -101,9 +101,31 @@ describe('loadConfig', () => {
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1', 'expected a number between 0 and 1 (exclusive)'],
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1%', 'SHOP_BLOOM_FALSE_POSITIVE_RATE'],
     ['ADMIN_USER_IDS', '1', 'ADMIN_USER_IDS is no longer supported: administrators are a role in tb_user now: npm run admin -- grant <phone>'],
+    ['NODE_ENV', 'staging', 'Invalid environment variable NODE_ENV="staging": expected one of development, production, test'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '200000', 'HTTP_CONNECTION_TIMEOUT_MS=120000: expected 0 or more than HTTP_KEEP_ALIVE_TIMEOUT_MS (200000)'],
+    ['SMS_SENDER', 'http', 'SMS_SENDER=http needs SMS_HTTP_URL (the gateway endpoint)'],
+    ['SMS_HTTP_URL', 'gateway', 'SMS_HTTP_URL="gateway": expected a URL like https://sms.example.com/send'],
+    ['SMS_HTTP_URL', 'ftp://sms.example.com', 'SMS_HTTP_URL="ftp://sms.example.com": expected a http: or https:// URL'],
+    ['SMS_HTTP_AUTH_HEADER', 'x api key', 'SMS_HTTP_AUTH_HEADER="x api key": expected a header name'],
+    ['SMS_HTTP_BODY', '{"code":{{code}}}', 'SMS_HTTP_BODY="{\\"code\\":{{code}}}": expected JSON with {{phone}}, {{code}}, {{minutes}}'],
+    ['PURCHASE_TOKEN_KEYS', 'k1:short', 'Invalid environment variable PURCHASE_TOKEN_KEYS: expected kid:secret,...'],
+    ['METRICS_TOKEN', 'short', 'Invalid environment variable METRICS_TOKEN: expected at least 16 characters without spaces'],
   ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+});
+
+describe('settings that depend on others', () => {
+  it('LOG_LEVEL defaults to silent in tests and to info elsewhere', () => {
+    expect(loadConfig({ NODE_ENV: 'test' }).logLevel).toBe('silent');
+    expect(loadConfig({ NODE_ENV: 'production', SMS_SENDER: 'log' }).logLevel).toBe('info');
+    expect(loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'debug' }).logLevel).toBe('debug');
+  });
+
+  it('credentials are never echoed in a refusal', () => {
+    expect(() => loadConfig({ PURCHASE_TOKEN_KEYS: 'k1:hunter2' })).not.toThrow(/hunter2/);
+    expect(() => loadConfig({ METRICS_TOKEN: 'hunter2' })).not.toThrow(/hunter2/);
   });
 });
 
