@@ -2,7 +2,7 @@ import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../../infra/db.js';
 import type { SeckillVoucherTable } from '../../../infra/schema.js';
 import { badRequest, HttpError, notFound } from '../../../http/errors.js';
-import { toGateMode, type GateMode } from '../gate/purchase-gate.js';
+import { toGateMode, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleControl, SaleStore } from '../sale/sale-store.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 

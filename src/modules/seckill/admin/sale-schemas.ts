@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { bothTexts } from '../../../http/messages.js';
 import { MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
-import { GATE_MODES } from '../gate/purchase-gate.js';
+import { GATE_MODES } from '../gate/gate-settings-cache.js';
 
 // The settings of a sale that its creation (voucher-routes.ts) and its changes (sale-control-routes.ts) both take.
 

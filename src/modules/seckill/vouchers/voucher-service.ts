@@ -2,7 +2,7 @@ import { badRequest } from '../../../http/errors.js';
 import type { Cache, CacheClient } from '../../../lib/cache/index.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { DEFAULT_LIMIT_PER_USER, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
-import { GATE_MODES, type GateMode } from '../gate/purchase-gate.js';
+import { GATE_MODES, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { NewVoucher, VoucherRepository, VoucherWithSeckill } from '../record/voucher-repository.js';
 import { SECKILL_MESSAGES } from '../messages.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GATE_SETTINGS_TTL_MS, GateSettingsCache, type GateSettings } from '../../../../src/modules/seckill/gate/purchase-gate.js';
+import { GATE_SETTINGS_TTL_MS, GateSettingsCache, type GateSettings } from '../../../../src/modules/seckill/gate/gate-settings-cache.js';
 
 const gated: GateSettings = { mode: 'token', begin: 0, end: 1 };
 const open: GateSettings = { mode: 'off', begin: 0, end: 1 };
