@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { createRedis, closeRedis } from '../src/infra/redis.js';
 import { SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
-import { sessionKeyOfDigest, tokenDigest, userSessionsKey } from '../src/modules/users/keys.js';
+import { sessionKeyOfDigest, tokenDigest, userSessionsKey } from '../src/modules/users/index.js';
 import { startRedisServer, type RedisServer } from '../kit/redis-servers.js';
 import { formatSpread, mariadbPid, processRssBytes, redisPid, spreadOf, startCpuCount, type CpuPerRequest, type Spread } from './cpu.js';
 import { fixedRate, saturate, type RequestSource } from './load.js';

@@ -22,7 +22,7 @@ import { fail, ok } from '../src/http/result.js';
 import { IdGenerator } from '../src/lib/id/index.js';
 import { LockClient } from '../src/lib/lock/index.js';
 import { OrderRepository, REFUSALS } from '../src/modules/seckill/index.js';
-import { SessionStore } from '../src/modules/users/session-store.js';
+import { SessionStore } from '../src/modules/users/index.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import type { BenchOptions } from './options.js';
 import { startServer } from './processes.js';

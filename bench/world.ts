@@ -15,7 +15,7 @@ import { createDb, type Db } from '../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../src/infra/redis.js';
 import { OrderStream, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
-import { SessionStore } from '../src/modules/users/session-store.js';
+import { SessionStore } from '../src/modules/users/index.js';
 
 export interface BenchUser {
   id: string;

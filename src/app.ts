@@ -24,7 +24,7 @@ import { createNearCache } from './infra/near-cache.js';
 import type { RedisClient } from './infra/redis.js';
 import type { CacheStats } from './lib/cache/index.js';
 import { LockClient } from './lib/lock/index.js';
-import { healthRoutes } from './modules/health/routes.js';
+import { healthRoutes } from './modules/health/index.js';
 import { buildSeckill, type Locks, type VoucherRepository } from './modules/seckill/index.js';
 import { buildShops, type ShopRepository } from './modules/shops/index.js';
 import { buildSocial } from './modules/social/index.js';

@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REFUSALS } from '../../src/modules/seckill/index.js';
-import { SessionStore } from '../../src/modules/users/session-store.js';
+import { SessionStore } from '../../src/modules/users/index.js';
 import { readSaleFromMysql } from '../seckill.js';
 import type { World } from '../world.js';
 import {

@@ -1,4 +1,4 @@
-import { InvalidPhoneError, UnknownUserError, type RoleChange, type RoleService } from '../modules/users/roles.js';
+import { InvalidPhoneError, type RoleChange, type RoleService, UnknownUserError } from '../modules/users/index.js';
 
 export const ADMIN_USAGE = `usage: npm run admin -- <command>
   grant <phone>    make the user with this phone an administrator (created if the phone never logged in)

@@ -1,8 +1,6 @@
 import type { Db } from '../infra/db.js';
 import type { RedisClient } from '../infra/redis.js';
-import { UserRepository } from '../modules/users/user-repository.js';
-import { RoleService } from '../modules/users/roles.js';
-import { SessionStore } from '../modules/users/session-store.js';
+import { RoleService, SessionStore, UserRepository } from '../modules/users/index.js';
 import { runAdminCommand } from './admin-command.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';

@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Db } from '../infra/db.js';
 import type { RedisClient } from '../infra/redis.js';
-import { feedKey, followsKey, likedKey } from '../modules/social/keys.js';
+import { feedKey, followsKey, likedKey } from '../modules/social/index.js';
 import { SHOP_IMAGES_PER_TYPE, SHOP_TYPES, demoBranches, demoSaleStates, demoShopImages, shopImageName } from '../infra/seed/demo-data.js';
 import { demoPicture } from '../infra/seed/demo-images.js';
 

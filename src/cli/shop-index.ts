@@ -3,8 +3,7 @@ import { redactUrl } from '../infra/migrate.js';
 import type { RedisClient } from '../infra/redis.js';
 import { BloomFilter } from '../lib/cache/index.js';
 import { LockClient } from '../lib/lock/index.js';
-import { ShopGeoIndex } from '../modules/shops/geo-index.js';
-import { ShopRepository } from '../modules/shops/shop-repository.js';
+import { ShopGeoIndex, ShopRepository } from '../modules/shops/index.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { runCli } from './run-cli.js';
 

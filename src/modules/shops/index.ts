@@ -15,7 +15,9 @@ import { ShopTypeRepository } from './shop-type-repository.js';
 import { shopTypeRoutes } from './shop-type-routes.js';
 import { ShopTypeService } from './shop-type-service.js';
 
-export type { ShopRepository } from './shop-repository.js';
+// What the app and the CLIs use besides buildShops.
+export { ShopGeoIndex } from './geo-index.js';
+export { ShopRepository } from './shop-repository.js';
 
 export interface ShopsDeps {
   config: Pick<Config, 'shop' | 'cache'>;

@@ -22,6 +22,9 @@ import { recordVisitHook, uvRoutes } from './uv-routes.js';
 import { UvService } from './uv-service.js';
 import { WriteLimits } from './write-limits.js';
 
+// What the seed uses besides buildSocial: the keys of the demo content it writes.
+export { feedKey, followsKey, likedKey } from './keys.js';
+
 export interface SocialDeps {
   config: Pick<Config, 'social' | 'upload' | 'writeLimit'>;
   redis: RedisClient;

@@ -15,7 +15,12 @@ import { UserRepository } from './user-repository.js';
 import { userRoutes } from './user-routes.js';
 import { UserService } from './user-service.js';
 
+// What the CLIs and the bench use besides buildUsers.
+export { sessionKeyOfDigest, tokenDigest, userSessionsKey } from './keys.js';
+export { InvalidPhoneError, RoleService, UnknownUserError, type RoleChange } from './roles.js';
+export { SessionStore } from './session-store.js';
 export type { SmsSender } from './sms-sender.js';
+export { UserRepository } from './user-repository.js';
 
 export interface UsersDeps {
   config: Pick<Config, 'auth' | 'sms' | 'nodeEnv'>;
