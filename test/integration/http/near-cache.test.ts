@@ -8,7 +8,9 @@ import { CountingShopRepository, metricSum, startApps } from '../modules/shops/s
 /**
  * Two app instances on one Redis and one MariaDB, each with its near cache (NEAR_CACHE_ENABLED,
  * the default): what one instance (or a tool) writes, the other stops serving from memory
- * within the invalidation latency, measured here.
+ * within the invalidation latency, measured and printed here. Asserted: within a second, where the
+ * near cache's own life is 5 minutes (NEAR_CACHE_TTL_MS), so only Redis' push can do it (a bound
+ * of 50 ms is not what a loaded 2-core machine guarantees).
  */
 let env: TestEnv;
 let instances: Awaited<ReturnType<typeof startApps>>;
@@ -27,11 +29,14 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** Ms until `check` holds, trying every millisecond (fails after 1 s). */
+/** A change made on one instance is seen by the other within this: pushed, not aged out of memory. */
+const PUSHED_MS = 1_000;
+
+/** Ms until `check` holds, trying every millisecond (fails after 5 s). */
 async function msUntil(check: () => Promise<boolean>): Promise<number> {
   const started = performance.now();
   while (!(await check())) {
-    if (performance.now() - started > 1_000) throw new Error('not within 1 s');
+    if (performance.now() - started > 5_000) throw new Error('not within 5 s');
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
   return performance.now() - started;
@@ -40,7 +45,7 @@ async function msUntil(check: () => Promise<boolean>): Promise<number> {
 const nearHits = (cache: string) => metricSum([b], `near_cache_events_total{cache="${cache}",event="hit"}`);
 
 describe('near cache across instances', () => {
-  it('a shop updated through one instance is served new by the other within 50 ms', async () => {
+  it('a shop updated through one instance is served new by the other at once', async () => {
     const admin = await sessionOf(env, '1', 'admin');
     const name = async (app: FastifyInstance) => (await app.inject({ url: '/api/shop/4' })).json().data.name as string;
     await name(b); // loads the shop into Redis
@@ -53,11 +58,11 @@ describe('near cache across instances', () => {
     expect(update.statusCode).toBe(200);
     const latency = await msUntil(async () => (await name(b)) === 'near renamed');
     console.info(`shop update seen by the other instance after ${latency.toFixed(1)} ms`);
-    expect(latency).toBeLessThan(50);
+    expect(latency).toBeLessThan(PUSHED_MS);
     expect(await name(a)).toBe('near renamed'); // the writer reads its own write at once
   });
 
-  it('a logout on one instance ends the session on the other within 50 ms', async () => {
+  it('a logout on one instance ends the session on the other at once', async () => {
     const [user] = await createUsersWithSessions(env, 1, 15_930_000_000);
     const me = (app: FastifyInstance) => app.inject({ url: '/api/user/me', headers: { authorization: user!.token } });
     expect((await me(b)).statusCode).toBe(200);
@@ -68,11 +73,11 @@ describe('near cache across instances', () => {
     expect((await a.inject({ method: 'POST', url: '/api/user/logout', headers: { authorization: user!.token } })).statusCode).toBe(200);
     const latency = await msUntil(async () => (await me(b)).statusCode === 401);
     console.info(`logout seen by the other instance after ${latency.toFixed(1)} ms`);
-    expect(latency).toBeLessThan(50);
+    expect(latency).toBeLessThan(PUSHED_MS);
     expect((await me(a)).statusCode).toBe(401);
   });
 
-  it('a role change (npm run admin) reaches every instance within 50 ms', async () => {
+  it('a role change (npm run admin) reaches every instance at once', async () => {
     const phone = '15930000100';
     const [user] = await createUsersWithSessions(env, 1, Number(phone));
     const role = async (app: FastifyInstance) =>
@@ -81,7 +86,7 @@ describe('near cache across instances', () => {
     await roleService(env).grant(phone);
     const latency = await msUntil(async () => (await Promise.all([role(a), role(b)])).every((seen) => seen === 'admin'));
     console.info(`role change seen by both instances after ${latency.toFixed(1)} ms`);
-    expect(latency).toBeLessThan(50);
+    expect(latency).toBeLessThan(PUSHED_MS);
   });
 
   it('renews the sliding session TTL once it has slid a minute, not on every request', async () => {
@@ -94,9 +99,12 @@ describe('near cache across instances', () => {
     await new Promise((resolve) => setTimeout(resolve, 20)); // the invalidation of the PEXPIRE
     for (let i = 0; i < 10; i++) expect((await me(i % 2 === 0 ? a : b)).statusCode).toBe(200);
     expect(await env.redis.pttl(key)).toBeLessThanOrEqual(ttlMs - 30_000);
-    // 90 s used: the next request renews it to the full TTL.
+    // 90 s used: the next request renews it to the full TTL, once A has dropped the session it
+    // holds in memory (with the old TTL): the PEXPIRE's invalidation, awaited rather than given 20 ms.
+    const dropped = () => metricSum([a], 'near_cache_events_total{cache="session",event="invalidation"}');
+    const droppedBefore = await dropped();
     await env.redis.pexpire(key, ttlMs - 90_000);
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect.poll(dropped).toBeGreaterThan(droppedBefore);
     expect((await me(a)).statusCode).toBe(200);
     expect(await env.redis.pttl(key)).toBeGreaterThan(ttlMs - 5_000);
   });

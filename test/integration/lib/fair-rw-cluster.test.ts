@@ -35,15 +35,19 @@ describe('on a Redis Cluster', () => {
     for (const name of ['fair-a', 'fair-b', 'fair-c', 'fair-d']) {
       const holder = await locks.fairLock(name).lock({ leaseMs: 20_000 });
       const order: number[] = [];
-      const waiters = [0, 1, 2].map((i) =>
-        locks.runInContext(async () => {
-          await sleep(i * 100); // arrive in this order
-          const handle = await locks.fairLock(name).lock({ waitMs: 8_000, leaseMs: 5_000 });
-          order.push(i);
-          await handle.release();
-        }),
-      );
-      await expect.poll(() => cluster.llen(fairQueueKey(name)), { interval: 10 }).toBe(3);
+      const waiters: Array<Promise<void>> = [];
+      for (const i of [0, 1, 2]) {
+        waiters.push(
+          locks.runInContext(async () => {
+            const handle = await locks.fairLock(name).lock({ waitMs: 8_000, leaseMs: 5_000 });
+            order.push(i);
+            await handle.release();
+          }),
+        );
+        // Arrive in this order: the next waiter starts only once this one is in the queue (a head
+        // start of 100 ms decided nothing on a busy machine).
+        await expect.poll(() => cluster.llen(fairQueueKey(name)), { interval: 10 }).toBe(i + 1);
+      }
       const releasedAt = Date.now();
       await holder.release();
       await Promise.all(waiters);

@@ -174,7 +174,7 @@ describe('reentrant lock', () => {
     let release!: () => void;
     const holding = new Promise<void>((resolve) => (release = resolve));
     const first = locks.withLock(name, () => holding);
-    await sleep(50);
+    await expect.poll(() => locks.lock(name).isLocked()).toBe(true); // the first operation holds it
     const second = await locks.runInContext(() => locks.lock(name).tryLock({ waitMs: 0 }));
     expect(second).toBeNull();
     // Outside any context every acquisition is its own owner too.
@@ -213,7 +213,7 @@ describe('reentrant lock', () => {
   });
 
   it('stays consistent when re-entries and releases of one context overlap', async () => {
-    const locks = newClient({ defaultLeaseMs: 600 });
+    const locks = newClient({ defaultLeaseMs: 1_000 });
     const name = freshName();
     await locks.runInContext(async () => {
       const outer = await locks.lock(name).lock();
@@ -226,10 +226,11 @@ describe('reentrant lock', () => {
       );
       expect(await locks.lock(name).holdCount()).toBe(1);
       // The last release and a new acquisition race: whichever Redis runs first, the new hold
-      // must keep its watchdog (lease 600 ms, so 1 s without renewals would lose it).
+      // must keep its watchdog (lease 1 s, so 2 s without renewals would lose it; renewed every
+      // third of a lease, a busy machine's scheduling pause does not).
       const [, again] = await Promise.all([outer.release(), locks.lock(name).lock()]); // release first
       const [reentered] = await Promise.all([locks.lock(name).lock(), again.release()]); // re-entry first
-      await sleep(1_000);
+      await sleep(2_000);
       expect(await locks.lock(name).holdCount()).toBe(1);
       expect(reentered.signal.aborted).toBe(false);
       expect(await reentered.release()).toBe(true);

@@ -116,17 +116,19 @@ describe('read-write lock', () => {
   });
 
   it('renews both locks with the watchdog and tells a holder whose hold was lost', async () => {
-    const { redis, locks } = world({ defaultLeaseMs: 300 });
+    // A lease of 1 s, renewed every third of it: a busy machine's scheduling pause cannot lose it
+    // (a 300 ms lease was lost by any pause over 200 ms).
+    const { redis, locks } = world({ defaultLeaseMs: 1_000 });
     const rw = locks.readWriteLock('dog');
     const read = await as(locks, () => rw.readLock().lock());
-    await sleep(1_000); // three leases
+    await sleep(2_000); // two leases: only renewals keep it
     expect(await rw.readLock().isLocked()).toBe(true);
     await read.release();
     const write = await as(locks, () => rw.writeLock().lock());
-    await sleep(1_000);
+    await sleep(2_000);
     expect(await rw.writeLock().isLocked()).toBe(true);
     await redis.del(rwLockKey('dog'), rwLeasesKey('dog')); // an outsider, or a failover, loses it
-    await expect.poll(() => write.signal.aborted, { timeout: 2_000 }).toBe(true);
+    await expect.poll(() => write.signal.aborted, { timeout: 5_000 }).toBe(true); // found at the next renewal
     expect(await write.release()).toBe(false);
   });
 

@@ -21,7 +21,8 @@ beforeAll(async () => {
     { keyPrefix, redisOptions: { maxRetriesPerRequest: 3 } },
   );
   await cluster.ping();
-  holder = new LockClient(cluster, { defaultLeaseMs: 600 });
+  // Leases of 1 s, renewed every third of it: a busy machine's scheduling pause does not lose them.
+  holder = new LockClient(cluster, { defaultLeaseMs: 1_000 });
   waiter = new LockClient(cluster, { pollMs: 10_000 });
 });
 
@@ -52,8 +53,8 @@ describe('synchronizers on a Redis Cluster', () => {
     for (const name of names) {
       const semaphore = holder.permitExpirableSemaphore(name);
       expect(await semaphore.trySetPermits(2)).toBe(true);
-      const lease = await semaphore.acquire({ permits: 2 }); // lease 600 ms, watchdog
-      await sleep(900);
+      const lease = await semaphore.acquire({ permits: 2 }); // lease 1 s, watchdog
+      await sleep(1_500); // past the lease: only renewals keep it
       expect(lease.signal.aborted).toBe(false);
       const waiting = waiter.permitExpirableSemaphore(name).tryAcquire({ waitMs: 5_000, leaseMs: 5_000 });
       await sleep(100);

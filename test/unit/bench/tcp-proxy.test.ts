@@ -47,6 +47,17 @@ async function connect(): Promise<Socket & { received: () => Buffer; arrivals: A
   return Object.assign(socket, { received: () => Buffer.concat(parts), arrivals });
 }
 
+/** The quickest of five round trips of `text` (ms). */
+async function fastestRoundTrip(socket: Socket & { received: () => Buffer }, text: string): Promise<number> {
+  const rounds: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const before = socket.received().length;
+    socket.write(text);
+    rounds.push(await receive(socket, before + text.length));
+  }
+  return Math.min(...rounds);
+}
+
 /** Waits until `socket` has received `length` bytes; ms taken. */
 async function receive(socket: { received: () => Buffer }, length: number, timeoutMs = 10_000): Promise<number> {
   const started = performance.now();
@@ -71,9 +82,9 @@ describe('toxic TCP proxy', () => {
   it('latency: each chunk held latency ± jitter, order kept, added and removed on an open connection', async () => {
     proxy = await startTcpProxy({ host: '127.0.0.1', port: echoPort });
     const client = await connect();
-    client.write('warm');
-    const fast = await receive(client, 4);
-    expect(fast).toBeLessThan(50);
+    // Without the toxic a round trip is fast: the quickest of five, so that one busy moment of a
+    // loaded machine (a single sample over 50 ms) does not fail it.
+    expect(await fastestRoundTrip(client, 'warm')).toBeLessThan(50);
 
     proxy.addToxic('slow', { type: 'latency', latencyMs: 100, jitterMs: 50 }, 'downstream');
     const rounds: number[] = [];
@@ -98,9 +109,7 @@ describe('toxic TCP proxy', () => {
     expect(client.received().subarray(before).toString()).toBe(burst.join(''));
 
     proxy.removeToxic('slow');
-    const after = client.received().length;
-    client.write('ok');
-    expect(await receive(client, after + 2)).toBeLessThan(50);
+    expect(await fastestRoundTrip(client, 'ok')).toBeLessThan(50);
   });
 
   it('stall: open and new connections forward nothing until removed, then the held bytes go in order', async () => {
@@ -128,9 +137,9 @@ describe('toxic TCP proxy', () => {
     const client = await connect();
     proxy.addToxic('hang', { type: 'stall' }, 'downstream');
     client.write('ping');
+    await expect.poll(() => proxy.bytesForwarded.upstream).toBe(4); // the server got it (however slowly a busy machine forwards it)
     await sleep(300);
-    expect(proxy.bytesForwarded.upstream).toBe(4);
-    expect(client.received().length).toBe(0);
+    expect(client.received().length).toBe(0); // and the answer is held
     proxy.removeToxic('hang');
     await receive(client, 4);
     expect(client.received().toString()).toBe('ping');

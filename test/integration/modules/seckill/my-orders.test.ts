@@ -43,33 +43,43 @@ afterAll(async () => {
 });
 
 const myOrders = (token: string, query = '') => app.inject({ url: `/api/voucher-order/of/me${query}`, headers: { authorization: token } });
+/**
+ * Alice's orders as the list shows them, newest first: by order id descending (ids rise with the time
+ * of acceptance; decimal strings of 64-bit ints, compared as BigInt), never by MySQL's creation time,
+ * which has one-second precision. With `n`, the voucher's number (its title and price).
+ */
+const newestFirst = () =>
+  placed
+    .map((order, index) => ({ ...order, n: index + 1 }))
+    .sort((a, b) => (BigInt(a.orderId) < BigInt(b.orderId) ? 1 : BigInt(a.orderId) > BigInt(b.orderId) ? -1 : 0));
 
 describe('GET /api/voucher-order/of/me', () => {
   it("lists the caller's orders newest first, 10 a page, with the total and each voucher's title, shop and price", async () => {
     const first = (await myOrders(alice.token)).json();
     expect(first.success).toBe(true);
     expect(first.total).toBe(12);
-    const newestFirst = [...placed].reverse();
-    expect(first.data.map((order: { id: string }) => order.id)).toEqual(newestFirst.slice(0, 10).map((order) => order.orderId));
+    const orders = newestFirst();
+    expect(first.data.map((order: { id: string }) => order.id)).toEqual(orders.slice(0, 10).map((order) => order.orderId));
+    const newest = orders[0]!;
     expect(first.data[0]).toEqual({
-      id: placed[11]!.orderId,
-      voucherId: placed[11]!.voucherId,
-      title: 'voucher 12',
+      id: newest.orderId,
+      voucherId: newest.voucherId,
+      title: `voucher ${newest.n}`,
       shopId: '1',
       state: 'created',
-      payValue: 1200,
+      payValue: 100 * newest.n,
       createTime: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
     });
     expect(typeof first.data[0].id).toBe('string'); // 64-bit ids stay exact
 
     const second = (await myOrders(alice.token, '?current=2')).json();
     expect(second.total).toBe(12);
-    expect(second.data.map((order: { id: string }) => order.id)).toEqual(newestFirst.slice(10).map((order) => order.orderId));
+    expect(second.data.map((order: { id: string }) => order.id)).toEqual(orders.slice(10).map((order) => order.orderId));
     expect((await myOrders(alice.token, '?current=3')).json()).toEqual({ success: true, data: [], total: 12 });
   });
 
   it("shows each order's state as GET /voucher-order/{id} does: paid with its time, cancelled", async () => {
-    const [paid, cancelled] = [placed[11]!.orderId, placed[10]!.orderId];
+    const [paid, cancelled] = newestFirst().map((order) => order.orderId) as [string, string]; // the two listed first
     expect((await app.inject({ method: 'POST', url: `/api/voucher-order/${paid}/pay`, headers: { authorization: alice.token } })).json()).toMatchObject({
       success: true,
     });

@@ -25,6 +25,11 @@ afterAll(async () => {
 });
 
 const get = (token: string, url: string) => app.inject({ url, headers: { authorization: token } });
+/**
+ * Order ids newest first, the order the user's list guarantees: ids rise with the time of acceptance
+ * (decimal strings of 64-bit ints, compared as BigInt). Not creation times: MySQL keeps those to the second.
+ */
+const newestIdFirst = (ids: string[]): string[] => [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? 1 : BigInt(a) > BigInt(b) ? -1 : 0));
 
 async function drainAll(): Promise<void> {
   for (let round = 0; round < 50 && (await seckill.store.queuedOfUser(users[0]!.id)).length > 0; round += 1) await seckill.worker.drainOnce();
@@ -48,8 +53,14 @@ describe('orders accepted and not yet written (queued) are visible at once', () 
 
     const page = (await get(alice.token, '/api/voucher-order/of/me')).json();
     expect(page.total).toBe(4);
-    expect(page.data.map((item: { id: string }) => item.id)).toEqual([...queuedIds].reverse().concat(older));
-    expect(page.data[0]).toMatchObject({ id: queuedIds[2], voucherId: more[1], state: 'queued', title: 'd', payValue: 100 });
+    // Newest id first; the older order (already in MySQL, the smallest id) last.
+    expect(page.data.map((item: { id: string }) => item.id)).toEqual(newestIdFirst([...queuedIds, older]));
+    expect(page.data.find((item: { id: string }) => item.id === queuedIds[2])).toMatchObject({
+      voucherId: more[1],
+      state: 'queued',
+      title: 'd',
+      payValue: 100,
+    });
     expect(page.data[3]).toMatchObject({ id: older, state: 'created' });
     for (const id of queuedIds) expect((await get(alice.token, `/api/voucher-order/${id}`)).json().data).toMatchObject({ id, state: 'queued' });
     expect((await get(bob.token, `/api/voucher-order/${firstQueued()}`)).statusCode).toBe(404);
@@ -58,11 +69,9 @@ describe('orders accepted and not yet written (queued) are visible at once', () 
     await drainAll();
     const written = (await get(alice.token, '/api/voucher-order/of/me')).json();
     expect(written.total).toBe(4);
+    // The same order once written, though the worker wrote them shard by shard, not in order of acceptance.
     expect(written.data.map((item: { id: string; state: string }) => [item.id, item.state])).toEqual(
-      [...queuedIds]
-        .reverse()
-        .concat(older)
-        .map((id) => [id, 'created']),
+      newestIdFirst([...queuedIds, older]).map((id) => [id, 'created']),
     );
     // The per-user lists were read, not scanned: written entries left them on that read.
     for (const shard of seckill.keys.allShards()) expect(await env.redis.hlen(seckill.keys.userOrders(shard, alice.id))).toBe(0);

@@ -78,11 +78,15 @@ describe('the release queue', () => {
 
     // Due now: push the due time back. A claims it and dies before cancelling; B gets nothing until A's lease ends.
     await env.redis.zadd(unpaidDueKey(shard), 'XX', 0, `${orderId}:2001:${voucherId}:1`);
-    const claimer = new UnpaidQueue(env.redis, sync.keys, WINDOW_SECONDS * 1000, 300);
+    // A lease of 1 s: a busy machine's pause between the two claims below stays under it (300 ms did not always).
+    const leaseMs = 1_000;
+    const claimer = new UnpaidQueue(env.redis, sync.keys, WINDOW_SECONDS * 1000, leaseMs);
+    const claimedAt = Date.now();
     expect((await claimer.claim(shard, 10)).map((order) => order.orderId)).toEqual([orderId]);
     expect(await claimer.claim(shard, 10)).toEqual([]);
-    await sleep(400);
-    const again = await claimer.claim(shard, 10);
+    let again: Awaited<ReturnType<UnpaidQueue['claim']>> = [];
+    await until('the claim to lapse', async () => (again = await claimer.claim(shard, 10)).length > 0);
+    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(leaseMs - 5); // not before the lease ended
     expect(again).toMatchObject([{ orderId, userId: '2001', voucherId, dueMs: expect.any(Number) as number }]);
     await claimer.done(shard, [again[0]!.member]);
     expect(await claimer.size(shard)).toBe(0);
@@ -135,7 +139,9 @@ describe('the release queue', () => {
     await until('99 orders cancelled', async () => (await mysqlOrders(env, voucherId)).filter((order) => order.status === 4).length === 99);
     await until('the queue empty', async () => (await a.unpaidQueue.size(a.keys.shardOf(voucherId))) === 0);
     await until('99 cancellations counted', async () => (await lateness(metricsA, 'queue')).count + (await lateness(metricsB, 'queue')).count >= 99);
-    await sleep(300); // a second cancellation of any order would be counted by now
+    // Both pollers stopped, their passes in hand finished: a second cancellation of any order would
+    // be counted now (rather than hoping 300 ms was long enough for one).
+    await Promise.all([a.canceller.stop(), b.canceller.stop()]);
     const [byA, byB] = [await lateness(metricsA, 'queue'), await lateness(metricsB, 'queue')];
     expect(byA.count + byB.count).toBe(99);
     expect((await mysqlOrders(env, voucherId)).find((order) => order.id === orderIds[0])?.status).toBe(2);

@@ -32,6 +32,8 @@ afterAll(async () => {
 });
 
 const newBuyer = () => users[nextUser++]!.token;
+/** How soon an instance sells again after units come back: a dozen of its flag polls (SOLD_OUT_POLL_MS, 250 ms). */
+const CLEARED_WITHIN_MS = 3_000;
 const knownRefusals = async (index: number) =>
   (await metrics[index]!.seckillRequests.get()).values.find((value) => value.labels.outcome === 'sold-out-known')?.value ?? 0;
 
@@ -71,7 +73,7 @@ async function soldOutKnownOn(index: number, voucherId: string) {
 }
 
 describe('sold-out flag', () => {
-  it('refuses from memory, with no order id, rate limit or reserve; cleared within 1 s when units come back', async () => {
+  it('refuses from memory, with no order id, rate limit or reserve; cleared within a few polls when units come back', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 2 });
     const first = (await buy(instances[0]!, newBuyer(), voucherId)).json().data as string;
     await buy(instances[1]!, newBuyer(), voucherId);
@@ -92,18 +94,20 @@ describe('sold-out flag', () => {
       commands.filter((command) => !command.includes(':login:token:') && !command.startsWith('hmget ') && !backgroundJob(command) && !probe(command)),
     ).toEqual([]);
 
-    // Units back by an administrator (on the other instance): instance A sells again within 1 s.
+    // Units back by an administrator (on the other instance): instance A sells again once its poll
+    // (every 250 ms) sees the flag's version move: asserted within 3 s, a dozen polls (the flag
+    // never clears by itself; 1 s left a busy machine too little room).
     const admin = await sessionOf(env, '999002', 'admin');
     await instances[1]!.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { stock: 3 } });
     const raisedAt = Date.now();
-    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), 1_000);
-    expect(Date.now() - raisedAt).toBeLessThan(1_000);
+    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), CLEARED_WITHIN_MS);
+    expect(Date.now() - raisedAt).toBeLessThan(CLEARED_WITHIN_MS);
 
     // Sold out again, then an unpaid order's unit released (as the canceller does): cleared again.
     await soldOutKnownOn(0, voucherId);
     await store.release({ orderId: first, userId: users[0]!.id, voucherId, slot: 1 });
     const releasedAt = Date.now();
-    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), 1_000);
-    expect(Date.now() - releasedAt).toBeLessThan(1_000);
+    await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), CLEARED_WITHIN_MS);
+    expect(Date.now() - releasedAt).toBeLessThan(CLEARED_WITHIN_MS);
   });
 });

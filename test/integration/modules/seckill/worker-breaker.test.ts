@@ -78,21 +78,23 @@ describe('order worker: circuit breaker and backoff on MySQL', () => {
     proxy.cut();
     seckill.startJobs();
     await eventually(async () => expect(await sample('seckill_worker_breaker_state', 'state="open"')).toBe(1), 5_000);
-    // Five consecutive failures open the circuit (a batch in flight per shard may add one each).
-    await sleep(300); // such a batch fails within milliseconds (connection refused)
-    const writesAtOpen = await attempts('write');
-    expect(writesAtOpen).toBeLessThanOrEqual(5 + SHARDS);
     const probesAtOpen = await attempts('probe');
     const refusedAtOpen = proxy.connectionsRefused;
     await sleep(OUTAGE_MS);
-    // Open: no write is tried, and one probe at a time, the waits roughly doubling from ~0.5 s;
-    // a loop paced by the backlog (today's: each pending entry once a second) makes thousands.
-    expect(await attempts('write')).toBe(writesAtOpen);
+    // Five consecutive failures open the circuit (a batch in flight per shard may add one each);
+    // open, no write is tried, however long the outage: writes over the whole outage stay at that.
+    // (Counted at the end, not 300 ms after the opening: a batch in flight may fail later than that
+    // on a busy machine.) And one probe at a time, the waits roughly doubling from ~0.5 s; a loop
+    // paced by the backlog (today's: each pending entry once a second) makes thousands.
+    expect(await attempts('write')).toBeLessThanOrEqual(5 + SHARDS);
     const probes = (await attempts('probe')) - probesAtOpen;
     expect(probes).toBeGreaterThan(0);
     expect(probes).toBeLessThanOrEqual(OUTAGE_MS / 500);
     expect(proxy.connectionsRefused - refusedAtOpen).toBeLessThanOrEqual(2 * probes + 2);
-    expect(await sample('seckill_worker_mysql_failures_total', 'kind="probe"')).toBe(await sample('seckill_worker_mysql_attempts_total', 'kind="probe"'));
+    // Every probe failed (retried: one may be in flight between the two samples).
+    await eventually(async () =>
+      expect(await sample('seckill_worker_mysql_failures_total', 'kind="probe"')).toBe(await sample('seckill_worker_mysql_attempts_total', 'kind="probe"')),
+    );
     expect(await backlog()).toMatchObject({ queued: BACKLOG, dead: 0 });
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
 
