@@ -133,31 +133,8 @@ export function buildSeckill(deps: SeckillDeps) {
   });
   const userOrders = new UserOrders({ store, orders, events });
   const limits = buildOrderLimits(deps, metrics);
-  const worker = new OrderWorker(stream, store, orders, {
-    consumer: deps.consumerName ?? (settings.consumer || `${hostname()}:${config.port}`),
-    batchSize: settings.workerBatchSize,
-    maxDeliveries: settings.maxDeliveries,
-    claimIdleMs: settings.claimIdleMs,
-    log,
-    onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
-    onWritten: (written) => {
-      events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
-    },
-    breaker: {
-      onAttempt: (kind) => metrics.workerMysqlAttempts.inc({ kind }),
-      onFailure: (kind) => metrics.workerMysqlFailures.inc({ kind }),
-    },
-  });
-  const canceller = new UnpaidOrderCanceller(orders, store, {
-    paymentWindowSeconds: settings.paymentWindowSeconds,
-    intervalMs: Math.min(30_000, Math.max(1_000, (settings.paymentWindowSeconds * 1000) / 4)),
-    releaseQueue: { queue: unpaidQueue, cancellations: new UnpaidCancellations(db), pollMs: settings.releasePollMs },
-    log,
-    onCancelled: (order, latenessMs, by) => {
-      metrics.releaseLateness.observe({ by }, Math.max(0, latenessMs) / 1000);
-      events.changed([{ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'cancelled' }]);
-    },
-  });
+  const worker = buildWorker(deps, { stream, store, orders, events, metrics });
+  const canceller = buildCanceller(deps, { store, orders, unpaidQueue, events, metrics });
   watchOnScrape(metrics, log, worker, stream, voucherService);
 
   const routes: FastifyPluginAsync = async (api) => {
@@ -224,6 +201,51 @@ export function buildSeckill(deps: SeckillDeps) {
       if (!deps.lockClient) await lockClient.close();
     },
   };
+}
+
+interface JobParts {
+  store: SaleStore;
+  orders: DueTrackedOrders;
+  events: RedisOrderEvents;
+  metrics: Metrics;
+}
+
+/** The order worker of this process: stream → MySQL, with its metrics and the `created` events. */
+function buildWorker({ config, log, consumerName }: SeckillDeps, { stream, store, orders, events, metrics }: JobParts & { stream: OrderStream }): OrderWorker {
+  const settings = config.seckill;
+  return new OrderWorker(stream, store, orders, {
+    consumer: consumerName ?? (settings.consumer || `${hostname()}:${config.port}`),
+    batchSize: settings.workerBatchSize,
+    maxDeliveries: settings.maxDeliveries,
+    claimIdleMs: settings.claimIdleMs,
+    log,
+    onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
+    onWritten: (written) => {
+      events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
+    },
+    breaker: {
+      onAttempt: (kind) => metrics.workerMysqlAttempts.inc({ kind }),
+      onFailure: (kind) => metrics.workerMysqlFailures.inc({ kind }),
+    },
+  });
+}
+
+/** The canceller of unpaid orders: the release queue (on time) and the sweep (safety net). */
+function buildCanceller(
+  { config, db, log }: SeckillDeps,
+  { store, orders, unpaidQueue, events, metrics }: JobParts & { unpaidQueue: UnpaidQueue },
+): UnpaidOrderCanceller {
+  const settings = config.seckill;
+  return new UnpaidOrderCanceller(orders, store, {
+    paymentWindowSeconds: settings.paymentWindowSeconds,
+    intervalMs: Math.min(30_000, Math.max(1_000, (settings.paymentWindowSeconds * 1000) / 4)),
+    releaseQueue: { queue: unpaidQueue, cancellations: new UnpaidCancellations(db), pollMs: settings.releasePollMs },
+    log,
+    onCancelled: (order, latenessMs, by) => {
+      metrics.releaseLateness.observe({ by }, Math.max(0, latenessMs) / 1000);
+      events.changed([{ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'cancelled' }]);
+    },
+  });
 }
 
 /** The voucher list: its cache (rebuild locks on the lock client) read through the near cache, if any. */
