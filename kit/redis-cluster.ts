@@ -43,35 +43,10 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
   try {
     const ports: number[] = [];
     for (let i = 0; i < size; i += 1) {
-      const port = await freeClusterPort(ports);
+      const { port, child } = await startNode(dir, ports, nodeTimeoutMs);
       ports.push(port);
-      children.set(
-        port,
-        spawn(
-          'redis-server',
-          [
-            '--port',
-            String(port),
-            '--bind',
-            '127.0.0.1',
-            '--save',
-            '',
-            '--appendonly',
-            'no',
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            join(dir, `nodes-${port}.conf`),
-            '--dir',
-            dir,
-            '--cluster-node-timeout',
-            String(nodeTimeoutMs),
-          ],
-          { stdio: 'ignore' },
-        ),
-      );
+      children.set(port, child);
     }
-    await Promise.all(ports.map((port) => waitForPing(port)));
     const nodes = ports.map((port) => `127.0.0.1:${port}`);
     // redis-cli makes the first `masters` nodes masters and gives each `replicas` of the rest.
     await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicas), '--cluster-yes']);
@@ -110,6 +85,74 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
   }
 }
 
+/** How many ports a node may try: another process can take a port between the check and the bind. */
+const NODE_START_ATTEMPTS = 5;
+
+/**
+ * One cluster node on a free port, answered by this very process. A port found free may be taken
+ * before redis-server binds it (a test file starting servers beside this one): the node then
+ * exits, or another server answers on the port; either way it is retried on another port.
+ */
+async function startNode(dir: string, taken: number[], nodeTimeoutMs: number): Promise<{ port: number; child: ChildProcess }> {
+  for (let attempt = 0; attempt < NODE_START_ATTEMPTS; attempt += 1) {
+    const port = await freeClusterPort(taken);
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--dir',
+        dir,
+        '--cluster-node-timeout',
+        String(nodeTimeoutMs),
+      ],
+      { stdio: 'ignore' },
+    );
+    const ours = await answersAs(port, child).catch((error: unknown) => {
+      child.kill('SIGKILL');
+      throw error;
+    });
+    if (ours) return { port, child };
+    child.kill('SIGKILL');
+  }
+  throw new Error(`no cluster node started in ${NODE_START_ATTEMPTS} attempts (ports taken by other processes)`);
+}
+
+/** Whether the server answering on `port` is `child` (INFO's process_id); false once it exited or another answers. */
+async function answersAs(port: number, child: ChildProcess): Promise<boolean> {
+  let owner: number | undefined;
+  await until(async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return true;
+    owner = await processIdOn(port);
+    return owner !== undefined;
+  });
+  return owner === child.pid && child.exitCode === null;
+}
+
+async function processIdOn(port: number): Promise<number | undefined> {
+  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  client.on('error', () => {}); // refused until the server is up: expected here
+  try {
+    await client.connect();
+    const info = await client.info('server');
+    return Number(/process_id:(\d+)/.exec(info)?.[1]);
+  } catch {
+    return undefined;
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** A port p with p and its cluster bus port p + 10000 both free. */
 async function freeClusterPort(taken: number[]): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt += 1) {
@@ -125,21 +168,6 @@ function isFree(port: number): Promise<boolean> {
     const server = createServer();
     server.once('error', () => resolve(false));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function waitForPing(port: number): Promise<void> {
-  await until(async () => {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    client.on('error', () => {}); // refused until the server is up: expected here
-    try {
-      await client.connect();
-      return (await client.ping()) === 'PONG';
-    } catch {
-      return false;
-    } finally {
-      client.disconnect();
-    }
   });
 }
 
