@@ -52,6 +52,8 @@ export async function startRedisCluster(options: number | ClusterOptions = 3): P
     await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicas), '--cluster-yes']);
     await Promise.all(ports.map((port) => waitForClusterOk(port)));
     if (replicas > 0) await Promise.all(ports.map((port) => waitForReplicaInSync(port)));
+    // Each node learns who replicates whom by gossip: a node asked too early names a master without its replica.
+    if (replicas > 0) await Promise.all(ports.map((port) => waitForTopologySeen(port, masters, replicas)));
     const live = () => ports.filter((port) => children.get(port)!.exitCode === null && children.get(port)!.signalCode === null);
     return {
       nodes,
@@ -205,6 +207,19 @@ async function shardOfSlot(port: number, slot: number): Promise<{ master: number
   if (!master) throw new Error(`no live master serves slot ${slot}`);
   const replicas = rows.filter((row) => row[3] === master[0] && !row[2]!.includes('fail')).map(portOf);
   return { master: portOf(master), replicas };
+}
+
+/** Until the node's CLUSTER NODES shows `masters` masters, each with `replicas` replicas. */
+async function waitForTopologySeen(port: number, masters: number, replicas: number): Promise<void> {
+  await until(async () => {
+    const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'nodes'], { timeout: 2_000 });
+    const rows = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
+    const masterIds = rows.filter((row) => row[2]!.includes('master') && row.length > 8).map((row) => row[0]!);
+    return masterIds.length === masters && masterIds.every((id) => rows.filter((row) => row[3] === id).length === replicas);
+  });
 }
 
 async function firstAnswer<T>(ports: number[], ask: (port: number) => Promise<T>): Promise<T> {
