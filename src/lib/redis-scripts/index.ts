@@ -55,6 +55,16 @@ function includeUrl(from: URL, name: string): URL {
   return existsSync(beside) ? beside : new URL(`${name}.lua`, SHARED_INCLUDES);
 }
 
+/** A client's commands by name, defined ones included. */
+type Commands = Record<string, ((...args: unknown[]) => Promise<unknown>) | undefined>;
+
+/** Defines `<namespace><Name>` on the client unless it is there already (a second definition is harmless); returns the name. */
+function defineOnce(redis: ScriptClient, namespace: string, operation: string, { lua, keys }: LuaScript): string {
+  const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
+  if (typeof (redis as unknown as Commands)[name] !== 'function') redis.defineCommand(name, keys === 'dynamic' ? { lua } : { numberOfKeys: keys, lua });
+  return name;
+}
+
 /**
  * Defines a set of scripts on the client and returns them as typed functions. Each becomes an
  * ioredis command named `<namespace><Name>`: EVALSHA with a fallback to EVAL, the client's key
@@ -68,12 +78,11 @@ export function defineScripts<T extends ScriptFunctions<T>>(
   sources: { [K in keyof T & string]: LuaScript },
 ): Scripts<T> {
   const names = new Map<string, string>();
-  const client = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const client = redis as unknown as Commands;
   const scripts: Record<string, unknown> = {};
-  for (const [operation, { lua, keys }] of Object.entries<LuaScript>(sources)) {
-    const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
+  for (const [operation, script] of Object.entries<LuaScript>(sources)) {
+    const name = defineOnce(redis, namespace, operation, script);
     names.set(operation, name);
-    if (typeof client[name] !== 'function') redis.defineCommand(name, keys === 'dynamic' ? { lua } : { numberOfKeys: keys, lua });
     scripts[operation] = (...args: unknown[]) => client[name]!(...args);
   }
   scripts.queue = (pipeline: ChainableCommander) => {
@@ -109,12 +118,11 @@ type OperationsOf<T> = { [K in keyof T]: T[K] extends OperationSpec<infer In, in
  * prefix applied to KEYS, the same command on pipelines), each named `<namespace><Name>`.
  */
 export function defineOperations<T extends Record<string, OperationSpec<never, unknown>>>(redis: ScriptClient, namespace: string, specs: T): OperationsOf<T> {
-  const client = redis as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const client = redis as unknown as Commands;
   const operations: Record<string, unknown> = {};
   for (const [operation, spec] of Object.entries(specs) as Array<[string, OperationSpec<unknown, unknown>]>) {
-    const name = namespace + operation.charAt(0).toUpperCase() + operation.slice(1);
     // The key count goes first on each call: an operation's keys may vary with its input.
-    if (typeof client[name] !== 'function') redis.defineCommand(name, { lua: spec.lua });
+    const name = defineOnce(redis, namespace, operation, { lua: spec.lua, keys: 'dynamic' });
     const argv = (input: unknown): unknown[] => {
       const keys = spec.keys(input);
       return [keys.length, ...keys, ...spec.args(input)];

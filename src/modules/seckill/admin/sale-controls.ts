@@ -3,7 +3,8 @@ import type { Db } from '../../../infra/db.js';
 import type { SeckillVoucherTable } from '../../../infra/schema.js';
 import { badRequest, HttpError, notFound } from '../../../http/errors.js';
 import { toGateMode, type GateMode } from '../gate/gate-settings-cache.js';
-import type { SaleControl, SaleStore } from '../sale/sale-store.js';
+import type { SaleControl } from '../sale/sale-scripts.js';
+import type { SaleStore } from '../sale/sale-store.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
 /**

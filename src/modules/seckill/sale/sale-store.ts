@@ -14,8 +14,6 @@ import {
   type SaleWindow,
 } from './sale-scripts.js';
 
-export type { ControlOutcome, ReserveMode, SaleControl, SaleRecord, SaleWindow } from './sale-scripts.js';
-
 /** A voucher's sale as MySQL records it, for a voucher Redis does not know (null: no such sale). */
 export type SaleSource = (voucherId: string) => Promise<SaleState | null>;
 
