@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { installApiRateLimit } from './http/api-rate-limit.js';
 import { installCors } from './http/cors.js';
 import { installDeadline } from './http/deadline.js';
+import { closeOnEarlyAnswers } from './http/early-answers.js';
 import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
 import { compatRewriteUrl, installCompatReplies } from './http/hmdp-compat.js';
 import { installLanguages } from './http/language.js';
@@ -130,6 +131,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.headers(headers).header('x-request-id', request.id);
     done();
   });
+  closeOnEarlyAnswers(app);
   installLanguages(app, config.defaultLanguage);
   installErrorHandling(app);
   if (config.hmdpCompat) installCompatReplies(app);
