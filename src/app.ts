@@ -6,8 +6,10 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { installApiRateLimit } from './http/api-rate-limit.js';
 import { installCors } from './http/cors.js';
 import { installDeadline } from './http/deadline.js';
-import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling } from './http/error-handling.js';
+import { closeOnEarlyAnswers } from './http/early-answers.js';
+import { ajvOptions, clientErrorHandler, formatValidationErrors, frameworkErrors, installErrorHandling, MAX_PARAM_LENGTH } from './http/error-handling.js';
 import { compatRewriteUrl, installCompatReplies } from './http/hmdp-compat.js';
+import { HOST_CHECK_SERVER_OPTIONS, refuseMissingHost } from './http/host-header.js';
 import { installLanguages } from './http/language.js';
 import { installMetricsRoute } from './http/metrics-route.js';
 import { installOpenApi } from './http/openapi.js';
@@ -96,9 +98,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: config.http.bodyLimitBytes,
     requestTimeout: config.http.requestTimeoutMs,
     // Slow bodies get 408 within the timeout plus a second (see requestTimeoutOptions).
-    http: requestTimeoutOptions(config.http.requestTimeoutMs),
+    http: { ...HOST_CHECK_SERVER_OPTIONS, ...requestTimeoutOptions(config.http.requestTimeoutMs) },
     connectionTimeout: config.http.connectionTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: ajvOptions,
     // Query strings and params are coerced to their schema types, JSON bodies are not.
     schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart() } },
@@ -130,6 +133,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     reply.headers(headers).header('x-request-id', request.id);
     done();
   });
+  refuseMissingHost(app);
+  closeOnEarlyAnswers(app);
   installLanguages(app, config.defaultLanguage);
   installErrorHandling(app);
   if (config.hmdpCompat) installCompatReplies(app);

@@ -18,18 +18,23 @@ declare module 'fastify' {
 export const RETRY_AFTER_SECONDS = 1;
 
 /**
- * The last line of defence against a hung request: a request still unanswered `deadlineMs` after
- * it arrived gets 503 + Retry-After, whatever it is waiting for. Redis commands and MySQL queries
- * have shorter bounds of their own (config.deadlines), so the handler usually answers first and
- * names the dependency; this catches the rest (several slow steps in a row, a pool queue, a
- * Cluster still looking for its nodes).
+ * The last line of defence against a hung request: a request the server has been working on for
+ * `deadlineMs` without answering gets 503 + Retry-After, whatever it is waiting for. Redis
+ * commands and MySQL queries have shorter bounds of their own (config.deadlines), so the handler
+ * usually answers first and names the dependency; this catches the rest (several slow steps in a
+ * row, a pool queue, a Cluster still looking for its nodes).
+ *
+ * The clock runs from the first onRequest hook (the session lookup reads Redis) and stops while
+ * the request body is still arriving: a slow upload is the client's, bounded by
+ * HTTP_REQUEST_TIMEOUT_MS (408), never "a dependency is slow". Multipart uploads are left to that
+ * timeout altogether: their body is read inside the handler, at the client's pace.
  *
  * The late handler result is dropped: the reply is hijacked once the 503 is out, so Fastify
- * neither sends it nor complains that the reply was already sent. Multipart uploads are left to
- * HTTP_REQUEST_TIMEOUT_MS: their body is read inside the handler, at the client's pace.
+ * neither sends it nor complains that the reply was already sent.
  */
 export function installDeadline(app: FastifyInstance, deadlineMs: number): void {
   const expired = new WeakSet<FastifyRequest>();
+  const clocks = new WeakMap<FastifyRequest, DeadlineClock>();
   // A handler that fails after the deadline answered: Fastify would log "Promise errored, but
   // reply.sent = true was set" at error level for each; say what happened instead, once, as a warning.
   app.addHook('onRoute', (route) => {
@@ -49,14 +54,59 @@ export function installDeadline(app: FastifyInstance, deadlineMs: number): void 
       done();
       return;
     }
-    const timer = setTimeout(() => {
+    const clock = new DeadlineClock(deadlineMs, () => {
       if (expire(request, reply, deadlineMs)) expired.add(request);
-    }, deadlineMs).unref();
+    });
+    clocks.set(request, clock);
     reply.raw.once('close', () => {
-      clearTimeout(timer);
+      clock.stop();
     });
     done();
   });
+  // Between these two hooks Fastify reads the body: the clock waits for a body still arriving.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    if (!request.raw.complete) clocks.get(request)?.pause();
+    done(null, payload);
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    clocks.get(request)?.resume();
+    done();
+  });
+}
+
+/**
+ * A countdown that calls `onExpiry` once `budgetMs` of running time has passed. It starts running;
+ * `pause` and `resume` hold it while the client sends, `stop` ends it for good.
+ */
+class DeadlineClock {
+  private timer: NodeJS.Timeout | undefined;
+  private runningSince = 0;
+  private stopped = false;
+
+  constructor(
+    private remainingMs: number,
+    private readonly onExpiry: () => void,
+  ) {
+    this.resume();
+  }
+
+  resume(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    this.runningSince = performance.now();
+    this.timer = setTimeout(this.onExpiry, this.remainingMs).unref();
+  }
+
+  pause(): void {
+    if (this.timer === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.remainingMs -= performance.now() - this.runningSince;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
 }
 
 /** Answers 503 unless the request was answered already; true if it did. */

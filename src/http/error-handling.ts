@@ -155,7 +155,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     // Fastify's own client errors: malformed JSON, unsupported media type, body too large...
     if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-      return reply.code(error.statusCode).send(fail(localize(request, clientErrorMessage(error))));
+      return reply.code(error.statusCode).send(fail(localize(request, clientErrorMessage(error, error.statusCode))));
     }
     if (isTransient(error)) {
       // Redis or MySQL is unreachable or busy: the client may simply retry. The answer names the
@@ -176,13 +176,39 @@ export function installErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const message = HTTP_MESSAGES.routeNotFound({ method: request.method, path: request.url.split('?')[0]! });
-    return reply.code(404).send(fail(localize(request, message)));
+    const path = request.url.split('?')[0]!;
+    if (hasOverlongSegment(path)) return reply.code(414).send(fail(localize(request, HTTP_MESSAGES.paramTooLong())));
+    return reply.code(404).send(fail(localize(request, HTTP_MESSAGES.routeNotFound({ method: request.method, path }))));
   });
 }
 
-/** Fastify's own 4xx (its English message kept as the English text and as the detail in Chinese). */
-function clientErrorMessage(error: FastifyError): Message {
+/**
+ * The longest path parameter a route takes (find-my-way's `maxParamLength`). A longer one is
+ * refused 414 (`frameworkErrors`), and so is any path with a longer segment that no route
+ * matched: no route could take it, and the web app's catch-all GET route, which takes every
+ * path, would otherwise turn the router's 414 into a 404.
+ */
+export const MAX_PARAM_LENGTH = 100;
+
+function hasOverlongSegment(path: string): boolean {
+  if (path.length <= MAX_PARAM_LENGTH) return false;
+  return path.split('/').some((segment) => segment.length > MAX_PARAM_LENGTH && decoded(segment).length > MAX_PARAM_LENGTH);
+}
+
+/** A segment as the router measures it: percent-decoded (as written if it cannot be). */
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+/**
+ * Fastify's own 4xx and its plugins' (a static file's 403): the English text keeps their message,
+ * the Chinese one says the same without it, so that each answer is in one language.
+ */
+function clientErrorMessage(error: FastifyError, status: number): Message {
   const detail = error.message;
   if (error instanceof SyntaxError) return HTTP_MESSAGES.invalidJson({ detail }); // JSON.parse of the body
   switch (error.code) {
@@ -193,7 +219,9 @@ function clientErrorMessage(error: FastifyError): Message {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return HTTP_MESSAGES.invalidJson({ detail });
-    default:
-      return HTTP_MESSAGES.badRequest({ detail });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return HTTP_MESSAGES.bodyLengthMismatch({ detail });
   }
+  if (status === 403) return HTTP_MESSAGES.forbiddenPath(); // @fastify/static: a traversal or a dotfile
+  return status === 400 ? HTTP_MESSAGES.badRequest({ detail }) : HTTP_MESSAGES.clientError({ detail, status });
 }

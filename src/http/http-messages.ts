@@ -31,7 +31,12 @@ export const HTTP_MESSAGES = defineMessages('http', {
   bodyTooLarge: { en: '{detail}', zh: '请求体过大' },
   unsupportedMediaType: { en: '{detail}', zh: '不支持的 Content-Type' },
   invalidJson: { en: '{detail}', zh: '请求体不是有效的 JSON' },
-  badRequest: { en: '{detail}', zh: '请求无效：{detail}' },
+  bodyLengthMismatch: { en: '{detail}', zh: '请求体长度与 Content-Length 不符' },
+  forbiddenPath: { en: 'Access to this path is forbidden', zh: '禁止访问该路径' },
+  missingHost: { en: 'The request has no Host header', zh: '请求缺少 Host 头' },
+  // Fastify's and its plugins' other refusals: their English detail, and no English in Chinese.
+  badRequest: { en: '{detail}', zh: '请求无效' },
+  clientError: { en: '{detail}', zh: '请求无法处理（HTTP {status}）' },
   // Schema field texts of the shared schemas (src/http/schemas.ts).
   idFormat: { en: 'must be a positive integer id', zh: 'id 应为正整数' },
   idBodyFormat: {

@@ -1,3 +1,6 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
@@ -11,11 +14,16 @@ const logged: Array<Record<string, unknown>> = [];
 
 beforeAll(async () => {
   env = await createTestEnv();
+  // A built web front end of this file's own: its catch-all GET route is part of the routing.
+  const webRoot = join(tmpdir(), env.name, 'web');
+  await mkdir(webRoot, { recursive: true });
+  await writeFile(join(webRoot, 'index.html'), '<!doctype html><title>spa</title>');
   // A real app with a capturing logger, plus one route that fails the way a bug would.
   app = await buildApp({
     config: env.config,
     redis: env.redis,
     db: env.db,
+    webRoot,
     logger: { level: 'error', stream: { write: (line: string) => logged.push(JSON.parse(line)) } },
   });
   app.get('/api/boom', { config: { public: true } }, async () => {
@@ -89,10 +97,21 @@ describe('HTTP conventions', () => {
     const malformed = await app.inject({ url: '/api/shop/%E0%A4%A' });
     expect(malformed.statusCode).toBe(400);
     expect(malformed.json()).toEqual({ success: false, errorMsg: 'The URL is malformed (bad percent-encoding)' });
-    // (a GET would fall through to the web front end's catch-all, whose answer under /api is 404)
-    const long = await app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${'9'.repeat(5000)}` });
-    expect(long.statusCode).toBe(414);
-    expect(long.json()).toEqual({ success: false, errorMsg: 'A path parameter is too long' });
+    // A GET as well as a POST: the web front end's catch-all GET route does not take /api paths.
+    for (const [method, url] of [
+      ['POST', `/api/voucher-order/seckill/${'9'.repeat(5000)}`],
+      ['GET', `/api/shop/${'9'.repeat(101)}`],
+      ['GET', `/api/follow/or/not/${'9'.repeat(101)}`],
+    ] as const) {
+      const long = await app.inject({ method, url });
+      expect(long.statusCode, url).toBe(414);
+      expect(long.json(), url).toEqual({ success: false, errorMsg: 'A path parameter is too long' });
+    }
+    // 100 characters is within the limit: the route answers (this id is too large for a shop).
+    const longest = await app.inject({ url: `/api/shop/${'9'.repeat(100)}` });
+    expect(longest.statusCode).toBe(400);
+    // Outside /api, the web front end's history URLs, however long, are its page.
+    expect((await app.inject({ url: `/shops/${'9'.repeat(101)}` })).body).toContain('<title>spa</title>');
   });
 
   it('speaks JSON only: a text/plain body is 415, not parsed and ignored', async () => {

@@ -74,6 +74,12 @@ describe('errorMsg in the request language', () => {
     await expectBoth({ method: 'GET', url: '/api/shop/%E0%A4%A' }, 'URL 格式错误（百分号编码无效）', 'The URL is malformed (bad percent-encoding)');
   });
 
+  it("the router's and the static files' refusals: an over-long path parameter, a path traversal, a dotfile", async () => {
+    await expectBoth({ method: 'GET', url: `/api/shop/${'9'.repeat(101)}` }, '路径参数过长', 'A path parameter is too long');
+    await expectBoth({ method: 'GET', url: '/imgs/..%2f..%2fetc%2fpasswd' }, '禁止访问该路径', 'Access to this path is forbidden');
+    await expectBoth({ method: 'GET', url: '/imgs/.hidden' }, '禁止访问该路径', 'Access to this path is forbidden');
+  });
+
   it('the sale: already bought, sold out, not started, ended', async () => {
     const [first, second, third] = users;
     const voucher = await insertSeckillVoucher(env, { stock: 2 });

@@ -24,16 +24,20 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** Writes raw bytes, returns everything the server sent until it closed the connection. */
-function rawRequest(bytes: string): Promise<string> {
+/**
+ * Writes raw bytes, returns everything the server sent until it closed the connection. `end`:
+ * half-close after them (a request still being served is then abandoned).
+ */
+function rawRequest(bytes: string, end = true): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
     socket.on('data', (chunk: Buffer) => chunks.push(chunk));
     socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' || error.code === 'EPIPE' ? undefined : reject(error)));
-    socket.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
     socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
-    socket.end(bytes);
+    if (end) socket.end(bytes);
+    else socket.write(bytes);
   });
 }
 
@@ -63,6 +67,19 @@ describe('malformed HTTP on a real port', () => {
       expect(answer.body).toEqual({ success: false, errorMsg: expect.any(String) });
     });
   }
+
+  it('answers an HTTP/1.1 request without Host 400 in the wrapper, in its language, and closes the connection', async () => {
+    for (const [acceptLanguage, errorMsg] of [
+      ['en', 'The request has no Host header'],
+      ['zh-CN', '请求缺少 Host 头'],
+    ] as const) {
+      const raw = await rawRequest(`GET /api/health HTTP/1.1\r\nAccept-Language: ${acceptLanguage}\r\n\r\n`);
+      expect(parse(raw), raw).toEqual({ status: 400, body: { success: false, errorMsg } });
+      expect(raw.toLowerCase()).toContain('\r\nconnection: close\r\n');
+    }
+    // HTTP/1.0 had no Host header: such a request is served (and the connection closed after it).
+    expect(await rawRequest('GET /api/health HTTP/1.0\r\n\r\n', false)).toMatch(/^HTTP\/1\.1 200 /);
+  });
 
   it('still serves afterwards', async () => {
     const response = await fetch(`http://127.0.0.1:${port}/api/health`);
