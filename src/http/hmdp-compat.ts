@@ -10,13 +10,25 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
  * - on that surface refusals are answered as hmdp answers them, 200 with `success: false` and the
  *   `errorMsg` (the pages read it only from 200s), except 401, which its axios interceptor turns
  *   into the login page;
- * - the blog editor's `GET /upload/blog/delete?name=/imgs/blogs/…` names the image with the
- *   `/imgs` prefix it was shown under: the prefix is dropped.
+ * - the blog editor names each picture by the URL it shows it at, `/imgs` + the upload's name: the
+ *   delete, `GET /upload/blog/delete?name=/imgs/blogs/…`, drops the prefix here; `POST /blog`
+ *   takes such names too (blog-routes.ts asks `viaCompatSurface`) and stores them as sent, as hmdp does.
  *
  * Off by default; `/api/...` answers exactly as without it.
  */
 const API_ROOTS = /^\/(?:user|shop|shop-type|blog|follow|voucher|voucher-order|upload)(?:[/?]|$)/;
 const DELETE_ROUTE = '/upload/blog/delete';
+
+/**
+ * Where the course's pages show an upload: its nginx serves the upload folder at /imgs, so its
+ * editor names the picture `/blogs/1/14/….jpg` as `/imgs/blogs/1/14/….jpg`.
+ */
+export const HMDP_IMAGES_URL = '/imgs';
+
+/** The upload's name of a picture the course's pages name by its URL; any other name as it is. */
+export function uploadNameOfShown(name: string): string {
+  return name.startsWith(`${HMDP_IMAGES_URL}/`) ? name.slice(HMDP_IMAGES_URL.length) : name;
+}
 
 /** Fastify's `rewriteUrl`: the URL to route, `/api` + the URL for a call on the unprefixed surface. */
 export function compatRewriteUrl(request: IncomingMessage): string {
@@ -29,13 +41,13 @@ export function compatRewriteUrl(request: IncomingMessage): string {
 function withoutImgsPrefix(url: string): string {
   const query = new URLSearchParams(url.slice(DELETE_ROUTE.length + 1));
   const name = query.get('name');
-  if (name?.startsWith('/imgs/') !== true) return url;
-  query.set('name', name.slice('/imgs'.length));
+  if (name === null || uploadNameOfShown(name) === name) return url;
+  query.set('name', uploadNameOfShown(name));
   return `${DELETE_ROUTE}?${query.toString()}`;
 }
 
-/** Whether the request came in on the unprefixed surface (rewritten by compatRewriteUrl). */
-const viaCompatSurface = (request: FastifyRequest): boolean => request.url.startsWith('/api') && !request.originalUrl.startsWith('/api');
+/** Whether the request came in on the unprefixed surface (rewritten by compatRewriteUrl): only HMDP_COMPAT has one. */
+export const viaCompatSurface = (request: FastifyRequest): boolean => request.url.startsWith('/api') && !request.originalUrl.startsWith('/api');
 
 /** Refusals on the unprefixed surface go out as 200 with the same `{success: false, errorMsg}` body. */
 export function installCompatReplies(app: FastifyInstance): void {

@@ -185,7 +185,7 @@ export const SETTINGS = {
   hmdpCompat: bool({
     env: 'HMDP_COMPAT',
     default: false,
-    doc: "the course's own front end and nginx config unchanged: the API also served without `/api`, refusals there answered 200 with `success: false`, the editor's `/imgs/…` delete name accepted ([docs/http.md](docs/http.md#hmdp-compatibility-mode))",
+    doc: "the course's own front end and nginx config unchanged: the API also served without `/api`, refusals there answered 200 with `success: false`, the editor's `/imgs/…` picture names accepted by the delete and the publish ([docs/http.md](docs/http.md#hmdp-compatibility-mode))",
   }),
   defaultLanguage: oneOf({
     env: 'DEFAULT_LANGUAGE',

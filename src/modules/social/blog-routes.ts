@@ -1,4 +1,5 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { viaCompatSurface } from '../../http/hmdp-compat.js';
 import { ok } from '../../http/result.js';
 import { Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
@@ -21,13 +22,14 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
           title: Type.String({ minLength: 1, maxLength: 255 }),
           content: Type.String({ minLength: 1, maxLength: 2048 }),
           // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an
-          // upload of the author no other blog shows (checked by the service).
+          // upload of the author no other blog shows (checked by the service). The course's editor
+          // on the HMDP_COMPAT surface names them by their /imgs URLs (ImageNaming).
           images: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: SOCIAL_MESSAGES.imagePaths.texts })),
         }),
       },
       preHandler: limits.preHandler('blog'),
     },
-    async (request) => ok(await service.create(currentUser(request), request.body)),
+    async (request) => ok(await service.create(currentUser(request), request.body, viaCompatSurface(request) ? 'hmdp' : 'upload')),
   );
 
   app.put(

@@ -1,4 +1,5 @@
 import { badRequest, notFound } from '../../http/errors.js';
+import { uploadNameOfShown } from '../../http/hmdp-compat.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { FollowService } from './follow-service.js';
 import type { UserRepository } from '../users/user-repository.js';
@@ -38,6 +39,13 @@ export interface NewBlogFields {
   content: string;
   images?: string;
 }
+
+/**
+ * How the client names a blog's images: `upload`, by the names POST /upload/blog handed out;
+ * `hmdp`, the course's blog editor (HMDP_COMPAT), by those names or the URLs it shows them at
+ * (`/imgs` + the name), kept as sent because its pages show a blog's images by those URLs.
+ */
+export type ImageNaming = 'upload' | 'hmdp';
 
 /** One page of the feed and the cursor of the next: hmdp's ScrollResult. */
 export interface FeedPage {
@@ -79,11 +87,11 @@ export class BlogService {
    * each inbox trimmed to `feedMaxLength`. One single-key script per follower: cluster-safe,
    * and auto-pipelined by the client.
    */
-  async create(author: SessionUser, fields: NewBlogFields): Promise<string> {
-    const images = parseImages(fields.images ?? '');
+  async create(author: SessionUser, fields: NewBlogFields, naming: ImageNaming = 'upload'): Promise<string> {
+    const { shown, uploads } = parseImages(fields.images ?? '', naming);
     if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(SOCIAL_MESSAGES.blogShopMissing({ shopId: fields.shopId }));
-    const blog = { shop_id: fields.shopId, user_id: author.id, title: fields.title, content: fields.content, images: images.join(',') };
-    const id = await this.blogs.insertWithImages(blog, images);
+    const blog = { shop_id: fields.shopId, user_id: author.id, title: fields.title, content: fields.content, images: shown.join(',') };
+    const id = await this.blogs.insertWithImages(blog, uploads);
     if (id === null) throw badRequest(SOCIAL_MESSAGES.imagesTaken());
     const score = this.now();
     for await (const followers of this.follows.followerBatches(author.id)) {
@@ -201,18 +209,21 @@ export class BlogService {
 }
 
 /**
- * The images of a new blog: comma-separated names that POST /upload/blog handed out, at most
- * MAX_IMAGES, no repeats. Whether the author uploaded them is checked when they are attached.
+ * The images of a new blog: comma-separated names (see ImageNaming), at most MAX_IMAGES, no
+ * upload twice. `shown` is what the blog stores and shows, `uploads` the uploads' names; whether
+ * the author uploaded them is checked when they are attached.
  */
-function parseImages(list: string): string[] {
-  const images = list
+function parseImages(list: string, naming: ImageNaming): { shown: string[]; uploads: string[] } {
+  const shown = list
     .split(',')
     .map((image) => image.trim())
     .filter((image) => image !== '');
-  if (images.length > MAX_IMAGES) throw badRequest(SOCIAL_MESSAGES.tooManyImages({ max: MAX_IMAGES }));
-  for (const image of images) {
-    if (!BLOG_IMAGE_NAME.test(image)) throw badRequest(SOCIAL_MESSAGES.notAnImageName({ name: JSON.stringify(image.slice(0, 80)) }));
-  }
-  if (new Set(images).size !== images.length) throw badRequest(SOCIAL_MESSAGES.imageTwice());
-  return images;
+  if (shown.length > MAX_IMAGES) throw badRequest(SOCIAL_MESSAGES.tooManyImages({ max: MAX_IMAGES }));
+  const uploads = shown.map((image) => {
+    const upload = naming === 'hmdp' ? uploadNameOfShown(image) : image;
+    if (!BLOG_IMAGE_NAME.test(upload)) throw badRequest(SOCIAL_MESSAGES.notAnImageName({ name: JSON.stringify(image.slice(0, 80)) }));
+    return upload;
+  });
+  if (new Set(uploads).size !== uploads.length) throw badRequest(SOCIAL_MESSAGES.imageTwice());
+  return { shown, uploads };
 }

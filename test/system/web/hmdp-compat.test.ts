@@ -36,14 +36,16 @@ function ensureNginx(): string {
 
 beforeAll(async () => {
   nginx = ensureNginx();
-  env = await createTestEnv({ HMDP_COMPAT: 'true' });
+  dir = mkdtempSync(join(tmpdir(), 'hmdp-compat-nginx-'));
+  const site = join(dir, 'site');
+  mkdirSync(join(site, 'js'), { recursive: true });
+  // As the course deploys it: uploads land in nginx's html folder under imgs/ (its IMAGE_UPLOAD_DIR),
+  // which nginx serves at /imgs.
+  env = await createTestEnv({ HMDP_COMPAT: 'true', UPLOAD_DIR: join(site, 'imgs') });
   await loadDemoData(env.db);
   ({ app, sms } = await buildTestApp(env));
   const appUrl = new URL(await app.listen({ host: '127.0.0.1', port: 0 }));
 
-  dir = mkdtempSync(join(tmpdir(), 'hmdp-compat-nginx-'));
-  const site = join(dir, 'site');
-  mkdirSync(join(site, 'js'), { recursive: true });
   writeFileSync(join(site, 'index.html'), readFileSync(join(repo, 'test/system/web/fixtures/hmdp-pages/index.html')));
   copyFileSync(join(repo, 'node_modules/axios/dist/axios.min.js'), join(site, 'js/axios.min.js'));
   const port = appUrl.port;
@@ -144,5 +146,23 @@ describe('the course front end behind its nginx, HMDP_COMPAT=true', () => {
     expect(name).toMatch(/^\/blogs\//);
     expect(await call('deleteImage', name)).toMatchObject({ ok: true });
     expect(await env.db.selectFrom('tb_upload').select('name').where('name', '=', name).executeTakeFirst()).toBeUndefined();
+  });
+
+  it('publishes from the editor with the pictures named as it shows them, and shows them at those names', async () => {
+    const uploaded = await call('upload', [...demoPicture({ hue: 20, variant: 2, width: 24, height: 16 })]);
+    const fileList = [`/imgs${String(uploaded.data)}`];
+    const published = await call('publish', { title: '编辑器发布', content: '从 blog-edit.html 发布' }, fileList, '1');
+    expect(published).toMatchObject({ ok: true, data: expect.any(String) });
+    const blog = await call('blog', published.data);
+    expect(blog).toMatchObject({ ok: true, data: { images: fileList.join(',') } });
+    expect(await call('pictureWidth', fileList[0])).toEqual({ ok: true, data: 24 });
+  });
+
+  it('shows a refused publish to the editor, which then stays on the page', async () => {
+    const theirs = '/imgs/blogs/1/1/00000000-0000-4000-8000-000000000001.png';
+    const refused = await call('publish', { title: '别人的图片', content: '不是我上传的' }, [theirs], '1');
+    expect(refused.ok).toBe(false);
+    expect(refused.message).not.toBe('服务器异常');
+    expect(refused.message).toContain('/upload/blog');
   });
 });
