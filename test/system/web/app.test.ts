@@ -41,6 +41,8 @@ beforeAll(async () => {
   // More restaurants near the default point, so the list of type 1 spans two pages (5 a page), with photos.
   await mkdir(join(env.config.upload.dir, 'shops'), { recursive: true });
   for (const variant of [0, 1, 2]) await writeFile(join(env.config.upload.dir, 'shops', `test-${variant}.png`), demoPicture({ hue: 20, variant }));
+  // The demo shop of the seckill voucher too (the demo data's pictures come with the seed's demo content).
+  await env.db.updateTable('tb_shop').set({ images: '/imgs/shops/test-0.png,/imgs/shops/test-1.png,/imgs/shops/test-2.png' }).where('id', '=', '1').execute();
   await env.db
     .insertInto('tb_shop')
     .values(
