@@ -98,12 +98,20 @@ export const DEMO_FOLLOWS: Array<[string, string]> = [
   ['5', '2'],
 ];
 
-/** A blog picture's name, shaped as POST /upload/blog hands them out (/blogs/{d1}/{d2}/{uuid}.png). */
+/** A blog picture's upload name, shaped as POST /upload/blog hands them out (/blogs/{d1}/{d2}/{uuid}.png). */
 export function demoBlogImageName(blogId: string, n: number): string {
   const serial = (Number(blogId) * 16 + n).toString(16).padStart(12, '0');
   const uuid = `00000000-0000-4000-8000-${serial}`;
   return `/blogs/${Number(blogId) % 16}/${n % 16}/${uuid}.png`;
 }
+
+/**
+ * A demo blog's pictures as tb_blog.images holds them: the path they are served at, `/imgs` + the
+ * upload name, as the course's data stores its blogs' pictures (and the demo shops theirs). The
+ * course's pages use it as the img src unchanged, and its nginx serves `/imgs/` from its root,
+ * where the course keeps the upload folder; the web app shows `/imgs/…` as it is.
+ */
+const storedImages = (names: readonly string[]): string => names.map((name) => `/imgs${name}`).join(',');
 
 /** New rows: shops near the default point, seckill vouchers in the other states, blogs, follows. */
 export interface ContentReport {
@@ -156,12 +164,22 @@ export async function loadDemoContent(db: Db, redis: RedisClient, uploadDir: str
           user_id: blog.user_id,
           title: blog.title,
           content: blog.content,
-          images: blogImages.get(blog.id)!.join(','),
+          images: storedImages(blogImages.get(blog.id)!),
           liked: blog.likers.length,
           create_time: createdAt(blog),
         })),
       )
       .executeTakeFirst();
+    // Demo blogs seeded when they stored the bare upload names get the served paths.
+    for (const blog of DEMO_BLOGS) {
+      const names = blogImages.get(blog.id)!;
+      await trx
+        .updateTable('tb_blog')
+        .set({ images: storedImages(names) })
+        .where('id', '=', blog.id)
+        .where('images', '=', names.join(','))
+        .execute();
+    }
     // Only blogs that are the demo's (an id a user's blog already took is left alone): their
     // pictures are their authors' uploads, attached to them, as POST /blog requires.
     const ours = await trx
@@ -173,7 +191,7 @@ export async function loadDemoContent(db: Db, redis: RedisClient, uploadDir: str
         DEMO_BLOGS.map((blog) => blog.id),
       )
       .execute();
-    const demoIds = ours.filter((row) => row.images === blogImages.get(row.id)?.join(',')).map((row) => row.id);
+    const demoIds = ours.filter((row) => row.images === storedImages(blogImages.get(row.id) ?? [])).map((row) => row.id);
     const uploads = DEMO_BLOGS.filter((blog) => demoIds.includes(blog.id)).flatMap((blog) =>
       blogImages
         .get(blog.id)!

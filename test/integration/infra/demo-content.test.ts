@@ -39,10 +39,12 @@ describe('demo content', () => {
     expect(hot[0]?.liked).toBe(Math.max(...DEMO_BLOGS.map((blog) => blog.likers.length)));
     expect(hot.some((blog) => blog.liked > 0)).toBe(true);
 
-    // Every picture is served, and is the author's upload attached to the blog (what POST /blog requires).
+    // Every picture is stored as the path it is served at (as the course stores them: its pages use
+    // it as is), and is the author's upload attached to the blog (what POST /blog requires).
     for (const blog of hot) {
       for (const name of blog.images.split(',')) {
-        const picture = await app.inject({ url: `/imgs${name}` });
+        expect(name).toMatch(/^\/imgs\/blogs\/\d+\/\d+\/[\w-]+\.png$/);
+        const picture = await app.inject({ url: name });
         expect(picture.statusCode, name).toBe(200);
         expect(picture.headers['content-type']).toBe('image/png');
       }
@@ -97,7 +99,7 @@ describe('demo content', () => {
     expect(byId.get(DEMO_SECKILL_STATES.ended)!.end_time.getTime()).toBeLessThan(now);
   });
 
-  it('loads nothing twice', async () => {
+  it('loads nothing twice, and gives demo blogs seeded with bare upload names their served paths', async () => {
     const count = async (table: 'tb_blog' | 'tb_upload' | 'tb_follow') =>
       Number(
         (
@@ -108,7 +110,15 @@ describe('demo content', () => {
         ).n,
       );
     const before = [await count('tb_blog'), await count('tb_upload'), await count('tb_follow')];
+    const stored = async () => (await env.db.selectFrom('tb_blog').select('images').where('id', '=', '1').executeTakeFirstOrThrow()).images;
+    const served = await stored();
+    await env.db
+      .updateTable('tb_blog')
+      .set({ images: served.replaceAll('/imgs/', '/') })
+      .where('id', '=', '1')
+      .execute();
     expect(await loadDemoContent(env.db, env.redis, env.config.upload.dir)).toEqual({ branches: 0, saleVouchers: 0, blogs: 0, follows: 0 });
     expect([await count('tb_blog'), await count('tb_upload'), await count('tb_follow')]).toEqual(before);
+    expect(await stored()).toBe(served);
   });
 });

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
@@ -6,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SECKILL_VOUCHER_ID } from '../../../src/infra/seed/demo-data.js';
+import { demoPicture } from '../../../src/infra/seed/demo-images.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { launchBrowser, type TestBrowser } from '../../support/browser.js';
 import { captchaKey } from '../../../src/modules/seckill/keys.js';
@@ -37,7 +39,11 @@ beforeAll(async () => {
   env = await createTestEnv({ SECKILL_WORKER: 'true' });
   await loadDemoData(env.db);
   await grantAdmin(env, ADMIN_PHONE);
-  // More restaurants near the default point, so the list of type 1 spans two pages (5 a page).
+  // More restaurants near the default point, so the list of type 1 spans two pages (5 a page), with photos.
+  await mkdir(join(env.config.upload.dir, 'shops'), { recursive: true });
+  for (const variant of [0, 1, 2]) await writeFile(join(env.config.upload.dir, 'shops', `test-${variant}.png`), demoPicture({ hue: 20, variant }));
+  // The demo shop of the seckill voucher too (the demo data's pictures come with the seed's demo content).
+  await env.db.updateTable('tb_shop').set({ images: '/imgs/shops/test-0.png,/imgs/shops/test-1.png,/imgs/shops/test-2.png' }).where('id', '=', '1').execute();
   await env.db
     .insertInto('tb_shop')
     .values(
@@ -45,7 +51,7 @@ beforeAll(async () => {
         id: String(1001 + i),
         name: `测试小馆${i + 1}号`,
         type_id: '1',
-        images: '',
+        images: `/imgs/shops/test-${i % 3}.png`,
         area: '运河上街',
         address: `台州路${i + 1}号`,
         x: 120.149993 + 0.002 * (i + 1),
@@ -184,6 +190,8 @@ describe('web front end', () => {
       expect(metres.every((m) => Number.isFinite(m))).toBe(true);
       expect([...metres].sort((a, b) => a - b)).toEqual(metres);
       await page.getByTestId('shop').first().scrollIntoViewIfNeeded();
+      const photo = page.getByTestId('shop').filter({ hasText: '测试小馆1号' }).getByTestId('picture'); // loaded in the screenshot
+      await expect.poll(() => photo.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
     });
   });
 

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_BLOGS, loadDemoContent } from '../../../src/cli/demo-content.js';
 import { demoPicture } from '../../../src/infra/seed/demo-images.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { launchBrowser, type TestBrowser } from '../../support/browser.js';
@@ -39,10 +40,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hmdp-compat-nginx-'));
   const site = join(dir, 'site');
   mkdirSync(join(site, 'js'), { recursive: true });
-  // As the course deploys it: uploads land in nginx's html folder under imgs/ (its IMAGE_UPLOAD_DIR),
-  // which nginx serves at /imgs.
+  // As the course deploys it: uploads go into the imgs folder of the nginx root, which serves them.
   env = await createTestEnv({ HMDP_COMPAT: 'true', UPLOAD_DIR: join(site, 'imgs') });
   await loadDemoData(env.db);
+  await loadDemoContent(env.db, env.redis, env.config.upload.dir);
   ({ app, sms } = await buildTestApp(env));
   const appUrl = new URL(await app.listen({ host: '127.0.0.1', port: 0 }));
 
@@ -137,6 +138,14 @@ describe('the course front end behind its nginx, HMDP_COMPAT=true', () => {
     const self = await call('follow', me.id);
     expect(self.ok).toBe(false);
     expect(self.message).not.toBe('服务器异常');
+  });
+
+  it("shows the demo data's blog and shop pictures as its pages do, straight from the nginx root", async () => {
+    const shown = (await call('pictures')).data as Array<{ src: string; naturalWidth: number }>;
+    const blogPictures = shown.filter((picture) => picture.src.includes('/blogs/'));
+    expect(blogPictures.length).toBe(DEMO_BLOGS.reduce((sum, blog) => sum + blog.images, 0));
+    expect(shown.filter((picture) => picture.src.includes('/shops/')).length).toBeGreaterThan(0);
+    expect(shown.filter((picture) => picture.naturalWidth === 0).map((picture) => picture.src)).toEqual([]);
   });
 
   it('uploads a picture and deletes it by its /imgs name, as blog-edit.html does', async () => {
