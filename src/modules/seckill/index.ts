@@ -29,6 +29,7 @@ import { GateSettingsCache } from './gate/gate-settings-cache.js';
 import { PurchaseGate } from './gate/purchase-gate.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
+import { KnownSales } from './orders/known-sales.js';
 import { OrderLimits } from './orders/order-limits.js';
 import { OrderPlacement, type Locks } from './orders/order-placement.js';
 import { orderRoutes } from './orders/order-routes.js';
@@ -148,7 +149,8 @@ export function buildSeckill(deps: SeckillDeps) {
     await api.register(voucherRoutes, { service: voucherService });
     await api.register(saleControlRoutes, { controls });
     await api.register(gateRoutes, { gate });
-    await api.register(orderRoutes, { placement, userOrders, limits, gate });
+    const sales = new KnownSales((limit) => vouchers.listSeckillIds(limit));
+    await api.register(orderRoutes, { placement, userOrders, limits, sales, gate });
     const { streamsPerUser, heartbeatMs } = config.orderEvents;
     await api.register(orderEventRoutes, {
       hub: eventHub,
