@@ -136,7 +136,10 @@ describe('live sale controls', () => {
 
   it('a reconciliation repair and an administrator change of one sale never interleave', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 4 });
-    await env.redis.del(store.keys.voucher(voucherId).voucher); // drifted: missing from Redis
+    expect((await buy(app(), users[38]!.token, voucherId)).json().success).toBe(true);
+    await drained(voucherId, 1);
+    // Drifted: a sale with an order is missing from Redis (its buyer could buy again).
+    await env.redis.del(store.keys.voucher(voucherId).voucher, store.keys.voucher(voucherId).buyers);
     const report = await withSaleLock(env.db, voucherId, async () => {
       // Held here (as by a change on another instance): the repair steps aside, and so does a second change.
       expect((await patch(voucherId, { stock: 6 })).statusCode).toBe(409);
@@ -145,7 +148,7 @@ describe('live sale controls', () => {
     expect(report).not.toBe(SALE_BUSY);
     expect(report === SALE_BUSY ? null : report.skipped).toEqual([{ voucherId, reason: 'an administrator is changing this sale; run it again' }]);
     expect((await reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] })).repaired).toBe(1);
-    expect((await patch(voucherId, { stock: 6 })).json().data).toMatchObject({ stock: 6, left: 6 });
+    expect((await patch(voucherId, { stock: 6 })).json().data).toMatchObject({ stock: 6, left: 5 });
   });
 
   it('the window moves and ends now; bad changes get a 400', async () => {
