@@ -29,6 +29,7 @@ import { GateSettingsCache } from './gate/gate-settings-cache.js';
 import { PurchaseGate } from './gate/purchase-gate.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
+import { KnownSales } from './orders/known-sales.js';
 import { OrderLimits } from './orders/order-limits.js';
 import { OrderPlacement, type Locks } from './orders/order-placement.js';
 import { orderRoutes } from './orders/order-routes.js';
@@ -97,10 +98,13 @@ export function buildSeckill(deps: SeckillDeps) {
   const settings = config.seckill;
   const keys = new SaleKeys(settings.streamShards);
   const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
+  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
   const store = new SaleStore(redis, keys, {
     replicaAcks: { acks: settings.replicaAcks, timeoutMs: settings.replicaTimeoutMs, onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks) },
     // A voucher Redis does not know is published from MySQL on its first order.
     source: (voucherId) => vouchers.findSale(voucherId),
+    // Units this instance gave back (or a sale it changed) sell again here at once, not at the next poll.
+    onUnitsBack: (voucherId) => soldOut.forget(voucherId),
   });
   const stream = new OrderStream(redis, keys);
   // Every order written to MySQL (worker batch or sync request) is scheduled for its cancellation.
@@ -119,7 +123,6 @@ export function buildSeckill(deps: SeckillDeps) {
   });
   const events = new RedisOrderEvents(redis, config.redisKeyPrefix, log);
   const eventHub = new OrderEventHub(redis, config.redisKeyPrefix);
-  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
   // The sync strategy takes a per-user lock; the async one needs none.
   const locks = deps.locks ?? (settings.strategy === 'sync' ? lockClient : undefined);
   const placement = new OrderPlacement({
@@ -146,7 +149,8 @@ export function buildSeckill(deps: SeckillDeps) {
     await api.register(voucherRoutes, { service: voucherService });
     await api.register(saleControlRoutes, { controls });
     await api.register(gateRoutes, { gate });
-    await api.register(orderRoutes, { placement, userOrders, limits, gate });
+    const sales = new KnownSales((limit) => vouchers.listSeckillIds(limit));
+    await api.register(orderRoutes, { placement, userOrders, limits, sales, gate });
     const { streamsPerUser, heartbeatMs } = config.orderEvents;
     await api.register(orderEventRoutes, {
       hub: eventHub,

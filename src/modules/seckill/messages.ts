@@ -43,6 +43,15 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     zh: 'body.stock：已售出或排队中的有 {sold} 件，库存不能低于此数（订单可能仍在到达：请重新读取）',
   },
   endBeforeBegin: { en: 'body.endTime must be after body.beginTime', zh: 'body.endTime 必须晚于 body.beginTime' },
+  /** A PATCH of one bound of the window that crosses the other, stored one. */
+  beginAfterSaleEnd: {
+    en: "body.beginTime must be before the sale's end, {end} (send endTime too to move both)",
+    zh: 'body.beginTime 必须早于秒杀的结束时间 {end}（如需同时移动，请一并给出 endTime）',
+  },
+  endBeforeSaleBegin: {
+    en: "body.endTime must be after the sale's begin, {begin} (send beginTime too to move both)",
+    zh: 'body.endTime 必须晚于秒杀的开始时间 {begin}（如需同时移动，请一并给出 beginTime）',
+  },
   endInPast: { en: 'body.endTime must be in the future', zh: 'body.endTime 必须是将来的时间' },
   shopMissing: { en: 'body.shopId: shop {shopId} does not exist', zh: 'body.shopId：店铺 {shopId} 不存在' },
   payOverActual: { en: 'body.payValue must not exceed body.actualValue', zh: 'body.payValue 不能大于 body.actualValue' },
@@ -54,12 +63,16 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   tooManyFromAddress: { en: 'Too many order requests from this address: try again in {seconds} s', zh: '该地址下单过于频繁，请 {seconds} 秒后再试' },
   tooManyRequests: { en: 'Too many requests: try again in {seconds} s', zh: '请求过于频繁，请 {seconds} 秒后再试' },
   // Schema field texts (errorMessage of the route schemas).
-  wholeNumber: { en: 'must be a whole number from 0', zh: '应为不小于 0 的整数' },
+  stockRange: { en: 'must be a whole number from 0 to {max}', zh: '应为 0 到 {max} 之间的整数' },
   limitPerUserRange: { en: 'must be a whole number from 1 to {max}', zh: '应为 1 到 {max} 之间的整数' },
   wholeFen: { en: 'must be a whole number of fen from 0', zh: '应为不小于 0 的整数（单位：分）' },
   giveOneSetting: {
     en: 'give at least one of stock, beginTime, endTime, limitPerUser, purchaseGate',
     zh: '至少要给出 stock、beginTime、endTime、limitPerUser、purchaseGate 之一',
+  },
+  unknownSetting: {
+    en: 'is not a setting of a sale: give stock, beginTime, endTime, limitPerUser or purchaseGate',
+    zh: '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser 或 purchaseGate',
   },
   badGateMode: { en: 'must be off, token or captcha', zh: '只能是 off、token 或 captcha' },
   // The purchase gate (purchase-gate.ts) and order event streams (order-event-routes.ts).

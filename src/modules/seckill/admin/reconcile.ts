@@ -156,7 +156,7 @@ class Reconciler {
       if (attempt > 0) await sleep(CHECK_RETRY_MS);
       const redis = await this.store.snapshot(voucher.voucherId);
       const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
-      drift = await this.compare(voucher.voucherId, redis, mysql);
+      drift = await this.compare(voucher, redis, mysql);
       if (drift === null) return null;
     }
     return drift;
@@ -185,7 +185,7 @@ class Reconciler {
         await this.store.thaw(voucher.voucherId, token);
         throw error;
       });
-      const drift = await this.compare(voucher.voucherId, redis, mysql);
+      const drift = await this.compare(voucher, redis, mysql);
       // Always write (exact, and it thaws the sale): the markers are decided inside the script.
       const written = await this.store.repair(voucher, token, mysql);
       if (written < 0) return { drift: drift ?? lastDrift, repaired: false, skipped: 'the freeze lapsed before the write (repair too slow); nothing written' };
@@ -237,7 +237,8 @@ class Reconciler {
     return new Set(rows.map((row) => row.id));
   }
 
-  private async compare(voucherId: string, redis: SaleSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
+  private async compare(voucher: SeckillRow, redis: SaleSnapshot, mysql: MysqlSnapshot): Promise<VoucherDrift | null> {
+    const { voucherId } = voucher;
     const expectedSlots = new Map(mysql.liveSlots);
     let expectedStock = mysql.stock;
     for (const [orderId, { userId, slot }] of redis.queued) {
@@ -261,8 +262,23 @@ class Reconciler {
     missingBuyers.sort();
     extraBuyers.sort();
     if (redis.stock === expectedStock && missingBuyers.length === 0 && extraBuyers.length === 0) return null;
+    if (redis.stock === null && notHeldRightly(voucher, redis, mysql.stock, expectedStock, expectedSlots)) return null;
     return { voucherId, mysqlStock: mysql.stock, redisStock: redis.stock, missingBuyers, extraBuyers, expectedStock };
   }
+}
+
+/**
+ * A sale Redis does not hold at all (no hash, no buyer marks, no queued order: a fresh deploy,
+ * Redis restarted empty, the keys expired) is no drift when nothing depends on Redis holding it:
+ * it has ended (its orders are answered "ended" from MySQL, never published again), or nothing is
+ * sold or held, so the publish its next order makes from MySQL writes exactly what is expected.
+ * A sale with live orders, queued or unreleased ones, and any part of a sale left in Redis is
+ * compared as usual.
+ */
+function notHeldRightly(voucher: SeckillRow, redis: SaleSnapshot, mysqlStock: number, expectedStock: number, expectedSlots: Map<string, number>): boolean {
+  if (redis.holders.size > 0 || redis.queued.size > 0) return false;
+  if (voucher.end.getTime() <= Date.now()) return true;
+  return expectedStock === mysqlStock && expectedSlots.size === 0;
 }
 
 /** Marks `slot` (1..30) in the user's bitmask. */

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdParams, Instant } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { LimitPerUser, PurchaseGateMode } from './sale-schemas.js';
+import { LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -31,13 +31,13 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
         params: IdParams,
         body: Type.Object(
           {
-            stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: SECKILL_MESSAGES.wholeNumber.texts })),
+            stock: Type.Optional(SaleStock),
             beginTime: Type.Optional(Instant),
             endTime: Type.Optional(Instant),
             limitPerUser: Type.Optional(LimitPerUser),
             purchaseGate: Type.Optional(PurchaseGateMode),
           },
-          { minProperties: 1, additionalProperties: false, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
+          { minProperties: 1, additionalProperties: NoOtherSetting, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
         ),
       },
     },

@@ -87,17 +87,16 @@ export class SaleControls {
     return this.apply(voucherId, adminId, 'resume', () => ({ suspended: false }));
   }
 
-  /** Sets any of stock (total), beginTime, endTime, limitPerUser; an endTime not in the future ends the sale now. */
+  /**
+   * Sets any of stock (total), beginTime, endTime, limitPerUser; an endTime not in the future ends
+   * the sale now (one not begun yet ends without opening).
+   */
   update(voucherId: string, adminId: string, change: SaleChange): Promise<SaleControlResult> {
     const plan = (row: Row): SaleControl => {
-      const begin = change.beginTime === undefined ? row.begin_time : wholeSeconds(new Date(change.beginTime));
-      let end = change.endTime === undefined ? row.end_time : wholeSeconds(new Date(change.endTime));
-      // Ending now: an end already past stays as it was (a repeated "end now" changes nothing).
-      if (change.endTime !== undefined && end.getTime() <= Date.now()) end = row.end_time.getTime() <= Date.now() ? row.end_time : wholeSeconds(new Date());
-      if (end.getTime() <= begin.getTime()) throw badRequest(SECKILL_MESSAGES.endBeforeBegin());
+      const { begin, end } = plannedWindow(row, change, Date.now());
       const control: SaleControl = {};
       if (change.stock !== undefined) control.total = change.stock;
-      if (change.beginTime !== undefined) control.begin = begin;
+      if (change.beginTime !== undefined || begin.getTime() !== row.begin_time.getTime()) control.begin = begin;
       if (change.endTime !== undefined) control.end = end;
       if (change.limitPerUser !== undefined) control.limitPerUser = change.limitPerUser;
       return control;
@@ -229,6 +228,25 @@ export async function withSaleLock<T>(db: Db, voucherId: string, work: (conn: Db
  * other's sales of the same voucher id.
  */
 const lockName = (voucherId: string) => sql<string>`CONCAT('seckill:sale:', ${voucherId}, ':', MD5(DATABASE()))`;
+
+/**
+ * The window a change asks for, in whole seconds. An endTime not in the future ends the sale now:
+ * an end already past stays as it was (a repeated "end now" changes nothing), and a sale not begun
+ * yet closes without opening (its begin moves to a second before the end, beginTime not being
+ * sent). Otherwise the end must follow the begin, and the refusal names the field that was sent.
+ */
+function plannedWindow(row: Row, change: SaleChange, now: number): { begin: Date; end: Date } {
+  let begin = change.beginTime === undefined ? row.begin_time : wholeSeconds(new Date(change.beginTime));
+  let end = change.endTime === undefined ? row.end_time : wholeSeconds(new Date(change.endTime));
+  if (change.endTime !== undefined && end.getTime() <= now) {
+    end = row.end_time.getTime() <= now ? row.end_time : wholeSeconds(new Date(now));
+    if (change.beginTime === undefined && begin.getTime() >= end.getTime()) begin = new Date(end.getTime() - 1000);
+  }
+  if (end.getTime() > begin.getTime()) return { begin, end };
+  if (change.endTime === undefined) throw badRequest(SECKILL_MESSAGES.beginAfterSaleEnd({ end: end.toISOString() }));
+  if (change.beginTime === undefined) throw badRequest(SECKILL_MESSAGES.endBeforeSaleBegin({ begin: begin.toISOString() }));
+  throw badRequest(SECKILL_MESSAGES.endBeforeBegin());
+}
 
 const belowSold = (sold: number): HttpError => badRequest(SECKILL_MESSAGES.stockBelowSold({ sold }));
 

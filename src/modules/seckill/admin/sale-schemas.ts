@@ -6,6 +6,16 @@ import { GATE_MODES } from '../gate/gate-settings-cache.js';
 
 // The settings of a sale that its creation (voucher-routes.ts) and its changes (sale-control-routes.ts) both take.
 
+/** Most units one sale may offer. */
+export const MAX_SALE_STOCK = 10_000_000;
+
+/** Units a sale offers (at its creation: for sale; in a change: in total, sold or not). */
+export const SaleStock = Type.Integer({
+  minimum: 0,
+  maximum: MAX_SALE_STOCK,
+  errorMessage: bothTexts(SECKILL_MESSAGES.stockRange({ max: MAX_SALE_STOCK })),
+});
+
 /** Live orders one user may hold of a seckill voucher (1 = hmdp's one per user). */
 export const LimitPerUser = Type.Integer({
   minimum: 1,
@@ -18,3 +28,10 @@ export const PurchaseGateMode = Type.Union(
   GATE_MODES.map((mode) => Type.Literal(mode)),
   { description: 'off (default) | token | captcha', errorMessage: SECKILL_MESSAGES.badGateMode.texts },
 );
+
+/**
+ * For `additionalProperties` of a body whose every field is a setting: an unknown field is refused,
+ * naming it (Ajv's removeAdditional drops fields under `additionalProperties: false` silently, so
+ * `{"Stock": 5}` became an empty change).
+ */
+export const NoOtherSetting = Type.Never({ errorMessage: SECKILL_MESSAGES.unknownSetting.texts });

@@ -7,6 +7,7 @@ import { currentUser } from '../../users/auth.js';
 import { orderDeadlineMessage } from '../errors.js';
 import { PURCHASE_TOKEN_HEADER, type PurchaseGate } from '../gate/purchase-gate.js';
 import { SECKILL_MESSAGES } from '../messages.js';
+import type { KnownSales } from './known-sales.js';
 import type { OrderLimits } from './order-limits.js';
 import type { OrderPlacement } from './order-placement.js';
 import type { UserOrders } from './user-orders.js';
@@ -28,10 +29,12 @@ export interface OrderRoutesOptions {
   placement: OrderPlacement;
   userOrders: UserOrders;
   limits: OrderLimits;
+  /** Every seckill voucher's id (known-sales.ts). */
+  sales: KnownSales;
   gate?: PurchaseGate;
 }
 
-export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { placement, userOrders, limits, gate }) => {
+export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { placement, userOrders, limits, sales, gate }) => {
   // rateLimit: false: the general per-IP API limit (if on) skips this route, which has its own.
   app.post(
     '/voucher-order/seckill/:id',
@@ -49,9 +52,12 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       const idempotencyKey = idempotencyKeyOf(request.headers);
       // A retry with a key must reach reserve.lua, which returns its order even once sold out.
       if (idempotencyKey === undefined) placement.refuseIfKnownSoldOut(request.params.id);
+      // Limits first: a refused request costs no lookup of the sale.
+      await limits.check(userId, request.ip, request.params.id);
+      // An id that is no sale is refused from memory, before any per-id MySQL lookup.
+      await sales.refuseIfUnknown(request.params.id);
       // A gated sale: a purchase token of this user and voucher (purchase-gate.ts), checked in memory.
       await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
-      await limits.check(userId, request.ip, request.params.id);
       return ok(await placement.place(userId, request.params.id, idempotencyKey));
     },
   );

@@ -69,6 +69,12 @@ export class VoucherRepository {
     return row ? toSaleState(row) : null;
   }
 
+  /** The ids of up to `limit` seckill vouchers (what the order route knows exists). */
+  async listSeckillIds(limit: number): Promise<string[]> {
+    const rows = await this.db.selectFrom('tb_seckill_voucher').select('voucher_id').limit(limit).execute();
+    return rows.map((row) => row.voucher_id);
+  }
+
   /** Seckill vouchers whose sale has not ended: what Redis must know about. */
   async listUnfinishedSales(now: Date): Promise<SaleState[]> {
     const rows = await this.db.selectFrom('tb_seckill_voucher').selectAll().where('end_time', '>', now).execute();

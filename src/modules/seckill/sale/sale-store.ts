@@ -22,6 +22,11 @@ export interface SaleStoreOptions {
   replicaAcks?: ReplicaAckOptions;
   /** Where `decide` finds a sale Redis does not know; without it such an order is `unknown-voucher`. */
   source?: SaleSource;
+  /**
+   * Called after this store gave units back or changed a sale (release, control, repair): this
+   * instance's sold-out memory forgets the voucher before the caller answers.
+   */
+  onUnitsBack?: (voucherId: string) => void;
 }
 
 /** A voucher's sale as the reconciliation reads it, atomically (one hash slot). */
@@ -62,6 +67,7 @@ export class SaleStore {
   /** Set when replica acknowledgement is on: reserves then go through its group commit. */
   private readonly acknowledged: AcknowledgedReserve | undefined;
   private readonly source: SaleSource | undefined;
+  private readonly onUnitsBack: (voucherId: string) => void;
 
   constructor(
     private readonly redis: RedisClient,
@@ -72,6 +78,7 @@ export class SaleStore {
     const acks = options.replicaAcks;
     this.acknowledged = acks && acks.acks > 0 ? new AcknowledgedReserve(redis, keys, acks) : undefined;
     this.source = options.source;
+    this.onUnitsBack = options.onUnitsBack ?? (() => undefined);
   }
 
   /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
@@ -186,6 +193,7 @@ export class SaleStore {
   /** Gives an order's unit and slot back, exactly once per order (release.lua). */
   async release(order: QueuedOrder): Promise<boolean> {
     const released = await this.scripts.release(order);
+    if (released) this.onUnitsBack(order.voucherId);
     // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
     await this.redis.zrem(this.keys.voucher(order.voucherId).inFlight, order.orderId);
     return released;
@@ -196,7 +204,9 @@ export class SaleStore {
    * field left undefined is unchanged. `totalIfMissing` is MySQL's total before the change.
    */
   async control(voucherId: string, totalIfMissing: number, change: SaleControl): Promise<ControlOutcome> {
-    return this.scripts.control({ voucherId, totalIfMissing, change });
+    const outcome = await this.scripts.control({ voucherId, totalIfMissing, change });
+    if (outcome.outcome === 'applied') this.onUnitsBack(voucherId);
+    return outcome;
   }
 
   /** Freezes the sale for a repair (reserve.lua answers "frozen") until `freezeMs` pass or the token's owner thaws it. */
@@ -214,7 +224,9 @@ export class SaleStore {
    * (repair.lua). Returns the stock written, or -1 when the freeze had lapsed (nothing written).
    */
   async repair(sale: SaleWindow, token: string, record: SaleRecord): Promise<number> {
-    return this.scripts.repair({ sale, token, record });
+    const written = await this.scripts.repair({ sale, token, record });
+    if (written >= 0) this.onUnitsBack(sale.voucherId);
+    return written;
   }
 
   /** The voucher's stock, its buyers' slots and the shard's queued orders of it, read atomically (one hash slot). */

@@ -11,7 +11,8 @@ export const SOLD_OUT_POLL_MS = 250;
  * read together with a stock of 0 in one HMGET, so it is true at that instant. Every
  * SOLD_OUT_POLL_MS the instance reads the version of its flagged vouchers and drops a flag whose
  * version moved, whose stock is back or whose hash is gone: cleared on every instance within
- * ~0.3 s of units coming back, however they came back.
+ * ~0.3 s of units coming back, however they came back; the instance that brought them back
+ * (SaleStore's `onUnitsBack`) drops its own flag at once.
  */
 export class SoldOutMemory {
   private readonly flags = new Map<string, string>();
@@ -34,6 +35,14 @@ export class SoldOutMemory {
     this.flags.set(voucherId, version ?? '');
     // Polled from the first flag on, whoever built the sale: a flag is never left unchecked.
     this.start();
+  }
+
+  /**
+   * This instance gave units back or reopened the sale (a release, an administrator's control, a
+   * repair): its next order goes to Redis at once. Other instances drop theirs on their poll.
+   */
+  forget(voucherId: string): void {
+    this.flags.delete(voucherId);
   }
 
   /** One round of the check: drops every flag whose voucher may have units again. */

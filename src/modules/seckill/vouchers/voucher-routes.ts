@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdBody, IdString, Instant } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { LimitPerUser, PurchaseGateMode } from '../admin/sale-schemas.js';
+import { LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -33,7 +33,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
         summary: 'Create a seckill voucher (stock, sale window, limitPerUser: live orders one user may hold, default 1): data = its id',
         body: Type.Object({
           ...VoucherBody,
-          stock: Type.Integer({ minimum: 0, maximum: 10_000_000, errorMessage: SECKILL_MESSAGES.wholeNumber.texts }),
+          stock: SaleStock,
           beginTime: Instant,
           endTime: Instant,
           limitPerUser: Type.Optional(LimitPerUser),

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pino from 'pino';
 import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
+import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
@@ -109,5 +111,36 @@ describe('sold-out flag', () => {
     const releasedAt = Date.now();
     await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), CLEARED_WITHIN_MS);
     expect(Date.now() - releasedAt).toBeLessThan(CLEARED_WITHIN_MS);
+  });
+
+  it('the instance that raises the stock or resumes the sale sells again at once, without waiting for its poll', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 1 });
+    const admin = await sessionOf(env, '999003', 'admin');
+    const patch = (payload: object) => instances[0]!.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload });
+    const control = (action: string) => instances[0]!.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/${action}`, headers: admin });
+    expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true);
+    // Three rounds: a poll (every 250 ms) falling between the answer and the next order cannot pass them all.
+    for (let total = 2; total <= 4; total += 1) {
+      await soldOutKnownOn(0, voucherId);
+      if (total === 4) expect((await control('pause')).statusCode).toBe(200);
+      expect((await patch({ stock: total })).json().data).toMatchObject({ stock: total, left: 1 });
+      if (total === 4) expect((await control('resume')).json().data.paused).toBe(false);
+      expect((await buy(instances[0]!, newBuyer(), voucherId)).json()).toMatchObject({ success: true });
+    }
+  });
+
+  it("the instance whose canceller gives a unit back forgets the voucher's flag at once", async () => {
+    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'sold-out-c', log: pino({ level: 'silent' }) });
+    try {
+      const voucherId = await insertSeckillVoucher(env, { stock: 1 });
+      const buyer = users[nextUser++]!.id;
+      const orderId = await seckill.placement.place(buyer, voucherId);
+      await expect(seckill.placement.place(users[nextUser++]!.id, voucherId)).rejects.toThrow(REFUSALS.soldOut);
+      await eventually(() => expect(() => seckill.placement.refuseIfKnownSoldOut(voucherId)).toThrow(REFUSALS.soldOut));
+      expect(await seckill.store.release({ orderId, userId: buyer, voucherId, slot: 1 })).toBe(true);
+      expect(() => seckill.placement.refuseIfKnownSoldOut(voucherId)).not.toThrow();
+    } finally {
+      await seckill.close();
+    }
   });
 });
