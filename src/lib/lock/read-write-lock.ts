@@ -26,12 +26,15 @@ interface RwScripts {
   /** 1 the owner's hold of this kind ended, 0 still held (re-entered), -1 not held. */
   release(lock: string, leases: string, owner: string, mode: Mode, channel: string): Promise<1 | 0 | -1>;
   renew(lock: string, leases: string, fence: string, owner: string, mode: Mode, leaseMs: number, fenceTtl: number): Promise<1 | 0>;
+  /** {1 some owner holds that lock | 0, the owner's holds of it}; owner '' counts none. */
+  held(lock: string, leases: string, kind: 'r' | 'w', owner: string): Promise<[1 | 0, number]>;
 }
 
 const SOURCES = {
   acquire: { keys: 3, lua: readLua(import.meta.url, 'rw-acquire.lua') },
   release: { keys: 2, lua: readLua(import.meta.url, 'rw-release.lua') },
   renew: { keys: 3, lua: readLua(import.meta.url, 'rw-renew.lua') },
+  held: { keys: 2, lua: readLua(import.meta.url, 'rw-held.lua') },
 };
 
 const scriptsByClient = new WeakMap<RedisClient, RwScripts>();
@@ -137,9 +140,13 @@ export class RwHalf implements Lock {
     return lockOrTimeout(this.name, (tryOptions) => this.tryLock(tryOptions), options);
   }
 
-  /** Whether the read-write lock is held in this mode right now (Redisson's semantics). */
+  /**
+   * Whether some owner holds this lock now (Redisson's meaning): the write lock while the writer's
+   * lease lasts; the read lock while any read hold lasts, the writer's own reads under its write
+   * lock included. A hold whose lease ended counts as gone.
+   */
   async isLocked(): Promise<boolean> {
-    return (await this.engine.redis.hget(rwLockKey(this.name), 'mode')) === this.mode;
+    return (await this.held(''))[0] === 1;
   }
 
   /** Releases the latest hold of this kind taken by the current async context; LockNotHeldError if none. */
@@ -148,12 +155,15 @@ export class RwHalf implements Lock {
     return unlockLatest(this.engine, this.name, contextId ? this.holdId(`${this.engine.instanceId}:${contextId}`) : undefined);
   }
 
-  /** Holds of this kind by the current async context according to Redis. */
+  /** Holds of this kind by the current async context according to Redis (0 once their lease ended). */
   async holdCount(): Promise<number> {
     const contextId = currentContextId();
     if (!contextId) return 0;
-    const field = `${this.engine.instanceId}:${contextId}:${this.mode === 'read' ? 'r' : 'w'}`;
-    return Number((await this.engine.redis.hget(rwLockKey(this.name), field)) ?? 0);
+    return (await this.held(`${this.engine.instanceId}:${contextId}`))[1];
+  }
+
+  private held(owner: string): Promise<[1 | 0, number]> {
+    return rwScripts(this.engine.redis).held(rwLockKey(this.name), rwLeasesKey(this.name), this.mode === 'read' ? 'r' : 'w', owner);
   }
 
   private channel(): string {

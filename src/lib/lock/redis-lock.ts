@@ -91,8 +91,9 @@ abstract class RedisLock implements Lock {
     const waiter = this.engine.notifier.join(this.engine.releaseChannel(this.name));
     try {
       // Try again only once subscribed: a release between our first attempt and the
-      // subscription would otherwise go unnoticed until the next poll.
-      await settledWithin(waiter.subscribed, deadline - now());
+      // subscription would otherwise go unnoticed until the next poll. No longer than a poll,
+      // though: a subscriber that cannot connect must not hold the waiter up until its deadline.
+      await settledWithin(waiter.subscribed, Math.min(deadline - now(), this.engine.pollMs));
       for (;;) {
         signal?.throwIfAborted();
         const attempt = await attemptBefore(this.attempt(owner, leaseMs), deadline);

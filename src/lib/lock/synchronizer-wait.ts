@@ -40,7 +40,9 @@ export async function waitFor<T>(
   if (waitMs === 0) return null;
   const waiter = engine.notifier.join(channel);
   try {
-    await within(waiter.subscribed, deadline - now());
+    // Subscribed before the next try (else a notification between the two is lost), yet no
+    // longer than a poll: a subscriber that cannot connect must not hold the waiter up.
+    await within(waiter.subscribed, Math.min(deadline - now(), engine.pollMs));
     for (;;) {
       signal?.throwIfAborted();
       const result = await bounded();

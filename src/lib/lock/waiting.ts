@@ -57,8 +57,9 @@ export async function acquire(engine: LockEngine, name: string, spec: WaitSpec, 
 async function waitForRelease(spec: WaitSpec, deadline: number, signal: AbortSignal | undefined, waiter: Waiter): Promise<LockHandle | null> {
   let handle: LockHandle | null = null;
   try {
-    // Subscribed before queuing: a release between the two would otherwise go unnoticed.
-    await settledWithin(waiter.subscribed, deadline - now());
+    // Subscribed before queuing: a release between the two would otherwise go unnoticed. No
+    // longer than a poll: a subscriber that cannot connect must not hold the waiter up.
+    await settledWithin(waiter.subscribed, Math.min(deadline - now(), spec.sleepCapMs));
     spec.joined?.(waiter);
     for (;;) {
       signal?.throwIfAborted();

@@ -101,6 +101,32 @@ describe('read-write lock', () => {
     await writer!.release();
   });
 
+  it("answers isLocked and holdCount with Redisson's meaning: the read lock counts the writer's own reads, an ended lease counts as gone", async () => {
+    const { locks } = world();
+    const rw = locks.readWriteLock('state');
+    await as(locks, async () => {
+      const write = await rw.writeLock().lock({ leaseMs: 400 });
+      expect(await rw.writeLock().isLocked()).toBe(true);
+      expect(await rw.readLock().isLocked()).toBe(false); // write mode, nobody reads
+
+      const read = await rw.readLock().lock({ leaseMs: 10_000 }); // the writer reads too
+      expect(await rw.readLock().isLocked()).toBe(true);
+      expect(await rw.writeLock().isLocked()).toBe(true);
+      expect([await rw.readLock().holdCount(), await rw.writeLock().holdCount()]).toEqual([1, 1]);
+      expect(await as(locks, () => Promise.all([rw.readLock().holdCount(), rw.writeLock().holdCount()]))).toEqual([0, 0]);
+
+      // The write lease ends; no script has run since to drop that hold.
+      await expect.poll(() => rw.writeLock().isLocked()).toBe(false);
+      expect(await rw.writeLock().holdCount()).toBe(0);
+      expect(await rw.readLock().isLocked()).toBe(true);
+      expect(await rw.readLock().holdCount()).toBe(1);
+      expect(await write.release()).toBe(false);
+      await read.release();
+      expect(await rw.readLock().isLocked()).toBe(false);
+      expect(await rw.readLock().holdCount()).toBe(0);
+    });
+  });
+
   it('refuses a read → write upgrade with an error naming the lock, instead of waiting forever', async () => {
     const { locks } = world();
     const rw = locks.readWriteLock('up');
