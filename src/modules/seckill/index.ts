@@ -27,6 +27,7 @@ import { CaptchaStore } from './gate/captcha-store.js';
 import { gateRoutes } from './gate/gate-routes.js';
 import { GateSettingsCache } from './gate/gate-settings-cache.js';
 import { PurchaseGate } from './gate/purchase-gate.js';
+import { SpentTokens } from './gate/spent-tokens.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
 import { OrderLimits } from './orders/order-limits.js';
@@ -287,6 +288,7 @@ function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSetting
     signer: new TokenSigner(purchaseTokenKeys(config)),
     settings,
     captcha: new CaptchaStore(redis, { tries: captchaTries }),
+    spent: new SpentTokens(redis),
     limit: new RateLimit(
       new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
       requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: requestsPerMinute, windowSeconds: 60 }] : [],

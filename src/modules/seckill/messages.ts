@@ -78,6 +78,15 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   gateTokenForged: { en: 'The purchase token is forged or damaged', zh: '购买令牌无效（伪造或已损坏）' },
   gateTokenExpired: { en: 'The purchase token has expired: get a new one', zh: '购买令牌已过期，请重新领取' },
   gateTokenOtherUser: { en: 'The purchase token belongs to another user', zh: '购买令牌属于其他用户' },
+  gateTokenTakenWhileOff: {
+    en: 'The purchase token was taken while the sale asked for no token: get a new one',
+    zh: '购买令牌是在该秒杀无需令牌时领取的，请重新领取',
+  },
+  gateTokenTakenBeforeCaptcha: {
+    en: 'The purchase token was taken before the sale asked for a captcha: get a new one',
+    zh: '购买令牌是在该秒杀要求验证码之前领取的，请重新领取',
+  },
+  gateTokenSpent: { en: 'The purchase token bought an order already: get a new one', zh: '该购买令牌已用于下单，请重新领取' },
   gateTokenOtherVoucher: { en: 'The purchase token is for another voucher ({voucherId})', zh: '购买令牌属于另一张券（{voucherId}）' },
   gateCaptchaMissing: {
     en: 'This sale needs a captcha: GET /api/voucher-order/seckill/{voucherId}/captcha, then send the answer as body.captcha',

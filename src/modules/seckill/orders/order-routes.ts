@@ -50,9 +50,11 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       // A retry with a key must reach reserve.lua, which returns its order even once sold out.
       if (idempotencyKey === undefined) placement.refuseIfKnownSoldOut(request.params.id);
       // A gated sale: a purchase token of this user and voucher (purchase-gate.ts), checked in memory.
-      await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
+      const pass = await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
       await limits.check(userId, request.ip, request.params.id);
-      return ok(await placement.place(userId, request.params.id, idempotencyKey));
+      const place = () => placement.place(userId, request.params.id, idempotencyKey);
+      // Spent once the limits let the order through: a token buys one order.
+      return ok(await (gate ? gate.spendOn(pass, idempotencyKey, place) : place()));
     },
   );
 

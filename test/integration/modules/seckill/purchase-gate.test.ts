@@ -33,12 +33,16 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** A sale gated with `mode` through the administrators' PATCH. */
-async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}): Promise<string> {
+/** A sale gated with `mode` through the administrators' PATCH (with `limitPerUser` if given). */
+async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}, limitPerUser?: number): Promise<string> {
   const voucherId = await insertSeckillVoucher(env, { stock: 100, ...window });
-  const patched = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: mode } });
-  expect(patched.json()).toMatchObject({ success: true, data: { purchaseGate: mode, changed: true } });
+  await setSale(voucherId, { purchaseGate: mode, ...(limitPerUser === undefined ? {} : { limitPerUser }) });
   return voucherId;
+}
+
+async function setSale(voucherId: string, payload: Record<string, unknown>): Promise<void> {
+  const patched = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload });
+  expect(patched.json()).toMatchObject({ success: true, data: { changed: true } });
 }
 
 const askToken = (who: { token: string }, voucherId: string, captcha?: string) =>
@@ -48,11 +52,15 @@ const askToken = (who: { token: string }, voucherId: string, captcha?: string) =
     headers: { authorization: who.token },
     ...(captcha === undefined ? {} : { payload: { captcha } }),
   });
-const order = (who: { token: string }, voucherId: string, purchaseToken?: string) =>
+const order = (who: { token: string }, voucherId: string, purchaseToken?: string, idempotencyKey?: string) =>
   app.inject({
     method: 'POST',
     url: `/api/voucher-order/seckill/${voucherId}`,
-    headers: { authorization: who.token, ...(purchaseToken === undefined ? {} : { 'x-purchase-token': purchaseToken }) },
+    headers: {
+      authorization: who.token,
+      ...(purchaseToken === undefined ? {} : { 'x-purchase-token': purchaseToken }),
+      ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+    },
   });
 async function tokenOf(who: { token: string }, voucherId: string, captcha?: string): Promise<string> {
   const response = await askToken(who, voucherId, captcha);
@@ -117,7 +125,7 @@ describe('purchase tokens', () => {
     const voucherId = await gatedSale('token');
     const buyer = user();
     expect((await tokenOf(buyer, voucherId)).startsWith(`${NEW_KEY.kid}.`)).toBe(true);
-    const signedWithOldKey = new TokenSigner([OLD_KEY]).sign([buyer.id, voucherId], 60_000).token;
+    const signedWithOldKey = new TokenSigner([OLD_KEY]).sign([buyer.id, voucherId, 'token'], 60_000).token;
     expect((await order(buyer, voucherId, signedWithOldKey)).json().success).toBe(true);
   });
 
@@ -137,6 +145,61 @@ describe('purchase tokens', () => {
     expect((await order(user(), voucherId)).json().success).toBe(true);
     const refused = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: 'always' } });
     expect(refused.statusCode).toBe(400);
+  });
+});
+
+describe('a token buys one order, under the gate it was issued for', () => {
+  it('a token taken while the sale was off, or asked only for a token, does not buy once the sale asks for more (403)', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 100 });
+    const buyer = user();
+    const takenWhileOff = await tokenOf(buyer, voucherId);
+    await setSale(voucherId, { purchaseGate: 'token' });
+    const takenUnderToken = await tokenOf(buyer, voucherId);
+    const refusedOff = await order(buyer, voucherId, takenWhileOff);
+    expect(refusedOff.statusCode).toBe(403);
+    expect(refusedOff.json().errorMsg).toMatch(/taken while the sale asked for no token: get a new one/);
+    await setSale(voucherId, { purchaseGate: 'captcha' });
+    const refusedToken = await order(buyer, voucherId, takenUnderToken);
+    expect(refusedToken.statusCode).toBe(403);
+    expect(refusedToken.json().errorMsg).toMatch(/taken before the sale asked for a captcha: get a new one/);
+  });
+
+  it('with limitPerUser 3, one token buys one order; the next orders with it are refused (403), one with a new token is accepted', async () => {
+    const voucherId = await gatedSale('token', {}, 3);
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    const answers = await Promise.all([0, 1, 2].map(() => order(buyer, voucherId, token)));
+    expect(answers.filter((answer) => answer.json().success === true)).toHaveLength(1);
+    for (const refused of answers.filter((answer) => answer.json().success !== true)) {
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().errorMsg).toMatch(/bought an order already: get a new one/);
+    }
+    expect((await order(buyer, voucherId, token)).statusCode).toBe(403);
+    expect((await order(buyer, voucherId, await tokenOf(buyer, voucherId))).json().success).toBe(true);
+  });
+
+  it('a refused order gives its token back: refused while paused, it buys after the resume', async () => {
+    const voucherId = await gatedSale('token');
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    expect((await app.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/pause`, headers: admin })).statusCode).toBe(200);
+    const refused = await order(buyer, voucherId, token);
+    expect(refused.json()).toMatchObject({ success: false });
+    expect(refused.statusCode).toBe(200);
+    expect((await app.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/resume`, headers: admin })).statusCode).toBe(200);
+    expect((await order(buyer, voucherId, token)).json().success).toBe(true);
+  });
+
+  it('a retry after an unknown outcome: the same token with the same Idempotency-Key gets the same order; with another key, 403', async () => {
+    const voucherId = await gatedSale('token', {}, 3);
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    const first = (await order(buyer, voucherId, token, 'retry-1')).json();
+    expect(first.success).toBe(true);
+    expect((await order(buyer, voucherId, token, 'retry-1')).json()).toEqual(first);
+    const otherKey = await order(buyer, voucherId, token, 'retry-2');
+    expect(otherKey.statusCode).toBe(403);
+    expect(otherKey.json().errorMsg).toMatch(/bought an order already/);
   });
 });
 
