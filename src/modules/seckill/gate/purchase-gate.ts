@@ -2,7 +2,8 @@ import { HttpError, notFound, tooManyRequests } from '../../../http/errors.js';
 import type { Message } from '../../../http/messages.js';
 import type { RateLimit } from '../../../lib/rate-limit/index.js';
 import type { TokenSigner, VerifyFailure } from '../../../lib/signed-token/index.js';
-import type { CaptchaStore } from './captcha-store.js';
+import type { Challenge } from 'altcha-lib';
+import type { CaptchaChallenges, CaptchaCheck } from './captcha-challenges.js';
 import { toGateMode, type GateMode, type GateSettings, type GateSettingsCache } from './gate-settings-cache.js';
 import type { SpentTokens } from './spent-tokens.js';
 import { SECKILL_MESSAGES } from '../messages.js';
@@ -27,6 +28,16 @@ const TOKEN_FAILURES: Record<VerifyFailure, Message> = {
   expired: SECKILL_MESSAGES.gateTokenExpired(),
 };
 
+const CAPTCHA_FAILURES: Record<Exclude<CaptchaCheck['outcome'], 'solved'>, Message> = {
+  malformed: SECKILL_MESSAGES.gateCaptchaMalformed(),
+  forged: SECKILL_MESSAGES.gateCaptchaForged(),
+  'other-user': SECKILL_MESSAGES.gateCaptchaOtherUser(),
+  'other-voucher': SECKILL_MESSAGES.gateCaptchaOtherVoucher(),
+  expired: SECKILL_MESSAGES.gateCaptchaExpired(),
+  wrong: SECKILL_MESSAGES.gateCaptchaWrong(),
+  used: SECKILL_MESSAGES.gateCaptchaUsed(),
+};
+
 /** How much a token proves: a token taken under a laxer gate than the sale's now buys nothing. */
 const GATE_STRICTNESS: Record<GateMode, number> = { off: 0, token: 1, captcha: 2 };
 const TAKEN_UNDER_LAXER_GATE: Record<Exclude<GateMode, 'captcha'>, Message> = {
@@ -43,7 +54,7 @@ export interface TokenPass {
 export interface PurchaseGateDeps {
   signer: TokenSigner;
   settings: GateSettingsCache;
-  captcha: CaptchaStore;
+  captcha: CaptchaChallenges;
   spent: SpentTokens;
   /** Token and captcha requests per user. */
   limit: RateLimit;
@@ -70,12 +81,12 @@ export class PurchaseGate {
     this.now = deps.now ?? Date.now;
   }
 
-  /** A captcha for this user and sale (replacing any earlier one); the SVG image. */
-  async challenge(userId: string, voucherId: string): Promise<{ svg: string }> {
+  /** A captcha for this user and sale: an ALTCHA proof-of-work challenge. */
+  async challenge(userId: string, voucherId: string): Promise<Challenge> {
     await this.limit(userId);
     const settings = await this.saleSettings(voucherId);
     if (settings.mode !== 'captcha') throw new HttpError(409, SECKILL_MESSAGES.gateNoCaptcha({ voucherId }));
-    return { svg: await this.deps.captcha.create(userId, voucherId) };
+    return this.deps.captcha.create(userId, voucherId);
   }
 
   /** A purchase token, once the sale is open (and the captcha solved, if the sale has one). */
@@ -144,10 +155,8 @@ export class PurchaseGate {
     if (answer === undefined || answer.trim() === '') {
       throw new GateRefused(SECKILL_MESSAGES.gateCaptchaMissing({ voucherId }));
     }
-    const result = await this.deps.captcha.check(userId, voucherId, answer);
-    if (result.outcome === 'solved') return;
-    if (result.outcome === 'wrong') throw new GateRefused(SECKILL_MESSAGES.gateCaptchaWrong({ triesLeft: result.triesLeft }));
-    throw new GateRefused(SECKILL_MESSAGES.gateCaptchaGone());
+    const result = await this.deps.captcha.check(userId, voucherId, answer.trim());
+    if (result.outcome !== 'solved') throw new GateRefused(CAPTCHA_FAILURES[result.outcome]);
   }
 
   private async limit(userId: string): Promise<void> {

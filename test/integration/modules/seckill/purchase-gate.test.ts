@@ -1,13 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenSigner } from '../../../../src/lib/signed-token/index.js';
-import { captchaKey } from '../../../../src/modules/seckill/keys.js';
+import { solveChallenge, type Challenge } from 'altcha-lib';
+import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import { CaptchaChallenges } from '../../../../src/modules/seckill/gate/captcha-challenges.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, insertSeckillVoucher } from '../../../support/seckill.js';
 
 const NEW_KEY = { kid: 'k2', secret: 'n'.repeat(40) };
 const OLD_KEY = { kid: 'k1', secret: 'o'.repeat(40) };
 const GATE_REQUESTS_PER_MINUTE = 8;
+/** A cheap proof of work: the test proves the mechanism, docs/flows/purchase-gate.md gives the real cost. */
+const CAPTCHA_ITERATIONS = 10;
+const CAPTCHA_MAX_NUMBER = 20;
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -21,7 +26,8 @@ beforeAll(async () => {
     PURCHASE_TOKEN_KEYS: `${NEW_KEY.kid}:${NEW_KEY.secret},${OLD_KEY.kid}:${OLD_KEY.secret}`,
     PURCHASE_TOKEN_TTL_SECONDS: '60',
     PURCHASE_GATE_REQUESTS_PER_MINUTE: String(GATE_REQUESTS_PER_MINUTE),
-    PURCHASE_CAPTCHA_TRIES: '3',
+    PURCHASE_CAPTCHA_ITERATIONS: String(CAPTCHA_ITERATIONS),
+    PURCHASE_CAPTCHA_MAX_NUMBER: String(CAPTCHA_MAX_NUMBER),
   });
   users = await createUsersWithSessions(env, 40);
   admin = await sessionOf(env, '999001', 'admin');
@@ -67,7 +73,21 @@ async function tokenOf(who: { token: string }, voucherId: string, captcha?: stri
   expect(response.statusCode, response.body).toBe(200);
   return response.json<{ data: { token: string } }>().data.token;
 }
-const captchaAnswer = async (who: { id: string }, voucherId: string) => env.redis.hget(captchaKey(voucherId, who.id), 'answer');
+async function challengeOf(who: { token: string }, voucherId: string): Promise<Challenge> {
+  const response = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: who.token } });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json<{ data: Challenge }>().data;
+}
+/** The ALTCHA payload of a solved challenge, as the web app (and ALTCHA's widget) sends it; `attempts` counts the key derivations. */
+async function solved(challenge: Challenge, attempts = { count: 0 }): Promise<string> {
+  const counting: typeof deriveKey = (...args) => {
+    attempts.count += 1;
+    return deriveKey(...args);
+  };
+  const solution = await solveChallenge({ challenge, deriveKey: counting });
+  expect(solution).not.toBeNull();
+  return Buffer.from(JSON.stringify({ challenge, solution })).toString('base64');
+}
 
 describe('purchase tokens', () => {
   it('an ungated sale (the default) takes orders without a token, as hmdp does', async () => {
@@ -203,32 +223,69 @@ describe('a token buys one order, under the gate it was issued for', () => {
   });
 });
 
-describe('captcha before the token', () => {
-  it('the right answer gives a token once; it cannot be used again', async () => {
+describe('captcha before the token: an ALTCHA proof of work', () => {
+  it('the challenge is work, not a picture: solving it takes as many key derivations as its answer, at the configured cost; the token buys', async () => {
     const voucherId = await gatedSale('captcha');
     const buyer = user();
     expect((await askToken(buyer, voucherId)).json().errorMsg).toMatch(/needs a captcha/);
-    const challenge = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    expect(challenge.json().data.svg).toMatch(/^<svg/);
-    const answer = (await captchaAnswer(buyer, voucherId))!;
-    const token = await tokenOf(buyer, voucherId, answer.toUpperCase());
+    const challenge = await challengeOf(buyer, voucherId);
+    expect(challenge.parameters).toMatchObject({ algorithm: 'PBKDF2/SHA-256', cost: CAPTCHA_ITERATIONS, data: { u: buyer.id, v: voucherId } });
+    const attempts = { count: 0 };
+    const payload = await solved(challenge, attempts);
+    const { solution } = JSON.parse(Buffer.from(payload, 'base64').toString()) as { solution: { counter: number } };
+    expect(solution.counter).toBeGreaterThanOrEqual(1);
+    expect(solution.counter).toBeLessThanOrEqual(CAPTCHA_MAX_NUMBER);
+    expect(attempts.count).toBe(solution.counter + 1); // every attempt from 0 to the answer: no shortcut
+    const token = await tokenOf(buyer, voucherId, payload);
     expect((await order(buyer, voucherId, token)).json().success).toBe(true);
-    const again = await askToken(buyer, voucherId, answer);
-    expect(again.statusCode).toBe(403);
-    expect(again.json().errorMsg).toMatch(/get a new one/);
   });
 
-  it('wrong answers count down the tries; after the last one even the right answer needs a new challenge', async () => {
+  it('a solved challenge buys one token: the same payload again is refused (403), also through another instance', async () => {
     const voucherId = await gatedSale('captcha');
     const buyer = user();
-    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    const answer = (await captchaAnswer(buyer, voucherId))!;
-    const messages: string[] = [];
-    for (let i = 0; i < 3; i++) messages.push((await askToken(buyer, voucherId, 'wrong')).json().errorMsg);
-    expect(messages).toEqual(['Wrong captcha answer: 2 left', 'Wrong captcha answer: 1 left', 'Wrong captcha answer: 0 left']);
-    expect((await askToken(buyer, voucherId, answer)).statusCode).toBe(403);
-    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    await tokenOf(buyer, voucherId, (await captchaAnswer(buyer, voucherId))!);
+    const payload = await solved(await challengeOf(buyer, voucherId));
+    await tokenOf(buyer, voucherId, payload);
+    const { app: other } = await buildTestApp(env);
+    try {
+      const again = await other.inject({
+        method: 'POST',
+        url: `/api/voucher-order/seckill/${voucherId}/token`,
+        headers: { authorization: buyer.token },
+        payload: { captcha: payload },
+      });
+      expect(again.statusCode).toBe(403);
+      expect(again.json().errorMsg).toMatch(/used already: get a new one/);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses an answer without the work, an expired, forged, malformed, other-user or other-voucher challenge (403 naming it)', async () => {
+    const voucherId = await gatedSale('captcha');
+    const otherVoucher = await gatedSale('captcha');
+    const [buyer, other] = [user(), user()];
+    const keys = [NEW_KEY, OLD_KEY];
+    const cost = { iterations: CAPTCHA_ITERATIONS, maxNumber: CAPTCHA_MAX_NUMBER, ttlSeconds: 120 };
+    const expired = await new CaptchaChallenges(env.redis, keys, cost, () => Date.now() - 200_000).create(buyer.id, voucherId);
+    const forged = await new CaptchaChallenges(env.redis, [{ kid: NEW_KEY.kid, secret: 'f'.repeat(40) }], cost).create(buyer.id, voucherId);
+    const challenge = await challengeOf(buyer, voucherId);
+    const noWork = Buffer.from(JSON.stringify({ challenge, solution: { counter: 3, derivedKey: challenge.parameters.keyPrefix.padEnd(64, '0') } })).toString(
+      'base64',
+    );
+    const cases: Array<[string, { token: string }, string, RegExp]> = [
+      [noWork, buyer, voucherId, /does not solve its challenge/],
+      [await solved(expired), buyer, voucherId, /expired/],
+      [await solved(forged), buyer, voucherId, /not issued by this server/],
+      ['not-a-payload', buyer, voucherId, /malformed/],
+      [await solved(challenge), other, voucherId, /another user/],
+      [await solved(challenge), buyer, otherVoucher, /another voucher/],
+    ];
+    for (const [payload, who, voucher, message] of cases) {
+      const response = await askToken(who, voucher, payload);
+      expect(response.statusCode, String(message)).toBe(403);
+      expect(response.json().errorMsg).toMatch(message);
+    }
+    await tokenOf(buyer, voucherId, await solved(challenge)); // refused answers did not use it up
   });
 
   it('a sale without a captcha has none to give (409)', async () => {
