@@ -51,7 +51,7 @@ export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions
       // Watched before anything is held: a client gone at any point releases all the stream took.
       const held = new HeldResources();
       reply.raw.once('close', () => held.releaseAll());
-      if (connectionClosed(reply.raw)) return abandon(reply); // left before the handler ran: nothing taken
+      if (connectionClosed(reply)) return abandon(reply); // left before the handler ran: nothing taken
       const seat = await options.seats.take(userId);
       if (seat === null) throw tooManyRequests(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
       held.add(() => seat.release());
@@ -111,8 +111,11 @@ function abandon(reply: FastifyReply): FastifyReply {
   return reply;
 }
 
-/** The client's connection has closed already (its 'close' event is past). */
-const connectionClosed = (raw: FastifyReply['raw']): boolean => raw.destroyed || raw.socket === null || raw.socket.destroyed;
+/**
+ * The client's connection has closed already (its 'close' event is past). Read on the request's
+ * socket: a pipelined response gets its socket only once the one before it is done.
+ */
+const connectionClosed = (reply: FastifyReply): boolean => reply.raw.destroyed || reply.request.raw.socket.destroyed;
 
 const toEvent = (change: OrderChange): StateEvent => ({ id: change.orderId, voucherId: change.voucherId, state: change.state });
 
@@ -144,7 +147,7 @@ function startStream(reply: FastifyReply, seat: StreamSeat, held: HeldResources,
   };
   open.add(finish);
   raw.on('close', finish);
-  if (connectionClosed(raw)) finish();
+  if (connectionClosed(reply)) finish();
   return {
     send(event: StateEvent): void {
       const rank = STATE_RANK[event.state];
