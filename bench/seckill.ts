@@ -116,14 +116,14 @@ export async function prepareSale(
 
 /**
  * Purchase tokens as the server would issue them (POST .../token), signed here with the bench
- * servers' key: the scenario measures the order route's check, not the issuing.
+ * servers' key, one per request (a token buys one order): the scenario measures the order route's check and spend, not the issuing.
  */
 function purchaseTokens(): (user: BenchUser, voucher: string) => string {
   const signing = BENCH_PURCHASE_TOKEN_KEYS.split(',')[0] ?? '';
   const kid = signing.slice(0, signing.indexOf(':'));
   const secret = signing.slice(signing.indexOf(':') + 1);
   const signer = new TokenSigner([{ kid, secret }]);
-  return (user, voucher) => signer.sign([user.id, voucher], 3_600_000).token;
+  return (user, voucher) => signer.sign([user.id, voucher, 'token'], 3_600_000).token;
 }
 
 /** Requests of the sale and what their answers said. */

@@ -1,3 +1,4 @@
+import type { Challenge } from 'altcha-lib';
 import { reactive } from 'vue';
 import { toastError } from './toast';
 
@@ -215,7 +216,8 @@ export const api = {
       quiet: true,
       body: captcha === undefined ? {} : { captcha },
     }),
-  captcha: (voucherId: string) => call<{ svg: string }>('GET', `/voucher-order/seckill/${voucherId}/captcha`, { quiet: true }),
+  /** An ALTCHA proof-of-work challenge (purchase-gate.ts solves it). */
+  captcha: (voucherId: string) => call<Challenge>('GET', `/voucher-order/seckill/${voucherId}/captcha`, { quiet: true }),
   order: (id: string) => call<Order>('GET', `/voucher-order/${id}`),
   pay: (id: string) => call<Order>('POST', `/voucher-order/${id}/pay`),
   myOrders: (current = 1) => call<MyOrder[]>('GET', `/voucher-order/of/me?current=${current}`),

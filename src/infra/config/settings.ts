@@ -325,12 +325,19 @@ export const SETTINGS = {
       min: 0,
       doc: 'purchase token and captcha requests per user per minute; more → 429 (`0`: off)',
     }),
-    captchaTries: int({
-      env: 'PURCHASE_CAPTCHA_TRIES',
-      default: 3,
+    captchaIterations: int({
+      env: 'PURCHASE_CAPTCHA_ITERATIONS',
+      default: 5_000,
       min: 1,
-      max: 20,
-      doc: 'wrong answers to a captcha before it is dropped and a new one must be fetched',
+      max: 1_000_000,
+      doc: 'the cost of one attempt at a captcha (an ALTCHA proof of work): PBKDF2-SHA256 iterations ([purchase gate](docs/flows/purchase-gate.md) gives the measured cost)',
+    }),
+    captchaMaxNumber: int({
+      env: 'PURCHASE_CAPTCHA_MAX_NUMBER',
+      default: 400,
+      min: 1,
+      max: 10_000_000,
+      doc: "a captcha's answer is drawn from 1 to this: a solver makes half of it in attempts on average, so the cost per solve is about `PURCHASE_CAPTCHA_MAX_NUMBER / 2 × PURCHASE_CAPTCHA_ITERATIONS` PBKDF2 rounds",
     }),
   },
   /** Order state streams (GET /voucher-order/{id}/events). */

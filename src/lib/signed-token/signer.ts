@@ -8,7 +8,8 @@ export interface SigningKey {
 
 export type VerifyFailure = 'malformed' | 'unknown-key' | 'bad-signature' | 'expired';
 
-export type VerifyResult = { valid: true; claims: string[]; expiresAt: number } | { valid: false; reason: VerifyFailure };
+/** A valid token's claims, expiry (epoch ms) and nonce (unique per token: what a caller remembers to make a token single-use). */
+export type VerifyResult = { valid: true; claims: string[]; expiresAt: number; nonce: string } | { valid: false; reason: VerifyFailure };
 
 export interface SignedToken {
   token: string;
@@ -71,7 +72,7 @@ export class TokenSigner {
     const payload = parsePayload(body);
     if (payload === null) return { valid: false, reason: 'malformed' };
     if (payload.e <= this.now()) return { valid: false, reason: 'expired' };
-    return { valid: true, claims: payload.c, expiresAt: payload.e };
+    return { valid: true, claims: payload.c, expiresAt: payload.e, nonce: payload.n };
   }
 
   private mac(kid: string, data: string): Buffer {

@@ -23,10 +23,11 @@ import { OrderEventHub } from './events/order-event-hub.js';
 import { orderEventRoutes } from './events/order-event-routes.js';
 import { RedisOrderEvents } from './events/order-events.js';
 import { StreamSeats } from './events/stream-seats.js';
-import { CaptchaStore } from './gate/captcha-store.js';
+import { CaptchaChallenges } from './gate/captcha-challenges.js';
 import { gateRoutes } from './gate/gate-routes.js';
 import { GateSettingsCache } from './gate/gate-settings-cache.js';
 import { PurchaseGate } from './gate/purchase-gate.js';
+import { SpentTokens } from './gate/spent-tokens.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
 import { KnownSales } from './orders/known-sales.js';
@@ -49,6 +50,7 @@ import { BREAKER_STATES } from './writer/write-breaker.js';
 
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
+export { CaptchaChallenges } from './gate/captcha-challenges.js';
 export { ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';
 export { OrderLimits } from './orders/order-limits.js';
@@ -86,6 +88,8 @@ export type Seckill = ReturnType<typeof buildSeckill>;
 
 /** At most this many open sales in `seckill_stock_left` (the ones ending soonest): a bounded series count. */
 const STOCK_GAUGE_VOUCHERS = 50;
+/** A captcha challenge unanswered this long expires (a solve takes about a second). */
+const CAPTCHA_TTL_SECONDS = 120;
 
 /**
  * The flash sale, whole: vouchers, orders and the jobs that move orders from Redis to MySQL.
@@ -286,11 +290,13 @@ function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): Ord
 }
 
 function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSettingsCache, metrics: Metrics): PurchaseGate {
-  const { requestsPerMinute, captchaTries, tokenTtlSeconds } = config.purchaseGate;
+  const { requestsPerMinute, captchaIterations, captchaMaxNumber, tokenTtlSeconds } = config.purchaseGate;
+  const keys = purchaseTokenKeys(config);
   return new PurchaseGate({
-    signer: new TokenSigner(purchaseTokenKeys(config)),
+    signer: new TokenSigner(keys),
     settings,
-    captcha: new CaptchaStore(redis, { tries: captchaTries }),
+    captcha: new CaptchaChallenges(redis, keys, { iterations: captchaIterations, maxNumber: captchaMaxNumber, ttlSeconds: CAPTCHA_TTL_SECONDS }),
+    spent: new SpentTokens(redis),
     limit: new RateLimit(
       new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
       requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: requestsPerMinute, windowSeconds: 60 }] : [],

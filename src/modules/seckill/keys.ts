@@ -71,13 +71,17 @@ export const LIMIT_NAMES = { perUser: 'order:user', perIp: 'order:ip', admission
 
 /**
  * The purchase gate and order events (gate/, events/):
- *   seckill:captcha:{voucherId}:{userId}   hash {answer, wrong}: the user's captcha of a gated sale (120 s)
+ *   seckill:captcha:{signature}            a solved captcha challenge (ALTCHA), kept until a minute past its expiry:
+ *                                          each buys one token (gate/captcha-challenges.ts)
+ *   seckill:purchase-token:{nonce}         hash {key, attempts}: a purchase token that bought an order (its
+ *                                          Idempotency-Key or ''), kept until a minute past its expiry (gate/spent-tokens.ts)
  *   rl:gate:user:{userId}                  token and captcha requests per user (src/lib/rate-limit)
  *   order-events:{userId}                  pub/sub channel of the user's order state changes (key prefix included)
  *   order-streams:{userId}                 sorted set stream id -> end of lease (ms): the seats of the user's open
  *                                          event streams (events/stream-seats.ts, lua/stream-seat.lua)
  */
-export const captchaKey = (voucherId: string, userId: string): string => `seckill:captcha:${voucherId}:${userId}`;
+export const usedCaptchaKey = (challengeSignature: string): string => `seckill:captcha:${challengeSignature}`;
+export const purchaseTokenKey = (nonce: string): string => `seckill:purchase-token:${nonce}`;
 export const GATE_LIMIT_NAME = 'gate:user';
 /** The one pub/sub channel of order state changes (a JSON array of changes per message), under the key prefix. */
 export const orderEventsChannel = (keyPrefix: string): string => `${keyPrefix}order-events`;

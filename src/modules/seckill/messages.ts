@@ -91,16 +91,30 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   gateTokenForged: { en: 'The purchase token is forged or damaged', zh: '购买令牌无效（伪造或已损坏）' },
   gateTokenExpired: { en: 'The purchase token has expired: get a new one', zh: '购买令牌已过期，请重新领取' },
   gateTokenOtherUser: { en: 'The purchase token belongs to another user', zh: '购买令牌属于其他用户' },
+  gateTokenTakenWhileOff: {
+    en: 'The purchase token was taken while the sale asked for no token: get a new one',
+    zh: '购买令牌是在该秒杀无需令牌时领取的，请重新领取',
+  },
+  gateTokenTakenBeforeCaptcha: {
+    en: 'The purchase token was taken before the sale asked for a captcha: get a new one',
+    zh: '购买令牌是在该秒杀要求验证码之前领取的，请重新领取',
+  },
+  gateTokenSpent: { en: 'The purchase token bought an order already: get a new one', zh: '该购买令牌已用于下单，请重新领取' },
   gateTokenOtherVoucher: { en: 'The purchase token is for another voucher ({voucherId})', zh: '购买令牌属于另一张券（{voucherId}）' },
   gateCaptchaMissing: {
-    en: 'This sale needs a captcha: GET /api/voucher-order/seckill/{voucherId}/captcha, then send the answer as body.captcha',
-    zh: '该秒杀需要验证码：先 GET /api/voucher-order/seckill/{voucherId}/captcha，再在 body.captcha 中提交答案',
+    en: 'This sale needs a captcha: GET /api/voucher-order/seckill/{voucherId}/captcha (an ALTCHA proof-of-work challenge), solve it, then send the ALTCHA payload as body.captcha',
+    zh: '该秒杀需要验证码：先 GET /api/voucher-order/seckill/{voucherId}/captcha（ALTCHA 工作量证明挑战），解出后在 body.captcha 中提交 ALTCHA 载荷',
   },
-  gateCaptchaWrong: { en: 'Wrong captcha answer: {triesLeft} left', zh: '验证码错误，还可以尝试 {triesLeft} 次' },
-  gateCaptchaGone: {
-    en: 'No captcha to answer (expired, used, or too many wrong answers): get a new one',
-    zh: '没有待回答的验证码（已过期、已使用或错误次数过多），请重新获取',
+  gateCaptchaMalformed: {
+    en: 'The captcha answer is malformed: send the ALTCHA payload (base64 JSON of the challenge and its solution)',
+    zh: '验证码答案格式错误：请提交 ALTCHA 载荷（挑战及其解答的 JSON，base64 编码）',
   },
+  gateCaptchaForged: { en: 'The captcha challenge was not issued by this server: get a new one', zh: '验证码挑战不是本服务器签发的，请重新获取' },
+  gateCaptchaOtherUser: { en: 'The captcha challenge was issued to another user: get a new one', zh: '验证码挑战属于其他用户，请重新获取' },
+  gateCaptchaOtherVoucher: { en: 'The captcha challenge was issued for another voucher: get a new one', zh: '验证码挑战属于另一张券，请重新获取' },
+  gateCaptchaExpired: { en: 'The captcha challenge has expired: get a new one', zh: '验证码挑战已过期，请重新获取' },
+  gateCaptchaWrong: { en: 'The captcha answer does not solve its challenge', zh: '验证码答案不正确' },
+  gateCaptchaUsed: { en: 'The captcha challenge was used already: get a new one', zh: '验证码挑战已被使用，请重新获取' },
   gateTooManyRequests: { en: 'Too many purchase token requests: try again in {seconds} s', zh: '领取令牌过于频繁，请 {seconds} 秒后再试' },
   tooManyOrderStreams: {
     en: 'You have {streams} order streams open already: close one first',

@@ -48,29 +48,34 @@ export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions
     async (request, reply) => {
       const userId = currentUser(request).id;
       const orderId = request.params.id;
+      // Watched before anything is held: a client gone at any point releases all the stream took.
+      const held = new HeldResources();
+      reply.raw.once('close', () => held.releaseAll());
+      if (connectionClosed(reply)) return abandon(reply); // left before the handler ran: nothing taken
       const seat = await options.seats.take(userId);
       if (seat === null) throw tooManyRequests(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
+      held.add(() => seat.release());
+      if (held.released) return abandon(reply); // left while the seat was taken (released by now)
       const early: OrderChange[] = [];
       let onChange = (change: OrderChange): void => void early.push(change);
-      let unsubscribe: (() => Promise<void>) | undefined;
       let current: OrderView;
       try {
-        unsubscribe = await options.hub.subscribe(userId, (change) => {
+        const unsubscribe = await options.hub.subscribe(userId, (change) => {
           if (change.orderId === orderId) onChange(change);
         });
+        held.add(unsubscribe);
         current = await options.readOrder(userId, orderId);
       } catch (error) {
-        await unsubscribe?.();
-        await seat.release().catch(() => undefined);
+        held.releaseAll();
         throw error;
       }
+      if (held.released) return abandon(reply); // left while subscribing or reading the order
       if (reply.sent || reply.raw.headersSent) {
         // The request deadline answered while the state was read.
-        await unsubscribe();
-        await seat.release().catch(() => undefined);
+        held.releaseAll();
         return reply;
       }
-      const stream = startStream(reply, seat, unsubscribe, options.heartbeatMs, open);
+      const stream = startStream(reply, seat, held, options.heartbeatMs, open);
       stream.send(current);
       for (const change of early) stream.send(toEvent(change));
       onChange = (change) => stream.send(toEvent(change));
@@ -79,9 +84,42 @@ export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions
   );
 };
 
+/**
+ * What an open stream holds (its seat, its subscription): released once, by whichever comes
+ * first of the client leaving, a failure, or the stream's end; one added after that is released at once.
+ */
+class HeldResources {
+  private readonly releases: Array<() => Promise<void>> = [];
+  released = false;
+
+  add(release: () => Promise<void>): void {
+    if (this.released) void release().catch(() => undefined);
+    else this.releases.push(release);
+  }
+
+  releaseAll(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const release of this.releases.splice(0)) void release().catch(() => undefined);
+  }
+}
+
+/** Nobody to answer: the reply is taken from Fastify, which would otherwise write to a closed socket. */
+function abandon(reply: FastifyReply): FastifyReply {
+  reply.hijack();
+  reply.raw.destroy();
+  return reply;
+}
+
+/**
+ * The client's connection has closed already (its 'close' event is past). Read on the request's
+ * socket: a pipelined response gets its socket only once the one before it is done.
+ */
+const connectionClosed = (reply: FastifyReply): boolean => reply.raw.destroyed || reply.request.raw.socket.destroyed;
+
 const toEvent = (change: OrderChange): StateEvent => ({ id: change.orderId, voucherId: change.voucherId, state: change.state });
 
-function startStream(reply: FastifyReply, seat: StreamSeat, unsubscribe: () => Promise<void>, heartbeatMs: number, open: Set<() => void>) {
+function startStream(reply: FastifyReply, seat: StreamSeat, held: HeldResources, heartbeatMs: number, open: Set<() => void>) {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -104,12 +142,12 @@ function startStream(reply: FastifyReply, seat: StreamSeat, unsubscribe: () => P
     finished = true;
     clearInterval(heartbeat);
     open.delete(finish);
-    void unsubscribe();
-    seat.release().catch(() => undefined);
+    held.releaseAll();
     raw.end();
   };
   open.add(finish);
   raw.on('close', finish);
+  if (connectionClosed(reply)) finish();
   return {
     send(event: StateEvent): void {
       const rank = STATE_RANK[event.state];

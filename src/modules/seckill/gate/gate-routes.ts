@@ -12,7 +12,7 @@ export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = asy
     {
       schema: {
         summary:
-          "A captcha for a sale that asks for one: data.svg = the image (a new one replaces the last; its answer goes in the token request's body.captcha)",
+          "A captcha for a sale that asks for one: data = an ALTCHA proof-of-work challenge (v2: {parameters, signature}), good once, for this user and sale, until parameters.expiresAt; its solution goes in the token request's body.captcha",
         params: IdParams,
       },
     },
@@ -27,7 +27,11 @@ export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = asy
           'A purchase token for a gated sale (header X-Purchase-Token of the order): once the window is open (before: 425 + Retry-After), after the captcha if the sale has one (403 when wrong)',
         params: IdParams,
         body: Type.Object(
-          { captcha: Type.Optional(Type.String({ maxLength: 16, description: 'the answer to GET .../captcha' })) },
+          {
+            captcha: Type.Optional(
+              Type.String({ maxLength: 4096, description: 'the solved challenge of GET .../captcha: the ALTCHA payload, base64 JSON {challenge, solution}' }),
+            ),
+          },
           { additionalProperties: false, description: 'optional: no body at all is {}' },
         ),
       },

@@ -2,8 +2,10 @@ import { HttpError, notFound, tooManyRequests } from '../../../http/errors.js';
 import type { Message } from '../../../http/messages.js';
 import type { RateLimit } from '../../../lib/rate-limit/index.js';
 import type { TokenSigner, VerifyFailure } from '../../../lib/signed-token/index.js';
-import type { CaptchaStore } from './captcha-store.js';
-import type { GateSettings, GateSettingsCache } from './gate-settings-cache.js';
+import type { Challenge } from 'altcha-lib';
+import type { CaptchaChallenges, CaptchaCheck } from './captcha-challenges.js';
+import { toGateMode, type GateMode, type GateSettings, type GateSettingsCache } from './gate-settings-cache.js';
+import type { SpentTokens } from './spent-tokens.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
 /** The header carrying the purchase token on POST /voucher-order/seckill/{id}. */
@@ -26,10 +28,34 @@ const TOKEN_FAILURES: Record<VerifyFailure, Message> = {
   expired: SECKILL_MESSAGES.gateTokenExpired(),
 };
 
+const CAPTCHA_FAILURES: Record<Exclude<CaptchaCheck['outcome'], 'solved'>, Message> = {
+  malformed: SECKILL_MESSAGES.gateCaptchaMalformed(),
+  forged: SECKILL_MESSAGES.gateCaptchaForged(),
+  'other-user': SECKILL_MESSAGES.gateCaptchaOtherUser(),
+  'other-voucher': SECKILL_MESSAGES.gateCaptchaOtherVoucher(),
+  expired: SECKILL_MESSAGES.gateCaptchaExpired(),
+  wrong: SECKILL_MESSAGES.gateCaptchaWrong(),
+  used: SECKILL_MESSAGES.gateCaptchaUsed(),
+};
+
+/** How much a token proves: a token taken under a laxer gate than the sale's now buys nothing. */
+const GATE_STRICTNESS: Record<GateMode, number> = { off: 0, token: 1, captcha: 2 };
+const TAKEN_UNDER_LAXER_GATE: Record<Exclude<GateMode, 'captcha'>, Message> = {
+  off: SECKILL_MESSAGES.gateTokenTakenWhileOff(),
+  token: SECKILL_MESSAGES.gateTokenTakenBeforeCaptcha(),
+};
+
+/** A valid purchase token presented with an order: what spending it needs. */
+export interface TokenPass {
+  nonce: string;
+  expiresAt: number;
+}
+
 export interface PurchaseGateDeps {
   signer: TokenSigner;
   settings: GateSettingsCache;
-  captcha: CaptchaStore;
+  captcha: CaptchaChallenges;
+  spent: SpentTokens;
   /** Token and captcha requests per user. */
   limit: RateLimit;
   tokenTtlMs: number;
@@ -44,8 +70,9 @@ export interface IssuedToken {
 
 /**
  * The purchase gate of a sale: a logged-in user gets a signed, short-lived purchase token
- * (HMAC over user, voucher, expiry, nonce) once the window is open, after a captcha if the sale
- * asks for one; the order route of a gated sale checks it in memory.
+ * (HMAC over user, voucher, the sale's gate mode, expiry, nonce) once the window is open, after a
+ * captcha if the sale asks for one. The order route of a gated sale checks it in memory, then
+ * spends it on the order (one Redis script): a token buys one order.
  */
 export class PurchaseGate {
   private readonly now: () => number;
@@ -54,12 +81,12 @@ export class PurchaseGate {
     this.now = deps.now ?? Date.now;
   }
 
-  /** A captcha for this user and sale (replacing any earlier one); the SVG image. */
-  async challenge(userId: string, voucherId: string): Promise<{ svg: string }> {
+  /** A captcha for this user and sale: an ALTCHA proof-of-work challenge. */
+  async challenge(userId: string, voucherId: string): Promise<Challenge> {
     await this.limit(userId);
     const settings = await this.saleSettings(voucherId);
     if (settings.mode !== 'captcha') throw new HttpError(409, SECKILL_MESSAGES.gateNoCaptcha({ voucherId }));
-    return { svg: await this.deps.captcha.create(userId, voucherId) };
+    return this.deps.captcha.create(userId, voucherId);
   }
 
   /** A purchase token, once the sale is open (and the captcha solved, if the sale has one). */
@@ -75,22 +102,47 @@ export class PurchaseGate {
     }
     if (now >= settings.end) throw new HttpError(409, SECKILL_MESSAGES.gateSaleEnded());
     if (settings.mode === 'captcha') await this.solve(userId, voucherId, captchaAnswer);
-    const { token, expiresAt } = this.deps.signer.sign([userId, voucherId], this.deps.tokenTtlMs);
+    const { token, expiresAt } = this.deps.signer.sign([userId, voucherId, settings.mode], this.deps.tokenTtlMs);
     return { token, expiresAt: new Date(expiresAt).toISOString() };
   }
 
-  /** The order route's check: nothing for an ungated sale, else a valid token of this user and voucher. */
-  async check(token: string | undefined, userId: string, voucherId: string): Promise<void> {
+  /**
+   * The order route's check, in memory: nothing for an ungated sale (undefined), else a valid
+   * token of this user and voucher, taken under the sale's gate or a stricter one.
+   */
+  async check(token: string | undefined, userId: string, voucherId: string): Promise<TokenPass | undefined> {
     const settings = await this.deps.settings.get(voucherId);
-    if (settings === null || settings.mode === 'off') return;
+    if (settings === null || settings.mode === 'off') return undefined;
     if (token === undefined || token === '') {
       throw new GateRefused(SECKILL_MESSAGES.gateTokenMissing({ voucherId }));
     }
     const result = this.deps.signer.verify(token);
     if (!result.valid) throw new GateRefused(TOKEN_FAILURES[result.reason]);
-    const [tokenUser, tokenVoucher] = result.claims;
+    const [tokenUser, tokenVoucher, tokenMode] = result.claims;
     if (tokenUser !== userId) throw new GateRefused(SECKILL_MESSAGES.gateTokenOtherUser());
     if (tokenVoucher !== voucherId) throw new GateRefused(SECKILL_MESSAGES.gateTokenOtherVoucher({ voucherId: String(tokenVoucher) }));
+    const takenUnder = toGateMode(tokenMode);
+    if (takenUnder !== 'captcha' && GATE_STRICTNESS[takenUnder] < GATE_STRICTNESS[settings.mode]) throw new GateRefused(TAKEN_UNDER_LAXER_GATE[takenUnder]);
+    return { nonce: result.nonce, expiresAt: result.expiresAt };
+  }
+
+  /**
+   * Places an order with the token `check` passed, spending it first (atomic across instances):
+   * a second order with it is refused, except a retry with the same Idempotency-Key, which
+   * reserve.lua answers with that key's one order. A refusal (the sale's, or any other 4xx)
+   * placed nothing, so the token is given back. On an unknown outcome (a 503, any other failure)
+   * it stays spent, as the order may have been accepted: a retry with the same key finds it, and
+   * without a key the client asks GET /voucher-order/of/me/voucher/{id}, then for a new token.
+   */
+  async spendOn<T>(pass: TokenPass | undefined, idempotencyKey: string | undefined, place: () => Promise<T>): Promise<T> {
+    if (pass === undefined) return place();
+    if (!(await this.deps.spent.spend(pass.nonce, pass.expiresAt, idempotencyKey))) throw new GateRefused(SECKILL_MESSAGES.gateTokenSpent());
+    try {
+      return await place();
+    } catch (error) {
+      if (error instanceof HttpError && error.statusCode < 500) await this.deps.spent.giveBack(pass.nonce).catch(() => undefined);
+      throw error;
+    }
   }
 
   private async saleSettings(voucherId: string): Promise<GateSettings> {
@@ -103,10 +155,8 @@ export class PurchaseGate {
     if (answer === undefined || answer.trim() === '') {
       throw new GateRefused(SECKILL_MESSAGES.gateCaptchaMissing({ voucherId }));
     }
-    const result = await this.deps.captcha.check(userId, voucherId, answer);
-    if (result.outcome === 'solved') return;
-    if (result.outcome === 'wrong') throw new GateRefused(SECKILL_MESSAGES.gateCaptchaWrong({ triesLeft: result.triesLeft }));
-    throw new GateRefused(SECKILL_MESSAGES.gateCaptchaGone());
+    const result = await this.deps.captcha.check(userId, voucherId, answer.trim());
+    if (result.outcome !== 'solved') throw new GateRefused(CAPTCHA_FAILURES[result.outcome]);
   }
 
   private async limit(userId: string): Promise<void> {

@@ -57,8 +57,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       // An id that is no sale is refused from memory, before any per-id MySQL lookup.
       await sales.refuseIfUnknown(request.params.id);
       // A gated sale: a purchase token of this user and voucher (purchase-gate.ts), checked in memory.
-      await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
-      return ok(await placement.place(userId, request.params.id, idempotencyKey));
+      const pass = await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
+      const place = () => placement.place(userId, request.params.id, idempotencyKey);
+      // Spent once the limits let the order through: a token buys one order.
+      return ok(await (gate ? gate.spendOn(pass, idempotencyKey, place) : place()));
     },
   );
 

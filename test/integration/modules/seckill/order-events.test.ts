@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { connect } from 'node:net';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../../kit/services.js';
 import pino from 'pino';
@@ -9,6 +10,7 @@ import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../../support/order-stream.js';
 import type { OrderChange } from '../../../../src/modules/seckill/types.js';
+import { orderStreamSeatsKey } from '../../../../src/modules/seckill/keys.js';
 
 const REQUEST_DEADLINE_MS = 500;
 const STREAMS_PER_USER = 2;
@@ -128,4 +130,34 @@ describe('order state events (SSE)', () => {
     }, 5_000);
     second.close();
   });
+
+  it('a client that leaves at once (a reset socket, within 0-44 ms) leaves no seat and no subscription behind', async () => {
+    const user = users[5]!;
+    const orderId = await placeOrder(user);
+    const { port } = new URL(streamingUrl);
+    // More abrupt departures than the user has seats, at spread moments: some before the seat is
+    // taken, some while the subscription or the order is being read, some once the stream is open.
+    await Promise.all(Array.from({ length: 12 }, (_, i) => requestAndReset(Number(port), orderId, user.token, i * 4)));
+    // Leases outlive a heartbeat (200 ms) 3 times: a seat still held after 2 s is renewed by a leaked stream.
+    await eventually(async () => {
+      expect(await env.redis.zcard(orderStreamSeatsKey(user.id))).toBe(0);
+      expect(await env.redis.pubsub('NUMSUB', `${env.keyPrefix}order-events`)).toEqual([`${env.keyPrefix}order-events`, 0]);
+    }, 2_000);
+    const stream = await openOrderStream(streamingUrl, orderId, user.token);
+    expect(stream.status).toBe(200);
+    await stream.waitFor('queued');
+    stream.close();
+  });
 });
+
+/** Sends GET …/events on a raw socket and resets the connection `afterMs` later, whatever the server answered by then. */
+function requestAndReset(port: number, orderId: string, authorization: string, afterMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`GET /api/voucher-order/${orderId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\n\r\n`);
+      setTimeout(() => socket.resetAndDestroy(), afterMs);
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve());
+  });
+}

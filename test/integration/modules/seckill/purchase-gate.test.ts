@@ -1,13 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenSigner } from '../../../../src/lib/signed-token/index.js';
-import { captchaKey } from '../../../../src/modules/seckill/keys.js';
+import { solveChallenge, type Challenge } from 'altcha-lib';
+import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import { CaptchaChallenges } from '../../../../src/modules/seckill/gate/captcha-challenges.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, insertSeckillVoucher } from '../../../support/seckill.js';
 
 const NEW_KEY = { kid: 'k2', secret: 'n'.repeat(40) };
 const OLD_KEY = { kid: 'k1', secret: 'o'.repeat(40) };
 const GATE_REQUESTS_PER_MINUTE = 8;
+/** A cheap proof of work: the test proves the mechanism, docs/flows/purchase-gate.md gives the real cost. */
+const CAPTCHA_ITERATIONS = 10;
+const CAPTCHA_MAX_NUMBER = 20;
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -21,7 +26,8 @@ beforeAll(async () => {
     PURCHASE_TOKEN_KEYS: `${NEW_KEY.kid}:${NEW_KEY.secret},${OLD_KEY.kid}:${OLD_KEY.secret}`,
     PURCHASE_TOKEN_TTL_SECONDS: '60',
     PURCHASE_GATE_REQUESTS_PER_MINUTE: String(GATE_REQUESTS_PER_MINUTE),
-    PURCHASE_CAPTCHA_TRIES: '3',
+    PURCHASE_CAPTCHA_ITERATIONS: String(CAPTCHA_ITERATIONS),
+    PURCHASE_CAPTCHA_MAX_NUMBER: String(CAPTCHA_MAX_NUMBER),
   });
   users = await createUsersWithSessions(env, 40);
   admin = await sessionOf(env, '999001', 'admin');
@@ -33,12 +39,16 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** A sale gated with `mode` through the administrators' PATCH. */
-async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}): Promise<string> {
+/** A sale gated with `mode` through the administrators' PATCH (with `limitPerUser` if given). */
+async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}, limitPerUser?: number): Promise<string> {
   const voucherId = await insertSeckillVoucher(env, { stock: 100, ...window });
-  const patched = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { purchaseGate: mode } });
-  expect(patched.json()).toMatchObject({ success: true, data: { purchaseGate: mode, changed: true } });
+  await setSale(voucherId, { purchaseGate: mode, ...(limitPerUser === undefined ? {} : { limitPerUser }) });
   return voucherId;
+}
+
+async function setSale(voucherId: string, payload: Record<string, unknown>): Promise<void> {
+  const patched = await app.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload });
+  expect(patched.json()).toMatchObject({ success: true, data: { changed: true } });
 }
 
 const askToken = (who: { token: string }, voucherId: string, captcha?: string) =>
@@ -48,18 +58,36 @@ const askToken = (who: { token: string }, voucherId: string, captcha?: string) =
     headers: { authorization: who.token },
     ...(captcha === undefined ? {} : { payload: { captcha } }),
   });
-const order = (who: { token: string }, voucherId: string, purchaseToken?: string) =>
+const order = (who: { token: string }, voucherId: string, purchaseToken?: string, idempotencyKey?: string) =>
   app.inject({
     method: 'POST',
     url: `/api/voucher-order/seckill/${voucherId}`,
-    headers: { authorization: who.token, ...(purchaseToken === undefined ? {} : { 'x-purchase-token': purchaseToken }) },
+    headers: {
+      authorization: who.token,
+      ...(purchaseToken === undefined ? {} : { 'x-purchase-token': purchaseToken }),
+      ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+    },
   });
 async function tokenOf(who: { token: string }, voucherId: string, captcha?: string): Promise<string> {
   const response = await askToken(who, voucherId, captcha);
   expect(response.statusCode, response.body).toBe(200);
   return response.json<{ data: { token: string } }>().data.token;
 }
-const captchaAnswer = async (who: { id: string }, voucherId: string) => env.redis.hget(captchaKey(voucherId, who.id), 'answer');
+async function challengeOf(who: { token: string }, voucherId: string): Promise<Challenge> {
+  const response = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: who.token } });
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json<{ data: Challenge }>().data;
+}
+/** The ALTCHA payload of a solved challenge, as the web app (and ALTCHA's widget) sends it; `attempts` counts the key derivations. */
+async function solved(challenge: Challenge, attempts = { count: 0 }): Promise<string> {
+  const counting: typeof deriveKey = (...args) => {
+    attempts.count += 1;
+    return deriveKey(...args);
+  };
+  const solution = await solveChallenge({ challenge, deriveKey: counting });
+  expect(solution).not.toBeNull();
+  return Buffer.from(JSON.stringify({ challenge, solution })).toString('base64');
+}
 
 describe('purchase tokens', () => {
   it('an ungated sale (the default) takes orders without a token, as hmdp does', async () => {
@@ -117,7 +145,7 @@ describe('purchase tokens', () => {
     const voucherId = await gatedSale('token');
     const buyer = user();
     expect((await tokenOf(buyer, voucherId)).startsWith(`${NEW_KEY.kid}.`)).toBe(true);
-    const signedWithOldKey = new TokenSigner([OLD_KEY]).sign([buyer.id, voucherId], 60_000).token;
+    const signedWithOldKey = new TokenSigner([OLD_KEY]).sign([buyer.id, voucherId, 'token'], 60_000).token;
     expect((await order(buyer, voucherId, signedWithOldKey)).json().success).toBe(true);
   });
 
@@ -140,32 +168,124 @@ describe('purchase tokens', () => {
   });
 });
 
-describe('captcha before the token', () => {
-  it('the right answer gives a token once; it cannot be used again', async () => {
+describe('a token buys one order, under the gate it was issued for', () => {
+  it('a token taken while the sale was off, or asked only for a token, does not buy once the sale asks for more (403)', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 100 });
+    const buyer = user();
+    const takenWhileOff = await tokenOf(buyer, voucherId);
+    await setSale(voucherId, { purchaseGate: 'token' });
+    const takenUnderToken = await tokenOf(buyer, voucherId);
+    const refusedOff = await order(buyer, voucherId, takenWhileOff);
+    expect(refusedOff.statusCode).toBe(403);
+    expect(refusedOff.json().errorMsg).toMatch(/taken while the sale asked for no token: get a new one/);
+    await setSale(voucherId, { purchaseGate: 'captcha' });
+    const refusedToken = await order(buyer, voucherId, takenUnderToken);
+    expect(refusedToken.statusCode).toBe(403);
+    expect(refusedToken.json().errorMsg).toMatch(/taken before the sale asked for a captcha: get a new one/);
+  });
+
+  it('with limitPerUser 3, one token buys one order; the next orders with it are refused (403), one with a new token is accepted', async () => {
+    const voucherId = await gatedSale('token', {}, 3);
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    const answers = await Promise.all([0, 1, 2].map(() => order(buyer, voucherId, token)));
+    expect(answers.filter((answer) => answer.json().success === true)).toHaveLength(1);
+    for (const refused of answers.filter((answer) => answer.json().success !== true)) {
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().errorMsg).toMatch(/bought an order already: get a new one/);
+    }
+    expect((await order(buyer, voucherId, token)).statusCode).toBe(403);
+    expect((await order(buyer, voucherId, await tokenOf(buyer, voucherId))).json().success).toBe(true);
+  });
+
+  it('a refused order gives its token back: refused while paused, it buys after the resume', async () => {
+    const voucherId = await gatedSale('token');
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    expect((await app.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/pause`, headers: admin })).statusCode).toBe(200);
+    const refused = await order(buyer, voucherId, token);
+    expect(refused.json()).toMatchObject({ success: false });
+    expect(refused.statusCode).toBe(200);
+    expect((await app.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/resume`, headers: admin })).statusCode).toBe(200);
+    expect((await order(buyer, voucherId, token)).json().success).toBe(true);
+  });
+
+  it('a retry after an unknown outcome: the same token with the same Idempotency-Key gets the same order; with another key, 403', async () => {
+    const voucherId = await gatedSale('token', {}, 3);
+    const buyer = user();
+    const token = await tokenOf(buyer, voucherId);
+    const first = (await order(buyer, voucherId, token, 'retry-1')).json();
+    expect(first.success).toBe(true);
+    expect((await order(buyer, voucherId, token, 'retry-1')).json()).toEqual(first);
+    const otherKey = await order(buyer, voucherId, token, 'retry-2');
+    expect(otherKey.statusCode).toBe(403);
+    expect(otherKey.json().errorMsg).toMatch(/bought an order already/);
+  });
+});
+
+describe('captcha before the token: an ALTCHA proof of work', () => {
+  it('the challenge is work, not a picture: solving it takes as many key derivations as its answer, at the configured cost; the token buys', async () => {
     const voucherId = await gatedSale('captcha');
     const buyer = user();
     expect((await askToken(buyer, voucherId)).json().errorMsg).toMatch(/needs a captcha/);
-    const challenge = await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    expect(challenge.json().data.svg).toMatch(/^<svg/);
-    const answer = (await captchaAnswer(buyer, voucherId))!;
-    const token = await tokenOf(buyer, voucherId, answer.toUpperCase());
+    const challenge = await challengeOf(buyer, voucherId);
+    expect(challenge.parameters).toMatchObject({ algorithm: 'PBKDF2/SHA-256', cost: CAPTCHA_ITERATIONS, data: { u: buyer.id, v: voucherId } });
+    const attempts = { count: 0 };
+    const payload = await solved(challenge, attempts);
+    const { solution } = JSON.parse(Buffer.from(payload, 'base64').toString()) as { solution: { counter: number } };
+    expect(solution.counter).toBeGreaterThanOrEqual(1);
+    expect(solution.counter).toBeLessThanOrEqual(CAPTCHA_MAX_NUMBER);
+    expect(attempts.count).toBe(solution.counter + 1); // every attempt from 0 to the answer: no shortcut
+    const token = await tokenOf(buyer, voucherId, payload);
     expect((await order(buyer, voucherId, token)).json().success).toBe(true);
-    const again = await askToken(buyer, voucherId, answer);
-    expect(again.statusCode).toBe(403);
-    expect(again.json().errorMsg).toMatch(/get a new one/);
   });
 
-  it('wrong answers count down the tries; after the last one even the right answer needs a new challenge', async () => {
+  it('a solved challenge buys one token: the same payload again is refused (403), also through another instance', async () => {
     const voucherId = await gatedSale('captcha');
     const buyer = user();
-    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    const answer = (await captchaAnswer(buyer, voucherId))!;
-    const messages: string[] = [];
-    for (let i = 0; i < 3; i++) messages.push((await askToken(buyer, voucherId, 'wrong')).json().errorMsg);
-    expect(messages).toEqual(['Wrong captcha answer: 2 left', 'Wrong captcha answer: 1 left', 'Wrong captcha answer: 0 left']);
-    expect((await askToken(buyer, voucherId, answer)).statusCode).toBe(403);
-    await app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: buyer.token } });
-    await tokenOf(buyer, voucherId, (await captchaAnswer(buyer, voucherId))!);
+    const payload = await solved(await challengeOf(buyer, voucherId));
+    await tokenOf(buyer, voucherId, payload);
+    const { app: other } = await buildTestApp(env);
+    try {
+      const again = await other.inject({
+        method: 'POST',
+        url: `/api/voucher-order/seckill/${voucherId}/token`,
+        headers: { authorization: buyer.token },
+        payload: { captcha: payload },
+      });
+      expect(again.statusCode).toBe(403);
+      expect(again.json().errorMsg).toMatch(/used already: get a new one/);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses an answer without the work, an expired, forged, malformed, other-user or other-voucher challenge (403 naming it)', async () => {
+    const voucherId = await gatedSale('captcha');
+    const otherVoucher = await gatedSale('captcha');
+    const [buyer, other] = [user(), user()];
+    const keys = [NEW_KEY, OLD_KEY];
+    const cost = { iterations: CAPTCHA_ITERATIONS, maxNumber: CAPTCHA_MAX_NUMBER, ttlSeconds: 120 };
+    const expired = await new CaptchaChallenges(env.redis, keys, cost, () => Date.now() - 200_000).create(buyer.id, voucherId);
+    const forged = await new CaptchaChallenges(env.redis, [{ kid: NEW_KEY.kid, secret: 'f'.repeat(40) }], cost).create(buyer.id, voucherId);
+    const challenge = await challengeOf(buyer, voucherId);
+    const noWork = Buffer.from(JSON.stringify({ challenge, solution: { counter: 3, derivedKey: challenge.parameters.keyPrefix.padEnd(64, '0') } })).toString(
+      'base64',
+    );
+    const cases: Array<[string, { token: string }, string, RegExp]> = [
+      [noWork, buyer, voucherId, /does not solve its challenge/],
+      [await solved(expired), buyer, voucherId, /expired/],
+      [await solved(forged), buyer, voucherId, /not issued by this server/],
+      ['not-a-payload', buyer, voucherId, /malformed/],
+      [await solved(challenge), other, voucherId, /another user/],
+      [await solved(challenge), buyer, otherVoucher, /another voucher/],
+    ];
+    for (const [payload, who, voucher, message] of cases) {
+      const response = await askToken(who, voucher, payload);
+      expect(response.statusCode, String(message)).toBe(403);
+      expect(response.json().errorMsg).toMatch(message);
+    }
+    await tokenOf(buyer, voucherId, await solved(challenge)); // refused answers did not use it up
   });
 
   it('a sale without a captcha has none to give (409)', async () => {
