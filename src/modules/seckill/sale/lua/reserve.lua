@@ -20,7 +20,8 @@
            Idempotency-Key TTL (ms; "" when the request has no key), user-orders TTL (ms)
 
   Returns {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
-  value: the slot (accepted), the limit (already bought: the user holds that many live orders),
+  value: the slot (accepted; a third element, the acceptance time in ms, which the stream entry
+  carries as acceptedMs and MySQL stores as create_time), the limit (already bought: the user holds that many live orders),
   the order id the key was accepted as (replayed: the same key came again; nothing else is
   checked, so a retry never reads "already bought" or "sold out" for its own order), else 0.
   frozen: the reconciliation is repairing this voucher (stock and slots are about to be rewritten
@@ -90,6 +91,6 @@ if ARGV[5] == 'hold' then
   -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
   redis.call('ZADD', KEYS[5], now, ARGV[2])
 else
-  redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3], 'slot', slot)
+  redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3], 'slot', slot, 'acceptedMs', now)
 end
-return {0, slot}
+return {0, slot, now}
