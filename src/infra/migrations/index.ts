@@ -7,6 +7,7 @@ import * as uploadBlog from './0005_upload_blog.js';
 import * as saleControls from './0006_sale_controls.js';
 import * as limitPerUser from './0007_limit_per_user.js';
 import * as purchaseGate from './0008_purchase_gate.js';
+import * as orderAcceptTime from './0009_order_accept_time.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006_sale_controls': saleControls,
   '0007_limit_per_user': limitPerUser,
   '0008_purchase_gate': purchaseGate,
+  '0009_order_accept_time': orderAcceptTime,
 };
 
 export const migrationProvider: MigrationProvider = {

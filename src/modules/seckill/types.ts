@@ -48,7 +48,7 @@ export type ReserveOutcome = 'accepted' | 'not-started' | 'ended' | 'sold-out' |
 
 /** reserve.lua's decision with its value: the slot, the user's limit, or the order an Idempotency-Key was accepted as. */
 export type ReserveResult =
-  | { outcome: 'accepted'; slot: number }
+  | { outcome: 'accepted'; slot: number; acceptedMs: number }
   | { outcome: 'already-bought'; limit: number }
   | { outcome: 'replayed'; orderId: string }
   | { outcome: Exclude<ReserveOutcome, 'accepted' | 'already-bought' | 'replayed'> };
@@ -64,7 +64,7 @@ export interface UserQueuedOrder {
 /** A stream entry whose fields make a valid order. */
 export interface OrderEntry {
   id: string;
-  order: QueuedOrder;
+  order: QueuedOrder & { acceptedMs: number };
 }
 
 /** An order as MySQL takes it. */
@@ -74,6 +74,8 @@ export interface NewOrder {
   voucherId: string;
   /** The user's slot 1..limit (reserve.lua): unique per (user, voucher, live); absent: 1. */
   slot?: number;
+  /** When the sale accepted it (Redis time, ms): its create_time and the start of its payment window; absent: now. */
+  acceptedMs?: number;
 }
 
 /** A row of tb_voucher_order. */

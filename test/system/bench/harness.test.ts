@@ -136,7 +136,7 @@ describe('sale checks', () => {
   });
 
   async function placeInRedisAndMysql(orderId: string, userId: string, voucherId: string) {
-    expect(await store.reserve({ orderId, userId, voucherId })).toEqual({ outcome: 'accepted', slot: 1 });
+    expect(await store.reserve({ orderId, userId, voucherId })).toMatchObject({ outcome: 'accepted', slot: 1 });
     await world.db.insertInto('tb_voucher_order').values({ id: orderId, user_id: userId, voucher_id: voucherId }).execute();
     await world.db
       .updateTable('tb_seckill_voucher')

@@ -114,7 +114,7 @@ export class OrderPlacement {
       const result = await this.deps.store.decide(order, 'hold');
       if (result.outcome !== 'accepted') return result;
       held = true;
-      return this.writeHeld(order, { orderId, userId, voucherId, slot: result.slot });
+      return this.writeHeld(order, { orderId, userId, voucherId, slot: result.slot, acceptedMs: result.acceptedMs });
     };
     try {
       return placedOrRefused(await locks.withLock(userOrderLock(userId), place, { waitMs: USER_LOCK_WAIT_MS }), order);
@@ -134,7 +134,7 @@ export class OrderPlacement {
    * may have landed): the order is handed to the worker through the stream, whose write is
    * idempotent, and answered as accepted (state `queued` until written); never dropped.
    */
-  private async writeHeld(request: OrderRequest, order: QueuedOrder): Promise<ReserveResult> {
+  private async writeHeld(request: OrderRequest, order: QueuedOrder & { acceptedMs: number }): Promise<ReserveResult> {
     // Given back before the answer: the Idempotency-Key forgets it, so a retry decides afresh.
     const giveBack = async (): Promise<void> => {
       await this.deps.store.release(order);
@@ -157,7 +157,7 @@ export class OrderPlacement {
       } catch {
         throw error; // Redis too: the held order is streamed later by the worker's sweep (hand-off.lua "older")
       }
-      return { outcome: 'accepted', slot: order.slot };
+      return { outcome: 'accepted', slot: order.slot, acceptedMs: order.acceptedMs };
     }
     if (written === 'user-has-order') {
       await giveBack();
@@ -165,7 +165,7 @@ export class OrderPlacement {
     }
     // Best effort: an order left held is streamed by the worker's sweep and found written.
     await this.deps.store.settle(order).catch(() => undefined);
-    return { outcome: 'accepted', slot: order.slot };
+    return { outcome: 'accepted', slot: order.slot, acceptedMs: order.acceptedMs };
   }
 }
 

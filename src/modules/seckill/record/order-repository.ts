@@ -34,11 +34,7 @@ export class OrderRepository {
     return this.db.transaction().execute(async (trx) => {
       // INSERT IGNORE, not ON DUPLICATE KEY UPDATE: mysql2 connects with CLIENT_FOUND_ROWS, under
       // which a no-op duplicate update also reports 1 affected row and would look like an insert.
-      const insert = await trx
-        .insertInto('tb_voucher_order')
-        .ignore()
-        .values({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId, slot: order.slot ?? 1 })
-        .executeTakeFirst();
+      const insert = await trx.insertInto('tb_voucher_order').ignore().values(orderRow(order)).executeTakeFirst();
       if (Number(insert.numInsertedOrUpdatedRows ?? 0n) === 0) {
         const same = await trx.selectFrom('tb_voucher_order').select('id').where('id', '=', order.orderId).executeTakeFirst();
         return same ? 'duplicate' : 'user-has-order';
@@ -57,11 +53,7 @@ export class OrderRepository {
   async persistAllNew(orders: readonly NewOrder[]): Promise<void> {
     if (orders.length === 0) return;
     await this.db.transaction().execute(async (trx) => {
-      const insert = await trx
-        .insertInto('tb_voucher_order')
-        .ignore()
-        .values(orders.map((order) => ({ id: order.orderId, user_id: order.userId, voucher_id: order.voucherId, slot: order.slot ?? 1 })))
-        .executeTakeFirst();
+      const insert = await trx.insertInto('tb_voucher_order').ignore().values(orders.map(orderRow)).executeTakeFirst();
       const inserted = Number(insert.numInsertedOrUpdatedRows ?? 0n);
       if (inserted !== orders.length) throw new BatchNotAllNew(`${orders.length - inserted} of ${orders.length} orders were not new`);
       const perVoucher = new Map<string, number>();
@@ -194,7 +186,17 @@ export class OrderRepository {
   }
 }
 
-/** `stock = stock - n WHERE stock >= n`: the database never goes below zero. */
+/** An order's row; create_time is its acceptance (a redelivery writes the same value), else MySQL's now. */
+function orderRow(order: NewOrder) {
+  return {
+    id: order.orderId,
+    user_id: order.userId,
+    voucher_id: order.voucherId,
+    slot: order.slot ?? 1,
+    ...(order.acceptedMs === undefined ? {} : { create_time: new Date(order.acceptedMs) }),
+  };
+}
+
 /**
  * Takes each voucher's units in one UPDATE (a batch spread over many sales would otherwise send
  * one statement per voucher): all or nothing, since a voucher short of stock matches no row and

@@ -61,9 +61,9 @@ export function toReserveOutcome(code: number): ReserveOutcome {
 
 /** reserve.lua's reply read: the outcome and its value. */
 export function toReserveResult(reply: unknown): ReserveResult {
-  const [code, value] = reply as [number, number | string];
+  const [code, value, acceptedMs] = reply as [number, number | string, number?];
   const outcome = toReserveOutcome(code);
-  if (outcome === 'accepted') return { outcome, slot: Number(value) };
+  if (outcome === 'accepted') return { outcome, slot: Number(value), acceptedMs: Number(acceptedMs) };
   if (outcome === 'already-bought') return { outcome, limit: Number(value) };
   if (outcome === 'replayed') return { outcome, orderId: String(value) };
   return { outcome };

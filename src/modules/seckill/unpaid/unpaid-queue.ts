@@ -4,8 +4,8 @@ import { unpaidDueKey, type SaleKeys } from '../keys.js';
 import type { DueOrder, NewOrder } from '../types.js';
 
 interface ReleaseScripts {
-  /** Orders newly scheduled. */
-  scheduleUnpaid(dueKey: string, windowMs: number, ...members: string[]): Promise<number>;
+  /** Orders newly scheduled; per order its acceptance time (ms, or '') and its member. */
+  scheduleUnpaid(dueKey: string, windowMs: number, ...acceptedAndMembers: string[]): Promise<number>;
   /** member, due (ms), member, due, ... */
   claimUnpaid(dueKey: string, limit: number, leaseMs: number): Promise<string[]>;
 }
@@ -33,14 +33,15 @@ export class UnpaidQueue {
     });
   }
 
-  /** Schedules orders just written for cancellation at the end of their payment window. */
+  /** Schedules orders just written for cancellation at the end of their payment window, counted from their acceptance. */
   async schedule(orders: readonly NewOrder[]): Promise<void> {
     const perShard = new Map<number, string[]>();
     for (const order of orders) {
       const shard = this.keys.shardOf(order.voucherId);
-      perShard.set(shard, [...(perShard.get(shard) ?? []), `${order.orderId}:${order.userId}:${order.voucherId}:${order.slot ?? 1}`]);
+      const member = `${order.orderId}:${order.userId}:${order.voucherId}:${order.slot ?? 1}`;
+      perShard.set(shard, [...(perShard.get(shard) ?? []), String(order.acceptedMs ?? ''), member]);
     }
-    await Promise.all([...perShard].map(([shard, members]) => this.scripts.scheduleUnpaid(unpaidDueKey(shard), this.paymentWindowMs, ...members)));
+    await Promise.all([...perShard].map(([shard, args]) => this.scripts.scheduleUnpaid(unpaidDueKey(shard), this.paymentWindowMs, ...args)));
   }
 
   /** Takes up to `limit` due orders of the shard for this instance, for `leaseMs`. */

@@ -136,9 +136,12 @@ export class OrderStream {
 
 /**
  * The order of an entry reserve.lua wrote, or null when its fields are not three decimal ids and
- * a slot 1..99 (an entry without a slot was written before per-user limits: slot 1).
+ * a slot 1..99 (an entry without a slot was written before per-user limits: slot 1). Its
+ * acceptance time is the entry's `acceptedMs`; an entry written before that field existed falls
+ * back to the entry id's time (Redis time of the XADD: the acceptance itself for reserve.lua's
+ * entries, the hand-off for a sync order's).
  */
-export function parseOrder(fields: string[]): QueuedOrder | null {
+export function parseOrder(entryId: string, fields: string[]): (QueuedOrder & { acceptedMs: number }) | null {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
   const orderId = map.get('orderId');
@@ -147,5 +150,7 @@ export function parseOrder(fields: string[]): QueuedOrder | null {
   const isId = (value: string | undefined): value is string => value !== undefined && /^[1-9]\d{0,19}$/.test(value);
   const slot = map.get('slot') ?? '1';
   if (!/^[1-9]\d?$/.test(slot)) return null;
-  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId, slot: Number(slot) } : null;
+  const accepted = map.get('acceptedMs') ?? entryId.split('-')[0]!;
+  if (!/^\d{1,15}$/.test(accepted)) return null;
+  return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId, slot: Number(slot), acceptedMs: Number(accepted) } : null;
 }

@@ -222,7 +222,7 @@ export class OrderWorker {
   private async handleBatch(shard: number, entries: Entry[]): Promise<void> {
     const orders: OrderEntry[] = [];
     for (const [id, fields] of entries) {
-      const order = parseOrder(fields);
+      const order = parseOrder(id, fields);
       if (order !== null) {
         orders.push({ id, order });
         continue;
@@ -311,7 +311,7 @@ export class OrderWorker {
    */
   private async deadLetter(shard: number, [id, fields]: Entry, deliveries: number): Promise<void> {
     const error = this.lastErrors.get(id)?.message ?? 'unknown';
-    const order = parseOrder(fields);
+    const order = parseOrder(id, fields);
     if (order !== null) await this.store.release(order);
     await this.stream.deadLetter(shard, id, fields, deliveries, error);
     this.lastErrors.delete(id);

@@ -134,6 +134,55 @@ describe('limitPerUser: up to N live orders of a voucher per user', () => {
     for (const bad of [0, 31, 1.5]) expect((await patch({ limitPerUser: bad })).statusCode).toBe(400);
   });
 
+  it('lowered below what a user holds: a freed slot under the new limit does not let the user buy again, and reconcile stays clean', async () => {
+    const voucherId = await voucherWithLimit(3);
+    const user = users[5]!;
+    for (let i = 0; i < 3; i++) expect((await buy(syncApp, user.token, voucherId)).json()).toMatchObject({ success: true });
+    const bySlot = new Map((await mysqlOrders(env, voucherId)).map((order) => [order.slot, order.id]));
+    for (const slot of [2, 3]) {
+      const paid = await asyncApp.inject({ method: 'POST', url: `/api/voucher-order/${bySlot.get(slot)!}/pay`, headers: { authorization: user.token } });
+      expect(paid.json()).toMatchObject({ success: true });
+    }
+    const lowered = await asyncApp.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { limitPerUser: 1 } });
+    expect(lowered.json().data).toMatchObject({ limitPerUser: 1 });
+    // The unpaid order (slot 1) is cancelled: slot 1 is free, slots 2 and 3 stay held (paid).
+    expect(await seckill.orders.cancelUnpaid(bySlot.get(1)!)).toBe(true);
+    expect(await seckill.store.release({ orderId: bySlot.get(1)!, userId: user.id, voucherId, slot: 1 })).toBe(true);
+    expect(await slotsInRedis(voucherId, user.id)).toBe(0b110);
+    for (const app of [asyncApp, syncApp]) expect((await buy(app, user.token, voucherId)).json().errorMsg).toBe(REFUSALS.alreadyBought);
+    expect((await mysqlOrders(env, voucherId)).filter((order) => order.live === 1)).toHaveLength(2);
+    // Slots above the limit are history the user legitimately holds, not drift.
+    const deps = { db: env.db, store: seckill.store };
+    expect((await reconcileSeckill(deps, { repair: false, voucherIds: [voucherId] })).drifted).toEqual([]);
+    // Raised to 3 again: the user holds 2, so one more is sold, in the free slot 1.
+    await asyncApp.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { limitPerUser: 3 } });
+    expect((await buy(syncApp, user.token, voucherId)).json()).toMatchObject({ success: true });
+    expect(await slotsInRedis(voucherId, user.id)).toBe(0b111);
+    expect((await buy(syncApp, user.token, voucherId)).json().errorMsg).toBe(REFUSALS.atLimit(3));
+  });
+
+  it('lowered from 3 to 2 while a user holds slots 2 and 3: refused; a user holding slot 3 alone buys one more, in slot 1', async () => {
+    const voucherId = await voucherWithLimit(3);
+    const [two, one] = [users[6]!, users[7]!];
+    for (const user of [two, one]) {
+      for (let i = 0; i < 3; i++) expect((await buy(syncApp, user.token, voucherId)).json()).toMatchObject({ success: true });
+    }
+    const orders = await mysqlOrders(env, voucherId);
+    const release = async (user: { id: string }, slot: number) => {
+      const order = orders.find((row) => row.user_id === user.id && row.slot === slot)!;
+      expect(await seckill.orders.cancelUnpaid(order.id)).toBe(true);
+      expect(await seckill.store.release({ orderId: order.id, userId: user.id, voucherId, slot })).toBe(true);
+    };
+    await release(two, 1);
+    await release(one, 1);
+    await release(one, 2);
+    await asyncApp.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { limitPerUser: 2 } });
+    expect((await buy(asyncApp, two.token, voucherId)).json().errorMsg).toBe(REFUSALS.atLimit(2));
+    expect((await buy(syncApp, one.token, voucherId)).json()).toMatchObject({ success: true });
+    expect(await slotsInRedis(voucherId, one.id)).toBe(0b101);
+    expect((await buy(syncApp, one.token, voucherId)).json().errorMsg).toBe(REFUSALS.atLimit(2));
+  });
+
   it('reconcile compares slots, not membership, and repairs them from MySQL', async () => {
     const voucherId = await voucherWithLimit(2);
     const user = users[4]!;

@@ -179,12 +179,16 @@ describe('instances on different seckill strategies share one sale', () => {
     await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     // What a sync instance leaves when it dies between reserve.lua ("hold") and its transaction.
     const order = { orderId: '987654321', userId: users[300]!.id, voucherId };
-    expect(await worker.store.reserve(order, 'hold')).toEqual({ outcome: 'accepted', slot: 1 });
+    const reserved = await worker.store.reserve(order, 'hold');
+    expect(reserved).toMatchObject({ outcome: 'accepted', slot: 1 });
     await worker.worker.drainOnce();
     expect((await backlog()).held).toBe(1); // younger than the hold time: its request may still be writing
     // A worker with a hold time of 0, so the test need not wait a minute.
     const options = { consumer: 'mixed-test', batchSize: 100, maxDeliveries: 5, claimIdleMs: 60_000, handOffHeldAfterMs: 0, log: pino({ level: 'silent' }) };
     await new OrderWorker(worker.stream, worker.store, worker.orders, options).drainOnce();
     await expectConsistent(voucherId, 5, [order.orderId]);
+    // Handed off later, written later: its create_time is still the acceptance (the in-flight score).
+    const row = await env.db.selectFrom('tb_voucher_order').select('create_time').where('id', '=', order.orderId).executeTakeFirstOrThrow();
+    expect(reserved.outcome === 'accepted' && row.create_time.getTime()).toBe(reserved.outcome === 'accepted' && reserved.acceptedMs);
   });
 });

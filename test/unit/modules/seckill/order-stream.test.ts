@@ -1,38 +1,56 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
 
+/** A stream entry id: the Redis time (ms) of its XADD, then a sequence number. */
+const ENTRY_ID = '1700000000000-3';
+const ENTRY_MS = 1_700_000_000_000;
+
 describe("parseOrder: a stream entry's fields as an order", () => {
   it('reads the three ids whatever the field order, ignoring other fields', () => {
-    const order = { orderId: '9223372036854775807', userId: '1', voucherId: '20', slot: 1 };
-    expect(parseOrder(['orderId', order.orderId, 'userId', '1', 'voucherId', '20'])).toEqual(order);
-    expect(parseOrder(['voucherId', '20', 'traceId', 'abc', 'userId', '1', 'orderId', order.orderId])).toEqual(order);
+    const order = { orderId: '9223372036854775807', userId: '1', voucherId: '20', slot: 1, acceptedMs: ENTRY_MS };
+    expect(parseOrder(ENTRY_ID, ['orderId', order.orderId, 'userId', '1', 'voucherId', '20'])).toEqual(order);
+    expect(parseOrder(ENTRY_ID, ['voucherId', '20', 'traceId', 'abc', 'userId', '1', 'orderId', order.orderId])).toEqual(order);
   });
 
   it('takes the last value of a repeated field and ignores a trailing field without a value', () => {
-    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'orderId', '4', 'extra'])).toEqual({
+    expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2', 'voucherId', '3', 'orderId', '4', 'extra'])).toEqual({
       orderId: '4',
       userId: '2',
       voucherId: '3',
       slot: 1,
+      acceptedMs: ENTRY_MS,
     });
   });
 
   it('reads the slot reserve.lua assigned (slot 1 for entries written before slots existed) and refuses a bad one', () => {
-    expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', '7'])).toEqual({ orderId: '1', userId: '2', voucherId: '3', slot: 7 });
-    for (const bad of ['0', '-1', 'x', '100', '']) expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', bad])).toBeNull();
+    expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', '7'])).toEqual({
+      orderId: '1',
+      userId: '2',
+      voucherId: '3',
+      slot: 7,
+      acceptedMs: ENTRY_MS,
+    });
+    for (const bad of ['0', '-1', 'x', '100', '']) expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', bad])).toBeNull();
+  });
+
+  it("reads the acceptance time reserve.lua wrote; an entry without it (queued before the field existed) takes its entry id's time", () => {
+    const fields = ['orderId', '1', 'userId', '2', 'voucherId', '3', 'slot', '1'];
+    expect(parseOrder(ENTRY_ID, [...fields, 'acceptedMs', '1699999999123'])?.acceptedMs).toBe(1_699_999_999_123);
+    expect(parseOrder(ENTRY_ID, fields)?.acceptedMs).toBe(ENTRY_MS);
+    for (const bad of ['', 'x', '-1', '1.5']) expect(parseOrder(ENTRY_ID, [...fields, 'acceptedMs', bad])).toBeNull();
   });
 
   it('returns null for a missing field, so the worker can dead-letter the entry', () => {
-    expect(parseOrder(['orderId', '1', 'userId', '2'])).toBeNull();
-    expect(parseOrder([])).toBeNull();
+    expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2'])).toBeNull();
+    expect(parseOrder(ENTRY_ID, [])).toBeNull();
   });
 
   it.each([['0'], ['01'], ['-1'], ['1.5'], [' 1'], ['1e3'], [''], ['abc'], ['123456789012345678901']])(
     'returns null for the id %j (not a positive decimal id of up to 20 digits)',
     (bad) => {
-      expect(parseOrder(['orderId', bad, 'userId', '2', 'voucherId', '3'])).toBeNull();
-      expect(parseOrder(['orderId', '1', 'userId', bad, 'voucherId', '3'])).toBeNull();
-      expect(parseOrder(['orderId', '1', 'userId', '2', 'voucherId', bad])).toBeNull();
+      expect(parseOrder(ENTRY_ID, ['orderId', bad, 'userId', '2', 'voucherId', '3'])).toBeNull();
+      expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', bad, 'voucherId', '3'])).toBeNull();
+      expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2', 'voucherId', bad])).toBeNull();
     },
   );
 });

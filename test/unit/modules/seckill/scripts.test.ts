@@ -24,8 +24,8 @@ describe('reserve.lua as a typed function', () => {
     expect(() => toReserveOutcome(-1)).toThrow(/unexpected -1/);
   });
 
-  it('reads the value beside the code: the slot, the limit, the replayed order id', () => {
-    expect(toReserveResult([0, 3])).toEqual({ outcome: 'accepted', slot: 3 });
+  it('reads the values beside the code: the slot and acceptance time, the limit, the replayed order id', () => {
+    expect(toReserveResult([0, 3, 1_700_000_000_123])).toEqual({ outcome: 'accepted', slot: 3, acceptedMs: 1_700_000_000_123 });
     expect(toReserveResult([4, 2])).toEqual({ outcome: 'already-bought', limit: 2 });
     expect(toReserveResult([8, '4611686018427387904'])).toEqual({ outcome: 'replayed', orderId: '4611686018427387904' });
     expect(toReserveResult([3, 0])).toEqual({ outcome: 'sold-out' });

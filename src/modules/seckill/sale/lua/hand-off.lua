@@ -15,6 +15,8 @@
 ]]
 --- @include "server-time"
 local function hand_off(order_id)
+  -- The in-flight score is the acceptance time: the entry carries it, as reserve.lua's do.
+  local accepted_ms = redis.call('ZSCORE', KEYS[1], order_id)
   if redis.call('ZREM', KEYS[1], order_id) == 0 then
     return 0
   end
@@ -26,7 +28,7 @@ local function hand_off(order_id)
   if slot == '' then
     slot = '1'
   end
-  redis.call('XADD', KEYS[3], '*', 'orderId', order_id, 'userId', user_id, 'voucherId', voucher_id, 'slot', slot)
+  redis.call('XADD', KEYS[3], '*', 'orderId', order_id, 'userId', user_id, 'voucherId', voucher_id, 'slot', slot, 'acceptedMs', accepted_ms)
   return 1
 end
 
