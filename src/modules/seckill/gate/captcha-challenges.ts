@@ -16,7 +16,7 @@ const CLOCK_SKEW_MARGIN_MS = 60_000;
  * The minimum still costs a script about 50 attempts per order; the maximum is what a slow phone
  * still solves well within altcha-lib's 90 s solver timeout (and the challenge's lifetime).
  */
-export const CAPTCHA_MAX_NUMBER = { default: 400, min: 100, max: 10_000 } as const;
+export const CAPTCHA_MAX_NUMBER = { default: 400, min: 100, max: 5_000 } as const;
 
 export interface CaptchaOptions {
   /**
