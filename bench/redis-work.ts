@@ -26,10 +26,14 @@ export interface CommandCount {
 /** A histogram's observations and their sum; null when the server does not export it. */
 export type HistogramCount = { count: number; sum: number } | null;
 
-/** What one slice did: its accepted orders, and the commands and reserve batches they took. */
+/** The server's order worker: its MySQL write transactions and the orders they created; null without /metrics. */
+export type WorkerWrites = { writes: number; orders: number } | null;
+
+/** What one slice did: its accepted orders, and the commands, reserve batches and worker writes they took. */
 export interface SliceWork extends CommandCount {
   accepted: number;
   reserveBatches: HistogramCount;
+  workerWrites: WorkerWrites;
 }
 
 /** Sums `cmdstat_<name>:calls=N` over the lines of INFO commandstats (INFO itself left out: the bench's reads). */
@@ -78,15 +82,34 @@ export function parseHistogram(text: string, name: string): HistogramCount {
   return count === null || sum === null ? null : { count, sum };
 }
 
-/** The server's reserve batch histogram now; null when it has none or /metrics does not answer. */
-export async function reserveBatches(url: string): Promise<HistogramCount> {
+/** A counter's value for one label set (`name{label="value"}`), summed if it appears more than once; null when absent. */
+export function parseCounter(text: string, name: string, label: string): number | null {
+  let sum: number | null = null;
+  for (const match of text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} ([\\d.e+-]+)$`, 'gm'))) {
+    if (match[1]!.split(',').includes(label)) sum = (sum ?? 0) + Number(match[2]);
+  }
+  return sum;
+}
+
+/** The server's reserve batch histogram and its worker's writes now; nulls when it has none or /metrics does not answer. */
+async function serverCounts(url: string): Promise<{ reserveBatches: HistogramCount; workerWrites: WorkerWrites }> {
   try {
     const response = await scrapeMetrics(url);
-    return response.ok ? parseHistogram(await response.text(), 'seckill_reserve_batch_size') : null;
+    if (!response.ok) return { reserveBatches: null, workerWrites: null };
+    const text = await response.text();
+    const writes = parseCounter(text, 'seckill_worker_mysql_attempts_total', 'kind="write"');
+    const orders = parseCounter(text, 'seckill_worker_entries_total', 'result="created"');
+    return {
+      reserveBatches: parseHistogram(text, 'seckill_reserve_batch_size'),
+      workerWrites: writes === null && orders === null ? null : { writes: writes ?? 0, orders: orders ?? 0 },
+    };
   } catch {
-    return null;
+    return { reserveBatches: null, workerWrites: null };
   }
 }
+
+const difference = <T extends Record<string, number>>(after: T | null, before: T | null): T | null =>
+  after && before ? (Object.fromEntries(Object.keys(after).map((key) => [key, after[key]! - before[key]!])) as T) : null;
 
 /**
  * Starts counting a slice's work once the order workers have drained (`drained`); the returned
@@ -100,22 +123,21 @@ export async function startSliceWork(options: {
   drained: () => Promise<unknown>;
 }): Promise<() => Promise<SliceWork>> {
   await options.drained(); // what earlier loads left queued is not this slice's
-  const batchesBefore = await reserveBatches(options.url);
+  const serverBefore = await serverCounts(options.url);
   const acceptedBefore = options.accepted();
   const before = await countCommands(options.redis);
   return async () => {
     await options.drained();
     const after = await countCommands(options.redis);
     const accepted = options.accepted() - acceptedBefore;
-    const batchesAfter = await reserveBatches(options.url);
-    const reserveBatchesDelta =
-      batchesBefore && batchesAfter ? { count: batchesAfter.count - batchesBefore.count, sum: batchesAfter.sum - batchesBefore.sum } : null;
+    const serverAfter = await serverCounts(options.url);
     return {
       accepted,
       commands: after.commands - before.commands,
       scripts: after.scripts - before.scripts,
       byCommand: addCalls(after.byCommand, before.byCommand, -1),
-      reserveBatches: reserveBatchesDelta,
+      reserveBatches: difference(serverAfter.reserveBatches, serverBefore.reserveBatches),
+      workerWrites: difference(serverAfter.workerWrites, serverBefore.workerWrites),
     };
   };
 }
@@ -130,6 +152,11 @@ export interface WorkPerOrder {
   byCommand: Record<string, number>;
   /** Orders per reserve script call: null when the server exports no `seckill_reserve_batch_size`. */
   meanReserveBatch: number | null;
+  /**
+   * Orders its own order worker created per MySQL write transaction (`seckill_worker_entries_total`
+   * over `seckill_worker_mysql_attempts_total{kind="write"}`); null without /metrics or writes.
+   */
+  ordersPerWorkerWrite: number | null;
   /** CPU µs per accepted order (the slices' CPU per answer × answers ÷ accepted orders). */
   cpuPerOrder: { server: number; redis: number; mariadb: number; total: number };
 }
@@ -150,6 +177,12 @@ export function workPerOrder(
         sum: 0,
       })
     : null;
+  const writes = counted.every((slice) => slice.work.workerWrites !== null)
+    ? counted.reduce((sum, slice) => ({ writes: sum.writes + slice.work.workerWrites!.writes, orders: sum.orders + slice.work.workerWrites!.orders }), {
+        writes: 0,
+        orders: 0,
+      })
+    : null;
   return {
     accepted,
     commandsPerOrder: per(total((work) => work.commands)),
@@ -160,6 +193,7 @@ export function workPerOrder(
         .sort(([, a], [, b]) => b - a),
     ),
     meanReserveBatch: batches && batches.count > 0 ? batches.sum / batches.count : null,
+    ordersPerWorkerWrite: writes && writes.writes > 0 ? writes.orders / writes.writes : null,
     cpuPerOrder: { server: cpu('server'), redis: cpu('redis'), mariadb: cpu('mariadb'), total: cpu('total') },
   };
 }

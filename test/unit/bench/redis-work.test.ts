@@ -1,6 +1,6 @@
 /** The bench's Redis work counters: INFO commandstats and a Prometheus histogram read as the report needs them. */
 import { describe, expect, it } from 'vitest';
-import { parseCommandstats, parseHistogram, workPerOrder, type SliceWork } from '../../../bench/redis-work.js';
+import { parseCommandstats, parseCounter, parseHistogram, workPerOrder, type SliceWork } from '../../../bench/redis-work.js';
 
 describe('bench Redis work', () => {
   it('counts every command but INFO, and eval, evalsha and fcall (read-only ones too) as script calls', () => {
@@ -34,6 +34,18 @@ describe('bench Redis work', () => {
     expect(parseHistogram('process_cpu_seconds_total 1\n', 'seckill_reserve_batch_size')).toBeNull();
   });
 
+  it('reads one label set of a counter', () => {
+    const text = [
+      'seckill_worker_mysql_attempts_total{kind="write"} 12',
+      'seckill_worker_mysql_attempts_total{kind="probe"} 3',
+      'seckill_worker_entries_total{result="created"} 1200',
+      'seckill_worker_entries_total{result="duplicate"} 1',
+    ].join('\n');
+    expect(parseCounter(text, 'seckill_worker_mysql_attempts_total', 'kind="write"')).toBe(12);
+    expect(parseCounter(text, 'seckill_worker_entries_total', 'result="created"')).toBe(1200);
+    expect(parseCounter(text, 'seckill_worker_entries_total', 'result="dead-letter"')).toBeNull();
+  });
+
   it('divides the slices’ work by their accepted orders, CPU per answer weighted by answers', () => {
     const work = (accepted: number, commands: number, batches: SliceWork['reserveBatches']): SliceWork => ({
       accepted,
@@ -41,6 +53,7 @@ describe('bench Redis work', () => {
       scripts: accepted,
       byCommand: { evalsha: accepted, hset: commands - accepted },
       reserveBatches: batches,
+      workerWrites: { writes: 4, orders: accepted },
     });
     const cpu = (server: number) => ({ server, redis: 1, mariadb: 1, total: server + 2 });
     const slices = [
@@ -53,6 +66,7 @@ describe('bench Redis work', () => {
       scriptsPerOrder: 1,
       byCommand: { hset: 3, evalsha: 1 },
       meanReserveBatch: 10,
+      ordersPerWorkerWrite: 25,
       cpuPerOrder: { server: 30, redis: 1.5, mariadb: 1.5, total: 33 },
     });
     expect(workPerOrder([{ ...slices[0]!, work: work(100, 500, null) }])?.meanReserveBatch).toBeNull();
