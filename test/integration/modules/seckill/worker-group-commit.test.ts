@@ -43,6 +43,7 @@ let seckill: ReturnType<typeof buildSeckill>;
 let subscriber: Redis;
 let events: OrderChange[][];
 let worker: OrderWorker | undefined;
+let releaseHeld: (() => void) | undefined;
 
 beforeAll(async () => {
   redisServer = await startRedisServer();
@@ -55,6 +56,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
+  releaseHeld?.(); // a failed test may leave its first write held: stop() waits for it
   await worker?.stop();
   worker = undefined;
 });
@@ -70,6 +72,7 @@ function heldRepository() {
   const counter = new UpdateCounter();
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
+  releaseHeld = release;
   const writes: Array<{ orders: readonly NewOrder[]; updates: number }> = [];
   class Held extends DueTrackedOrders {
     override async persistAllNew(orders: readonly NewOrder[]): Promise<void> {
@@ -218,7 +221,10 @@ describe('order worker group commit', () => {
     await expect.poll(backlog).toEqual({ pending: 0, queued: 0 });
 
     // The first batch, the group of three, then each of its batches alone; the short voucher's then order by order (persist).
-    expect(writes.map((write) => write.orders.length)).toEqual([2, 6, 2, 2, 2]);
+    expect(writes.slice(0, 5).map((write) => write.orders.length)).toEqual([2, 6, 2, 2, 2]);
+    // The short voucher's two orders then race for its unit in two transactions: one of them may
+    // fail transiently (a deadlock) and be retried (a batch of one) before failing for the stock.
+    expect(writes.slice(5).every((write) => write.orders.length === 1 && write.orders[0]!.voucherId === short)).toBe(true);
     for (const voucher of byShard.flat().filter((voucher) => voucher !== short)) expect(await mysqlStock(env, voucher)).toBe(8);
     expect(await mysqlStock(env, short)).toBe(0);
     expect(await mysqlOrders(env, short)).toHaveLength(1);
