@@ -25,6 +25,7 @@ import * as hdr from 'hdr-histogram-js';
 import { Pool } from 'undici';
 import { scrapeMetrics } from './processes.js';
 import { cpuSpread, startCpuCount, type CpuPerRequest, type CpuPids, type CpuSpread } from './cpu.js';
+import type { SliceWork } from './redis-work.js';
 
 export interface RequestSource {
   method: 'GET' | 'POST';
@@ -76,6 +77,8 @@ export interface PhaseResult {
   serverLagP99?: number;
   /** CPU µs per answer, by process, over this phase or slice (when the processes are known). */
   cpu?: CpuPerRequest;
+  /** A sale's slice: its accepted orders and the Redis commands they took (bench/redis-work.ts). */
+  work?: SliceWork;
   /** Saturation over several slices: median and range of the slices' CPU per answer. */
   cpuSpread?: CpuSpread;
   /** Socket errors and timeouts. */
@@ -287,6 +290,12 @@ export interface LoadTarget {
   serverPid?: number;
   /** Runs right after the target's last phase (e.g. waiting for the order worker to drain). */
   afterLoad?: () => Promise<void>;
+  /**
+   * Counts a saturation slice's work beyond its answers: started before the slice, ended after it
+   * (a sale's end waits for its order worker to drain, so that no order's writes spill into the
+   * next target's slice).
+   */
+  sliceWork?: () => Promise<() => Promise<SliceWork>>;
 }
 
 export interface Measurement {
@@ -325,12 +334,15 @@ export async function measureAll(
   const sliceSeconds = durationSeconds / rounds;
   const cpuPids = options.cpuPids ?? {};
   for (let round = 1; round <= rounds; round++) {
-    for (const { name, url, source, serverPid } of targets) {
+    for (const { name, url, source, serverPid, sliceWork } of targets) {
       const onTick = step(`${name}: saturation, ${connections} connections, slice ${round}/${rounds}`, sliceSeconds);
+      const work = await sliceWork?.();
       const cpu = startCpuCount({ ...cpuPids, server: serverPid });
       const slice = await saturate(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick });
       expected.set(name, slice.rps);
-      slices.get(name)!.push({ ...slice, cpu: cpu(slice.requests) });
+      // CPU up to the last answer, as for every target; the work after the drain.
+      const measured = { ...slice, cpu: cpu(slice.requests) };
+      slices.get(name)!.push(work ? { ...measured, work: await work() } : measured);
     }
   }
 

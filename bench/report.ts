@@ -194,6 +194,29 @@ export function renderMarkdown(report: BenchReport): string {
     out.push('');
   }
 
+  const worked = report.seckill.filter((sale) => sale.work);
+  if (worked.length > 0) {
+    out.push(
+      'Per accepted order at saturation, over all slices (the order worker drained after each): Redis commands (INFO commandstats, ' +
+        'commands run by scripts included) and script calls, the mean reserve batch (orders per reserve script call, from the ' +
+        "server's `seckill_reserve_batch_size`; — when it has none), orders per MySQL transaction of the server's order worker, and CPU µs by process:",
+      '',
+      '| scenario | accepted orders | Redis commands | script calls | mean reserve batch | orders per worker write | server µs | Redis µs | MariaDB µs | serving µs |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const sale of worked) {
+      const work = sale.work!;
+      const f = (value: number, digits = 3) => (Number.isFinite(value) ? Number(value.toPrecision(digits)).toLocaleString('en-US') : '–');
+      const { server, redis, mariadb, total } = work.cpuPerOrder;
+      out.push(
+        `| ${sale.scenario} | ${number(work.accepted)} | ${f(work.commandsPerOrder)} | ${f(work.scriptsPerOrder)} | ${work.meanReserveBatch === null ? '—' : f(work.meanReserveBatch)} | ` +
+          `${work.ordersPerWorkerWrite === null ? '—' : f(work.ordersPerWorkerWrite)} | ` +
+          `${f(server)} | ${f(redis)} | ${f(mariadb)} | ${f(total)} |`,
+      );
+    }
+    out.push('');
+  }
+
   for (const sale of report.seckill) {
     const refused =
       Object.entries(sale.refused)

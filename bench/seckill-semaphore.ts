@@ -26,7 +26,8 @@ import { SessionStore } from '../src/modules/users/index.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import type { BenchOptions } from './options.js';
 import { startServer } from './processes.js';
-import { checkSale, Sale, type Check, type SeckillResult } from './seckill.js';
+import { checkSale, Sale, saleSliceWork, type Check, type SeckillResult } from './seckill.js';
+import { workPerOrder } from './redis-work.js';
 import type { World } from './world.js';
 
 /** The semaphore holding a voucher's stock (gulimall: `seckill:stock:<randomCode>`). */
@@ -92,7 +93,7 @@ export async function prepareSemaphoreSale(options: BenchOptions, world: World):
     await locks.close();
     const sale = new Sale(vouchers, world.users, (voucher) => `/bench/seckill-semaphore/${voucher}`);
     return {
-      targets: [{ name, url: server.url, serverPid: server.child.pid, source: sale }],
+      targets: [{ name, url: server.url, serverPid: server.child.pid, source: sale, sliceWork: saleSliceWork(world, server.url, sale, options) }],
       stop,
       finish: async (measurements) => {
         const { saturation, fixedRate, slices } = measurements.get(name)!;
@@ -110,6 +111,7 @@ export async function prepareSemaphoreSale(options: BenchOptions, world: World):
           accepted: sale.accepted.size,
           refused: sale.refused,
           drainMs: 0,
+          work: workPerOrder(slices),
           checks,
           pass: checks.every((check) => check.pass),
         };

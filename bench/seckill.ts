@@ -16,6 +16,7 @@ import type { PhaseResult, RequestSource } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { TokenSigner } from '../src/lib/signed-token/index.js';
 import { BENCH_PURCHASE_TOKEN_KEYS, startServer } from './processes.js';
+import { startSliceWork, workPerOrder, type WorkPerOrder } from './redis-work.js';
 
 export type Strategy = 'async' | 'sync';
 
@@ -42,6 +43,8 @@ export interface SeckillResult {
   refused: Record<string, number>;
   /** From the end of the load until the order worker had written everything (async). */
   drainMs: number;
+  /** Redis commands, script calls, reserve batch size and CPU per accepted order over the saturation slices. */
+  work?: WorkPerOrder;
   checks: Check[];
   pass: boolean;
 }
@@ -84,8 +87,10 @@ export async function prepareSale(
       drained = await waitForDrain(world, options.drainTimeoutSeconds * 1000);
       drainMs = Math.round(performance.now() - drainStarted);
     };
+    const url = options.target ?? server!.url;
+    const sliceWork = saleSliceWork(world, url, sale, options);
     return {
-      targets: [{ name, url: options.target ?? server!.url, ...(server ? { serverPid: server.child.pid } : {}), source: sale, afterLoad: waitForWorker }],
+      targets: [{ name, url, ...(server ? { serverPid: server.child.pid } : {}), source: sale, afterLoad: waitForWorker, sliceWork }],
       stop,
       finish: async (measurements) => {
         const { saturation, fixedRate, slices } = measurements.get(name)!;
@@ -103,6 +108,7 @@ export async function prepareSale(
           accepted: sale.accepted.size,
           refused: sale.refused,
           drainMs,
+          work: workPerOrder(slices),
           checks,
           pass: checks.every((check) => check.pass),
         };
@@ -112,6 +118,22 @@ export async function prepareSale(
     await stop();
     throw error;
   }
+}
+
+/** Counts a sale's Redis commands per accepted order over each saturation slice (bench/redis-work.ts). */
+export function saleSliceWork(
+  world: Pick<World, 'redis' | 'stream'>,
+  url: string,
+  sale: Pick<Sale, 'accepted'>,
+  options: Pick<BenchOptions, 'drainTimeoutSeconds'>,
+) {
+  return () =>
+    startSliceWork({
+      redis: world.redis,
+      url,
+      accepted: () => sale.accepted.size,
+      drained: () => waitForDrain(world, options.drainTimeoutSeconds * 1000),
+    });
 }
 
 /**

@@ -65,6 +65,21 @@ describe('npm run bench --smoke', () => {
     for (const sale of report.seckill) {
       expect(sale.slices.reduce((sum, slice) => sum + slice.cpu!.redis * slice.requests, 0)).toBeGreaterThan(0);
     }
+    // Redis work per accepted order, counted over the slices (bench/redis-work.ts): every order runs at least one script.
+    for (const sale of report.seckill) {
+      const work = sale.work!;
+      expect(work.accepted, sale.scenario).toBeGreaterThan(0);
+      expect(work.scriptsPerOrder, sale.scenario).toBeGreaterThan(0);
+      expect(Number.isFinite(work.scriptsPerOrder)).toBe(true);
+      expect(work.commandsPerOrder, sale.scenario).toBeGreaterThan(work.scriptsPerOrder);
+      expect(Number.isFinite(work.commandsPerOrder)).toBe(true);
+      expect(work.byCommand.evalsha, sale.scenario).toBeGreaterThan(0);
+      for (const part of ['server', 'total'] as const) expect(work.cpuPerOrder[part], `${sale.scenario} ${part}`).toBeGreaterThan(0);
+      // The server's reserve batch histogram, where it has one.
+      if (work.meanReserveBatch !== null) expect(work.meanReserveBatch).toBeGreaterThanOrEqual(1);
+      // Every scenario's worker reads the one set of streams: the async server's may have written none of them.
+      if (work.ordersPerWorkerWrite !== null) expect(work.ordersPerWorkerWrite).toBeGreaterThan(0);
+    }
     // The async worker writes MariaDB: over the whole sale its CPU shows (ticks of 10 ms: not in every short slice).
     const asyncSale = report.seckill.find((sale) => sale.strategy === 'async')!;
     expect(asyncSale.slices.reduce((sum, slice) => sum + slice.cpu!.mariadb * slice.requests, 0)).toBeGreaterThan(0);
@@ -81,6 +96,7 @@ describe('npm run bench --smoke', () => {
 
     const markdown = renderMarkdown(report);
     expect(markdown).toContain('| seckill-async |');
+    expect(markdown).toMatch(/\| seckill-async \| [\d,]+ \| [\d,.]+ \| [\d,.]+ \| (—|[\d,.]+) \| (—|[\d,.]+) \| [\d,.]+ \|/); // per accepted order: commands, scripts, batches, server µs
     expect(markdown).toContain('PASS orders in MySQL = successes returned');
     expect(markdown).toContain('Correctness: **PASS**');
     expect(markdown).toMatch(/\| seckill-async \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+ \(/); // req/s and server µs with their spread

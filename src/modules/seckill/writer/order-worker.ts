@@ -3,9 +3,10 @@ import type { Log } from '../../../infra/logging.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
+import { GroupCommit } from './group-commit.js';
 import { parseOrder, type OrderStream } from './order-stream.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { OrderEntry, QueuedOrder } from '../types.js';
+import type { NewOrder, OrderEntry, QueuedOrder } from '../types.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
 
 export interface OrderWorkerOptions {
@@ -56,6 +57,8 @@ export class OrderWorker {
   private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
   /** Every MySQL write goes through it; while it is open the loops read nothing and only probe. */
   readonly breaker: WriteBreaker;
+  /** The shards' batches of new orders, written together when they are ready together (one transaction). */
+  readonly writes: GroupCommit<NewOrder>;
 
   constructor(
     private readonly stream: OrderStream,
@@ -70,6 +73,11 @@ export class OrderWorker {
         if (state === 'open') options.log.error('order worker: MySQL writes keep failing; circuit open, entries stay pending until a probe succeeds');
         if (state === 'closed') options.log.info('order worker: MySQL probe succeeded; circuit closed, writing again');
       },
+    });
+    this.writes = new GroupCommit((group) => this.breaker.write(() => this.orders.persistAllNew(group)), {
+      // Every shard's batch at once; more would only make the one transaction longer.
+      maxItems: options.batchSize * stream.keys.shards,
+      isTransient: (error) => error instanceof BrokenCircuitError || isTransient(error),
     });
   }
 
@@ -230,23 +238,22 @@ export class OrderWorker {
       this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false });
       await this.deadLetter(shard, [id, fields], 1);
     }
-    if (orders.length > 1) {
-      const together = await this.writeTogether(shard, orders);
-      if (together !== 'each-alone') return;
-    }
-    await Promise.all(orders.map((entry) => this.handleEntry(shard, entry)));
+    if (orders.length === 0) return;
+    const together = await this.writeTogether(shard, orders);
+    if (together === 'each-alone') await Promise.all(orders.map((entry) => this.handleEntry(shard, entry)));
   }
 
   /**
    * The common case, fast: every order of the batch is new, so one transaction writes them all
-   * and one MULTI acknowledges them. `each-alone` when that does not hold (a redelivered or
-   * conflicting order, stock): nothing was written, and each entry then goes its own way.
-   * `unavailable` when MySQL failed or the circuit is open: the entries stay pending, retried
-   * later, and not one by one now (that would multiply the attempts on a MySQL that is down).
+   * (with the batches other shards read meanwhile: group-commit.ts) and one MULTI acknowledges
+   * them. `each-alone` when that does not hold (a redelivered or conflicting order, stock):
+   * nothing of the batch was written, and each entry then goes its own way. `unavailable` when
+   * MySQL failed or the circuit is open: the entries stay pending, retried later, and not one by
+   * one now (that would multiply the attempts on a MySQL that is down).
    */
   private async writeTogether(shard: number, entries: OrderEntry[]): Promise<'written' | 'each-alone' | 'unavailable'> {
     try {
-      await this.breaker.write(() => this.orders.persistAllNew(entries.map((entry) => entry.order)));
+      await this.writes.submit(entries.map((entry) => entry.order));
     } catch (error) {
       if (!(error instanceof BrokenCircuitError) && !isTransient(error)) return 'each-alone';
       for (const { id } of entries) this.lastErrors.set(id, { message: String(error), transient: true });
