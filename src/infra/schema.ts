@@ -129,6 +129,8 @@ export interface SeckillVoucherTable {
   paused: Defaulted<number>;
   /** off | token | captcha (migration 0008, src/modules/seckill/gate/purchase-gate.ts). */
   purchase_gate: Defaulted<string>;
+  /** A captcha sale's cost, ALTCHA maxNumber (migration 0010, src/modules/seckill/gate/captcha-challenges.ts). */
+  captcha_max_number: Defaulted<number>;
   create_time: CreateTime;
   update_time: UpdateTime;
 }

@@ -9,6 +9,8 @@ import { DEFAULT_SMS_BODY, checkHeaderName, checkSmsBody, isHostPort, isOrigin, 
 /** Variables that no longer do anything: setting one stops the process with what to do instead. */
 export const RETIRED_ENV_VARS: Readonly<Record<string, string>> = {
   ADMIN_USER_IDS: 'administrators are a role in tb_user now: npm run admin -- grant <phone>',
+  PURCHASE_CAPTCHA_MAX_NUMBER:
+    "a captcha's cost is a setting of each sale now, captchaMaxNumber of POST /api/voucher/seckill and PATCH /api/voucher/seckill/{id} (migration 0010 gave existing sales 400): unset it and PATCH the sales that need another cost",
 };
 
 // The settings that others depend on are named here, before the tree that places them.
@@ -330,14 +332,7 @@ export const SETTINGS = {
       default: 5_000,
       min: 1,
       max: 1_000_000,
-      doc: 'the cost of one attempt at a captcha (an ALTCHA proof of work): PBKDF2-SHA256 iterations ([purchase gate](docs/flows/purchase-gate.md) gives the measured cost)',
-    }),
-    captchaMaxNumber: int({
-      env: 'PURCHASE_CAPTCHA_MAX_NUMBER',
-      default: 400,
-      min: 1,
-      max: 10_000_000,
-      doc: "a captcha's answer is drawn from 1 to this: a solver makes half of it in attempts on average, so the cost per solve is about `PURCHASE_CAPTCHA_MAX_NUMBER / 2 × PURCHASE_CAPTCHA_ITERATIONS` PBKDF2 rounds",
+      doc: 'the cost of one attempt at a captcha (an ALTCHA proof of work): PBKDF2-SHA256 iterations, for every sale; each captcha sale sets how many attempts (`captchaMaxNumber`: a solver makes half of it on average), [purchase gate](docs/flows/purchase-gate.md) gives the measured cost',
     }),
   },
   /** Order state streams (GET /voucher-order/{id}/events). */

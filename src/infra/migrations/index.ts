@@ -8,6 +8,7 @@ import * as saleControls from './0006_sale_controls.js';
 import * as limitPerUser from './0007_limit_per_user.js';
 import * as purchaseGate from './0008_purchase_gate.js';
 import * as orderAcceptTime from './0009_order_accept_time.js';
+import * as captchaCost from './0010_captcha_cost.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007_limit_per_user': limitPerUser,
   '0008_purchase_gate': purchaseGate,
   '0009_order_accept_time': orderAcceptTime,
+  '0010_captcha_cost': captchaCost,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -50,7 +50,7 @@ import { BREAKER_STATES } from './writer/write-breaker.js';
 
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
-export { CaptchaChallenges } from './gate/captcha-challenges.js';
+export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
 export { ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';
 export { OrderLimits } from './orders/order-limits.js';
@@ -88,7 +88,7 @@ export type Seckill = ReturnType<typeof buildSeckill>;
 
 /** At most this many open sales in `seckill_stock_left` (the ones ending soonest): a bounded series count. */
 const STOCK_GAUGE_VOUCHERS = 50;
-/** A captcha challenge unanswered this long expires (a solve takes about a second). */
+/** A captcha challenge unanswered this long expires (longer than altcha-lib's 90 s solver timeout, which the highest cost is set within). */
 const CAPTCHA_TTL_SECONDS = 120;
 
 /**
@@ -290,12 +290,12 @@ function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): Ord
 }
 
 function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSettingsCache, metrics: Metrics): PurchaseGate {
-  const { requestsPerMinute, captchaIterations, captchaMaxNumber, tokenTtlSeconds } = config.purchaseGate;
+  const { requestsPerMinute, captchaIterations, tokenTtlSeconds } = config.purchaseGate;
   const keys = purchaseTokenKeys(config);
   return new PurchaseGate({
     signer: new TokenSigner(keys),
     settings,
-    captcha: new CaptchaChallenges(redis, keys, { iterations: captchaIterations, maxNumber: captchaMaxNumber, ttlSeconds: CAPTCHA_TTL_SECONDS }),
+    captcha: new CaptchaChallenges(redis, keys, { iterations: captchaIterations, ttlSeconds: CAPTCHA_TTL_SECONDS }),
     spent: new SpentTokens(redis),
     limit: new RateLimit(
       new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),

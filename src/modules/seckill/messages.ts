@@ -65,14 +65,18 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   // Schema field texts (errorMessage of the route schemas).
   stockRange: { en: 'must be a whole number from 0 to {max}', zh: '应为 0 到 {max} 之间的整数' },
   limitPerUserRange: { en: 'must be a whole number from 1 to {max}', zh: '应为 1 到 {max} 之间的整数' },
+  captchaMaxNumberRange: {
+    en: 'must be a whole number from {min} (less costs a script too little) to {max} (more takes a phone too long)',
+    zh: '应为 {min} 到 {max} 之间的整数（更小则脚本几乎无需付出代价，更大则手机求解过久）',
+  },
   wholeFen: { en: 'must be a whole number of fen from 0', zh: '应为不小于 0 的整数（单位：分）' },
   giveOneSetting: {
-    en: 'give at least one of stock, beginTime, endTime, limitPerUser, purchaseGate',
-    zh: '至少要给出 stock、beginTime、endTime、limitPerUser、purchaseGate 之一',
+    en: 'give at least one of stock, beginTime, endTime, limitPerUser, purchaseGate, captchaMaxNumber',
+    zh: '至少要给出 stock、beginTime、endTime、limitPerUser、purchaseGate、captchaMaxNumber 之一',
   },
   unknownSetting: {
-    en: 'is not a setting of a sale: give stock, beginTime, endTime, limitPerUser or purchaseGate',
-    zh: '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser 或 purchaseGate',
+    en: 'is not a setting of a sale: give stock, beginTime, endTime, limitPerUser, purchaseGate or captchaMaxNumber',
+    zh: '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser、purchaseGate 或 captchaMaxNumber',
   },
   badGateMode: { en: 'must be off, token or captcha', zh: '只能是 off、token 或 captcha' },
   // The purchase gate (purchase-gate.ts) and order event streams (order-event-routes.ts).

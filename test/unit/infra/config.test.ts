@@ -101,6 +101,7 @@ describe('loadConfig', () => {
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1', 'expected a number between 0 and 1 (exclusive)'],
     ['SHOP_BLOOM_FALSE_POSITIVE_RATE', '1%', 'SHOP_BLOOM_FALSE_POSITIVE_RATE'],
     ['ADMIN_USER_IDS', '1', 'ADMIN_USER_IDS is no longer supported: administrators are a role in tb_user now: npm run admin -- grant <phone>'],
+    ['PURCHASE_CAPTCHA_MAX_NUMBER', '400', "PURCHASE_CAPTCHA_MAX_NUMBER is no longer supported: a captcha's cost is a setting of each sale now"],
     ['NODE_ENV', 'staging', 'Invalid environment variable NODE_ENV="staging": expected one of development, production, test'],
     ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '200000', 'HTTP_CONNECTION_TIMEOUT_MS=120000: expected 0 or more than HTTP_KEEP_ALIVE_TIMEOUT_MS (200000)'],
     ['SMS_SENDER', 'http', 'SMS_SENDER=http needs SMS_HTTP_URL (the gateway endpoint)'],

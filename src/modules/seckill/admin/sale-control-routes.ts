@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdParams, Instant } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
+import { CaptchaMaxNumber, LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -27,7 +27,7 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
       schema: {
         ...ADMIN_ONLY,
         summary:
-          'Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha)',
+          "Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha), captchaMaxNumber = the captcha's cost (from the next challenge)",
         params: IdParams,
         body: Type.Object(
           {
@@ -36,6 +36,7 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
             endTime: Type.Optional(Instant),
             limitPerUser: Type.Optional(LimitPerUser),
             purchaseGate: Type.Optional(PurchaseGateMode),
+            captchaMaxNumber: Type.Optional(CaptchaMaxNumber),
           },
           { minProperties: 1, additionalProperties: NoOtherSetting, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
         ),

@@ -33,6 +33,8 @@ export interface SaleSettings {
   limitPerUser: number;
   /** What an order needs besides the login (purchase-gate.ts). */
   purchaseGate: GateMode;
+  /** The captcha's cost (captcha-challenges.ts), used while the gate is `captcha`. Absent from audit rows written before migration 0010. */
+  captchaMaxNumber: number;
 }
 
 export interface SaleControlResult extends SaleSettings {
@@ -49,7 +51,11 @@ export interface SaleChange {
   endTime?: string;
   limitPerUser?: number;
   purchaseGate?: GateMode;
+  captchaMaxNumber?: number;
 }
+
+/** The settings of the purchase gate a change sets (MySQL alone: every instance reads them from there). */
+type GateChange = Pick<SaleChange, 'purchaseGate' | 'captchaMaxNumber'>;
 
 export interface AuditEntry {
   id: string;
@@ -88,8 +94,8 @@ export class SaleControls {
   }
 
   /**
-   * Sets any of stock (total), beginTime, endTime, limitPerUser; an endTime not in the future ends
-   * the sale now (one not begun yet ends without opening).
+   * Sets any of stock (total), beginTime, endTime, limitPerUser, purchaseGate, captchaMaxNumber; an
+   * endTime not in the future ends the sale now (one not begun yet ends without opening).
    */
   update(voucherId: string, adminId: string, change: SaleChange): Promise<SaleControlResult> {
     const plan = (row: Row): SaleControl => {
@@ -101,7 +107,7 @@ export class SaleControls {
       if (change.limitPerUser !== undefined) control.limitPerUser = change.limitPerUser;
       return control;
     };
-    return this.apply(voucherId, adminId, 'update', plan, change.purchaseGate);
+    return this.apply(voucherId, adminId, 'update', plan, { purchaseGate: change.purchaseGate, captchaMaxNumber: change.captchaMaxNumber });
   }
 
   /** The voucher's audit, newest first. */
@@ -118,7 +124,7 @@ export class SaleControls {
     }));
   }
 
-  private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl, gate?: GateMode): Promise<SaleControlResult> {
+  private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl, gate: GateChange = {}): Promise<SaleControlResult> {
     const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan, gate));
     if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
     await this.onApplied(voucherId, result.changed);
@@ -131,7 +137,7 @@ export class SaleControls {
     adminId: string,
     action: Action,
     plan: (row: Row) => SaleControl,
-    gate: GateMode | undefined,
+    gate: GateChange,
   ): Promise<SaleControlResult> {
     const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
     if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
@@ -144,7 +150,8 @@ export class SaleControls {
       endTime: control.end?.toISOString() ?? before.endTime,
       paused: control.suspended ?? before.paused,
       limitPerUser: control.limitPerUser ?? before.limitPerUser,
-      purchaseGate: gate ?? before.purchaseGate,
+      purchaseGate: gate.purchaseGate ?? before.purchaseGate,
+      captchaMaxNumber: gate.captchaMaxNumber ?? before.captchaMaxNumber,
     };
     // Redis learns MySQL's total (if it lacks one) before MySQL changes: a retry then finds it.
     const initial = await this.store.control(voucherId, total, {});
@@ -177,6 +184,7 @@ export class SaleControls {
           paused: after.paused ? 1 : 0,
           limit_per_user: after.limitPerUser,
           purchase_gate: after.purchaseGate,
+          captcha_max_number: after.captchaMaxNumber,
         })
         .where('voucher_id', '=', row.voucher_id)
         .where('stock', '>=', -delta)
@@ -258,6 +266,7 @@ function settingsOf(row: Row, total: number): SaleSettings {
     paused: row.paused === 1,
     limitPerUser: row.limit_per_user,
     purchaseGate: toGateMode(row.purchase_gate),
+    captchaMaxNumber: row.captcha_max_number,
   };
 }
 

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { bothTexts } from '../../../http/messages.js';
 import { MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
+import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
 import { GATE_MODES } from '../gate/gate-settings-cache.js';
 
 // The settings of a sale that its creation (voucher-routes.ts) and its changes (sale-control-routes.ts) both take.
@@ -28,6 +29,14 @@ export const PurchaseGateMode = Type.Union(
   GATE_MODES.map((mode) => Type.Literal(mode)),
   { description: 'off (default) | token | captcha', errorMessage: SECKILL_MESSAGES.badGateMode.texts },
 );
+
+/** A captcha sale's cost: its challenges' answers are drawn from 1..this (ALTCHA maxNumber), so a solver makes half of it in attempts on average. */
+export const CaptchaMaxNumber = Type.Integer({
+  minimum: CAPTCHA_MAX_NUMBER.min,
+  maximum: CAPTCHA_MAX_NUMBER.max,
+  description: `the captcha's cost: attempts of the proof of work, a solver makes half on average (default ${CAPTCHA_MAX_NUMBER.default})`,
+  errorMessage: bothTexts(SECKILL_MESSAGES.captchaMaxNumberRange({ min: CAPTCHA_MAX_NUMBER.min, max: CAPTCHA_MAX_NUMBER.max })),
+});
 
 /**
  * For `additionalProperties` of a body whose every field is a setting: an unknown field is refused,

@@ -10,11 +10,20 @@ const ALGORITHM = 'PBKDF2/SHA-256';
 /** Instances' clocks may differ by this much: a used challenge is remembered this long past its expiry. */
 const CLOCK_SKEW_MARGIN_MS = 60_000;
 
+/**
+ * A sale's captcha cost, its ALTCHA maxNumber: the answer is drawn uniformly from 1..maxNumber, so
+ * a solver makes maxNumber / 2 attempts on average (docs/flows/purchase-gate.md measures them).
+ * The minimum still costs a script about 50 attempts per order; the maximum is what a slow phone
+ * still solves well within altcha-lib's 90 s solver timeout (and the challenge's lifetime).
+ */
+export const CAPTCHA_MAX_NUMBER = { default: 400, min: 100, max: 5_000 } as const;
+
 export interface CaptchaOptions {
-  /** PBKDF2 iterations of one attempt. */
+  /**
+   * PBKDF2 iterations of one attempt, the same for every sale: the unit of the cost. The server
+   * pays one attempt per challenge it makes, so a sale's setting scales only the solver's work.
+   */
   iterations: number;
-  /** The answer (the attempt that solves it) is drawn uniformly from 1..maxNumber: a solver makes maxNumber / 2 attempts on average. */
-  maxNumber: number;
   /** An unanswered challenge expires after this. */
   ttlSeconds: number;
 }
@@ -27,6 +36,8 @@ interface ChallengeData {
   u: string;
   v: string;
   k: string;
+  /** The sale's maxNumber when it was made: the answer is at most this (a client may show progress; the check needs it not). */
+  m?: number;
 }
 
 /**
@@ -55,14 +66,17 @@ export class CaptchaChallenges {
     this.signingKid = first.kid;
   }
 
-  /** A new challenge for this user and sale (any earlier one stays valid until answered or expired). */
-  async create(userId: string, voucherId: string): Promise<Challenge> {
+  /**
+   * A new challenge for this user and sale at the sale's cost, its answer drawn from 1..maxNumber
+   * (any earlier one stays valid until answered or expired).
+   */
+  async create(userId: string, voucherId: string, maxNumber: number): Promise<Challenge> {
     const secrets = this.secrets.get(this.signingKid)!;
-    const data: ChallengeData = { u: userId, v: voucherId, k: this.signingKid };
+    const data: ChallengeData = { u: userId, v: voucherId, k: this.signingKid, m: maxNumber };
     return createChallenge({
       algorithm: ALGORITHM,
       cost: this.options.iterations,
-      counter: randomInt(1, this.options.maxNumber + 1),
+      counter: randomInt(1, maxNumber + 1),
       deriveKey,
       data: { ...data },
       expiresAt: new Date(this.now() + this.options.ttlSeconds * 1000),

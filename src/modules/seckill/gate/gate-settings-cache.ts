@@ -6,6 +6,8 @@ export type GateMode = (typeof GATE_MODES)[number];
 
 export interface GateSettings {
   mode: GateMode;
+  /** The sale's captcha cost: its challenges draw their answer from 1..this (captcha-challenges.ts). */
+  captchaMaxNumber: number;
   /** The sale's window, epoch ms. */
   begin: number;
   end: number;
@@ -43,12 +45,13 @@ export class GateSettingsCache {
   ) {}
 
   static fromDatabase(db: Db, now?: () => number): GateSettingsCache {
-    const toSettings = (row: { purchase_gate: string | null; begin_time: Date; end_time: Date }): GateSettings => ({
+    const toSettings = (row: { purchase_gate: string | null; captcha_max_number: number; begin_time: Date; end_time: Date }): GateSettings => ({
       mode: toGateMode(row.purchase_gate),
+      captchaMaxNumber: row.captcha_max_number,
       begin: row.begin_time.getTime(),
       end: row.end_time.getTime(),
     });
-    const columns = ['voucher_id', 'purchase_gate', 'begin_time', 'end_time'] as const;
+    const columns = ['voucher_id', 'purchase_gate', 'captcha_max_number', 'begin_time', 'end_time'] as const;
     return new GateSettingsCache(
       async (voucherId) => {
         const row = await db.selectFrom('tb_seckill_voucher').select(columns).where('voucher_id', '=', voucherId).executeTakeFirst();

@@ -81,12 +81,12 @@ export class PurchaseGate {
     this.now = deps.now ?? Date.now;
   }
 
-  /** A captcha for this user and sale: an ALTCHA proof-of-work challenge. */
+  /** A captcha for this user and sale: an ALTCHA proof-of-work challenge at the sale's cost (as this instance knows it now). */
   async challenge(userId: string, voucherId: string): Promise<Challenge> {
     await this.limit(userId);
     const settings = await this.saleSettings(voucherId);
     if (settings.mode !== 'captcha') throw new HttpError(409, SECKILL_MESSAGES.gateNoCaptcha({ voucherId }));
-    return this.deps.captcha.create(userId, voucherId);
+    return this.deps.captcha.create(userId, voucherId, settings.captchaMaxNumber);
   }
 
   /** A purchase token, once the sale is open (and the captcha solved, if the sale has one). */

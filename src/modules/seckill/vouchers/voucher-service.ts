@@ -2,6 +2,7 @@ import { badRequest } from '../../../http/errors.js';
 import type { Cache, CacheClient } from '../../../lib/cache/index.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { DEFAULT_LIMIT_PER_USER, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
+import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
 import { GATE_MODES, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { NewVoucher, VoucherRepository, VoucherWithSeckill } from '../record/voucher-repository.js';
@@ -24,6 +25,8 @@ export interface SeckillInput extends VoucherInput {
   limitPerUser?: number;
   /** Default `off`: hmdp's order route, no token. */
   purchaseGate?: GateMode;
+  /** The captcha's cost (default CAPTCHA_MAX_NUMBER.default), used while the gate is `captcha`. */
+  captchaMaxNumber?: number;
 }
 
 export interface VoucherView {
@@ -122,6 +125,7 @@ export class VoucherService {
       end_time: end,
       limit_per_user: limitPerUser,
       purchase_gate: input.purchaseGate ?? 'off',
+      captcha_max_number: input.captchaMaxNumber ?? CAPTCHA_MAX_NUMBER.default,
     });
     await this.listCache.invalidate(input.shopId);
     await this.seckill.publish({ voucherId, stock: input.stock, begin, end, total: input.stock, limitPerUser });

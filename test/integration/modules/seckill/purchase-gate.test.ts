@@ -12,7 +12,8 @@ const OLD_KEY = { kid: 'k1', secret: 'o'.repeat(40) };
 const GATE_REQUESTS_PER_MINUTE = 8;
 /** A cheap proof of work: the test proves the mechanism, docs/flows/purchase-gate.md gives the real cost. */
 const CAPTCHA_ITERATIONS = 10;
-const CAPTCHA_MAX_NUMBER = 20;
+/** The captcha sales' cost: the lowest a sale may set (captcha-cost.test.ts proves each sale's own cost). */
+const CAPTCHA_MAX_NUMBER = 100;
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -27,7 +28,6 @@ beforeAll(async () => {
     PURCHASE_TOKEN_TTL_SECONDS: '60',
     PURCHASE_GATE_REQUESTS_PER_MINUTE: String(GATE_REQUESTS_PER_MINUTE),
     PURCHASE_CAPTCHA_ITERATIONS: String(CAPTCHA_ITERATIONS),
-    PURCHASE_CAPTCHA_MAX_NUMBER: String(CAPTCHA_MAX_NUMBER),
   });
   users = await createUsersWithSessions(env, 40);
   admin = await sessionOf(env, '999001', 'admin');
@@ -39,10 +39,11 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** A sale gated with `mode` through the administrators' PATCH (with `limitPerUser` if given). */
+/** A sale gated with `mode` through the administrators' PATCH (with `limitPerUser` if given; a captcha at CAPTCHA_MAX_NUMBER). */
 async function gatedSale(mode: 'token' | 'captcha', window: { begin?: Date; end?: Date } = {}, limitPerUser?: number): Promise<string> {
   const voucherId = await insertSeckillVoucher(env, { stock: 100, ...window });
-  await setSale(voucherId, { purchaseGate: mode, ...(limitPerUser === undefined ? {} : { limitPerUser }) });
+  const captcha = mode === 'captcha' ? { captchaMaxNumber: CAPTCHA_MAX_NUMBER } : {};
+  await setSale(voucherId, { purchaseGate: mode, ...captcha, ...(limitPerUser === undefined ? {} : { limitPerUser }) });
   return voucherId;
 }
 
@@ -224,12 +225,16 @@ describe('a token buys one order, under the gate it was issued for', () => {
 });
 
 describe('captcha before the token: an ALTCHA proof of work', () => {
-  it('the challenge is work, not a picture: solving it takes as many key derivations as its answer, at the configured cost; the token buys', async () => {
+  it("the challenge is work, not a picture: solving it takes as many key derivations as its answer, at the sale's cost; the token buys", async () => {
     const voucherId = await gatedSale('captcha');
     const buyer = user();
     expect((await askToken(buyer, voucherId)).json().errorMsg).toMatch(/needs a captcha/);
     const challenge = await challengeOf(buyer, voucherId);
-    expect(challenge.parameters).toMatchObject({ algorithm: 'PBKDF2/SHA-256', cost: CAPTCHA_ITERATIONS, data: { u: buyer.id, v: voucherId } });
+    expect(challenge.parameters).toMatchObject({
+      algorithm: 'PBKDF2/SHA-256',
+      cost: CAPTCHA_ITERATIONS,
+      data: { u: buyer.id, v: voucherId, m: CAPTCHA_MAX_NUMBER },
+    });
     const attempts = { count: 0 };
     const payload = await solved(challenge, attempts);
     const { solution } = JSON.parse(Buffer.from(payload, 'base64').toString()) as { solution: { counter: number } };
@@ -265,9 +270,9 @@ describe('captcha before the token: an ALTCHA proof of work', () => {
     const otherVoucher = await gatedSale('captcha');
     const [buyer, other] = [user(), user()];
     const keys = [NEW_KEY, OLD_KEY];
-    const cost = { iterations: CAPTCHA_ITERATIONS, maxNumber: CAPTCHA_MAX_NUMBER, ttlSeconds: 120 };
-    const expired = await new CaptchaChallenges(env.redis, keys, cost, () => Date.now() - 200_000).create(buyer.id, voucherId);
-    const forged = await new CaptchaChallenges(env.redis, [{ kid: NEW_KEY.kid, secret: 'f'.repeat(40) }], cost).create(buyer.id, voucherId);
+    const cost = { iterations: CAPTCHA_ITERATIONS, ttlSeconds: 120 };
+    const expired = await new CaptchaChallenges(env.redis, keys, cost, () => Date.now() - 200_000).create(buyer.id, voucherId, CAPTCHA_MAX_NUMBER);
+    const forged = await new CaptchaChallenges(env.redis, [{ kid: NEW_KEY.kid, secret: 'f'.repeat(40) }], cost).create(buyer.id, voucherId, CAPTCHA_MAX_NUMBER);
     const challenge = await challengeOf(buyer, voucherId);
     const noWork = Buffer.from(JSON.stringify({ challenge, solution: { counter: 3, derivedKey: challenge.parameters.keyPrefix.padEnd(64, '0') } })).toString(
       'base64',

@@ -194,9 +194,11 @@ describe('live sale controls', () => {
     // Unknown fields are refused, naming the field, and change nothing.
     const unknown = await patch(voucherId, { Stock: 50 });
     expect(unknown.statusCode).toBe(400);
-    expect(unknown.json().errorMsg).toBe('body.Stock is not a setting of a sale: give stock, beginTime, endTime, limitPerUser or purchaseGate');
+    expect(unknown.json().errorMsg).toBe(
+      'body.Stock is not a setting of a sale: give stock, beginTime, endTime, limitPerUser, purchaseGate or captchaMaxNumber',
+    );
     expect((await zh({ stock: 6, Stock: 50 })).json().errorMsg).toBe(
-      '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser 或 purchaseGate（body.Stock）',
+      '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser、purchaseGate 或 captchaMaxNumber（body.Stock）',
     );
     expect((await audit(voucherId)).total).toBe(0);
 

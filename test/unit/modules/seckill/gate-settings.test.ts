@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { GATE_SETTINGS_TTL_MS, GateSettingsCache, type GateSettings } from '../../../../src/modules/seckill/gate/gate-settings-cache.js';
 
-const gated: GateSettings = { mode: 'token', begin: 0, end: 1 };
-const open: GateSettings = { mode: 'off', begin: 0, end: 1 };
+const gated: GateSettings = { mode: 'token', captchaMaxNumber: 400, begin: 0, end: 1 };
+const open: GateSettings = { mode: 'off', captchaMaxNumber: 400, begin: 0, end: 1 };
 
 /** A cache over a fake MySQL whose answer and availability the test sets. */
 function cacheOver() {
