@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
+import LongestProjectsFirst from './test/support/sequencer.js';
 
-// Three tiers (docs/testing.md), each a Vitest project: `vitest run --project unit` runs one.
+// The suite as Vitest projects (docs/testing.md): `vitest run --project unit` runs one.
 // The options here are shared: `extends: true` gives them to each project.
 export default defineConfig({
   test: {
@@ -17,7 +18,15 @@ export default defineConfig({
     // more slowly while the whole suite runs.
     expect: { poll: { timeout: 10_000 } },
     env: { NODE_ENV: 'test' },
+    // The long files of a group first (sequencer.ts).
+    sequence: { sequencer: LongestProjectsFirst },
     projects: [
+      {
+        extends: true,
+        // The static checks (types, lint, format) as tests: they share the first group's two
+        // workers with the tests that mostly wait, instead of running before them.
+        test: { name: 'checks', include: ['test/checks/**/*.test.ts'], testTimeout: 600_000 },
+      },
       {
         extends: true,
         // No Redis, no MariaDB, no global setup: runs anywhere, in seconds.
@@ -31,15 +40,27 @@ export default defineConfig({
       },
       {
         extends: true,
-        // The services, plus web/dist (built when stale) and Debian's Chromium (installed when missing).
-        // One file at a time, after the other tiers (groupOrder): each starts several processes and
-        // measures timings (faults, topology, bench) that a neighbour's load would distort.
+        // The product as deployed, with nothing timed against a deadline: the browser tests and the
+        // scale-out topology, beside the integration files. Needs web/dist (built when stale) and
+        // Debian's Chromium (installed when missing).
         test: {
           name: 'system',
+          include: ['test/system/web/**/*.test.ts', 'test/system/topology/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts', 'test/support/log-scan.ts'],
+        },
+      },
+      {
+        extends: true,
+        // Load and deadlines: the fault scenarios and the benchmark harness drive sales at app
+        // processes and judge answers against the request deadline, which a neighbour's load would
+        // distort. One file at a time, after every other file (groupOrder), over one server build
+        // compiled for all of them (bench-server-setup.ts).
+        test: {
+          name: 'load',
           sequence: { groupOrder: 1 },
           fileParallelism: false,
-          include: ['test/system/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts', 'test/support/log-scan.ts'],
+          include: ['test/system/faults/**/*.test.ts', 'test/system/bench/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts', 'test/support/bench-server-setup.ts', 'test/support/log-scan.ts'],
         },
       },
     ],

@@ -6,7 +6,8 @@
  *
  * Compiled once per bench process, without type checking (the lint does that), into a directory
  * of its own under node_modules/.cache, so that the server's bare imports find the repository's
- * packages, and removed when the process exits.
+ * packages, and removed when the process exits. A process given `BENCH_SERVER_ENTRY` uses that
+ * build instead: the test run compiles one for all its files (test/support/bench-server-setup.ts).
  */
 import { execFile } from 'node:child_process';
 import { cp, readdir, rm, symlink } from 'node:fs/promises';
@@ -26,7 +27,8 @@ let compiled: Promise<string> | undefined;
 
 /** The path of bench/server.js compiled from the working tree (compiled on the first call). */
 export function compiledServerEntry(): Promise<string> {
-  compiled ??= compile();
+  const given = process.env.BENCH_SERVER_ENTRY;
+  compiled ??= given ? Promise.resolve(given) : compile();
   return compiled;
 }
 

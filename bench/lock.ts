@@ -70,7 +70,9 @@ export async function measureLockBench(options: LockBenchOptions = {}): Promise<
   const rows: LockBenchRow[] = [];
   try {
     for (const [mode, loops] of modes) {
-      for (const [, run] of cases) await timed((loop) => run(`bench-${loop}`), loops, 1_000); // warm-up: scripts, JIT
+      // Warm-up (scripts, JIT): up to 1,000 calls a loop, but no longer than one slice, so that a
+      // loaded host does not stretch the step from seconds to minutes.
+      for (const [, run] of cases) await timed((loop) => run(`bench-${loop}`), loops, 1_000, durationMs / ROUNDS);
       // Cases take turns in short slices, so that background noise hits them all alike.
       const totals = cases.map(() => ({ pairs: 0, elapsedMs: 0 }));
       for (let round = 0; round < ROUNDS; round++) {

@@ -59,19 +59,22 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     const prepared: Array<PreparedScenario<unknown>> = [];
     try {
       progress.step('starting servers, creating vouchers');
-      const baseline = wanted.has('baseline')
-        ? await prepareBaseline(world, profileDir && !options.target ? join(profileDir, 'baseline') : undefined)
-        : undefined;
-      const async = wanted.has('seckill-async')
-        ? await prepareSale('async', options, world, options.target ? undefined : profileDir && join(profileDir, 'seckill-async'))
-        : undefined;
-      const gated = wanted.has('seckill-gated') ? await prepareSale('async', options, world, undefined, true) : undefined;
-      const sync = wanted.has('seckill-sync') ? await prepareSale('sync', options, world) : undefined;
-      const semaphore = wanted.has('seckill-semaphore') ? await prepareSemaphoreSale(options, world) : undefined;
-      const shopHot = wanted.has('shop-hot')
-        ? await prepareShopHot(world, profileDir && !options.target ? join(profileDir, 'shop-hot') : undefined)
-        : undefined;
-      prepared.push(...[baseline, async, gated, sync, semaphore, shopHot].filter((scenario) => scenario !== undefined));
+      // Side by side: each server's start mostly waits on its imports and connections.
+      const settled = await Promise.allSettled([
+        wanted.has('baseline') ? prepareBaseline(world, profileDir && !options.target ? join(profileDir, 'baseline') : undefined) : undefined,
+        wanted.has('seckill-async')
+          ? prepareSale('async', options, world, options.target ? undefined : profileDir && join(profileDir, 'seckill-async'))
+          : undefined,
+        wanted.has('seckill-gated') ? prepareSale('async', options, world, undefined, true) : undefined,
+        wanted.has('seckill-sync') ? prepareSale('sync', options, world) : undefined,
+        wanted.has('seckill-semaphore') ? prepareSemaphoreSale(options, world) : undefined,
+        wanted.has('shop-hot') ? prepareShopHot(world, profileDir && !options.target ? join(profileDir, 'shop-hot') : undefined) : undefined,
+      ]);
+      // What did start is stopped in `finally` even when another scenario failed to.
+      for (const result of settled) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
+      const failure = settled.find((result) => result.status === 'rejected');
+      if (failure) throw failure.reason;
+      const [baseline, async, gated, sync, semaphore, shopHot] = fulfilledValues(settled);
       const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
       const measurements = await measureAll(
         prepared.flatMap((scenario) => scenario.targets),
@@ -112,6 +115,11 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     await ownRedis?.kill();
     progress.done();
   }
+}
+
+/** The values of results that are all fulfilled (or undefined), each with its own type. */
+function fulfilledValues<T extends readonly unknown[]>(results: { [K in keyof T]: PromiseSettledResult<T[K]> }): { [K in keyof T]: T[K] | undefined } {
+  return results.map((result) => (result.status === 'fulfilled' ? result.value : undefined)) as { [K in keyof T]: T[K] | undefined };
 }
 
 /** The lock rows as ops, each compared with redlock in the same mode. */

@@ -90,7 +90,7 @@ export async function measureSemaphoreBench(redisUrl: string, durationMs: number
   const rows: SemaphoreBenchRow[] = [];
   try {
     for (const [mode, loops] of modes) {
-      for (const [, run] of cases) await timed(run, loops, 500); // warm-up: scripts, JIT
+      for (const [, run] of cases) await timed(run, loops, 500, durationMs / ROUNDS); // warm-up (scripts, JIT), a slice at most
       // Cases take turns in short slices, so that background noise hits them all alike.
       const totals = cases.map(() => ({ pairs: 0, elapsedMs: 0 }));
       for (let round = 0; round < ROUNDS; round++) {

@@ -51,7 +51,9 @@ describe('cache on a Redis Cluster', () => {
     expect(await logical.get('4')).toEqual({ id: '4', v: 1 }); // stale, rebuild started
     await caches.idle();
     expect(await logical.get('4')).toEqual({ id: '4', v: 2 });
-    expect(stats.get('l', 'stale')).toBe(1);
+    // The read after the sleep was stale; the rebuilt value lives 50 ms too, so on a loaded host
+    // the last read may find it stale as well (and still return it).
+    expect(stats.get('l', 'stale')).toBeGreaterThanOrEqual(1);
   });
 
   it('builds a Bloom filter aside and RENAMEs it over the live one within one slot', async () => {
