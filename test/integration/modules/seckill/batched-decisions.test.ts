@@ -131,8 +131,8 @@ async function outcomeOf(run: number, world: World, results: ReserveResult[]) {
   const { stream, queued, inFlight } = keys.shard(0);
   const entries = (await env.redis.xrange(stream, '-', '+'))
     .map(([, fields]) => Object.fromEntries(Array.from({ length: fields.length / 2 }, (_, i) => [fields[2 * i], fields[2 * i + 1]])))
-    .filter((entry) => nameOf(entry.voucherId!) !== undefined)
-    .map((entry) => ({ order: local(entry.orderId!), voucher: nameOf(entry.voucherId!), slot: entry.slot }));
+    .filter((entry) => nameOf(entry.voucherId) !== undefined)
+    .map((entry) => ({ order: local(entry.orderId), voucher: nameOf(entry.voucherId), slot: entry.slot }));
   const queuedOrders = Object.entries(await env.redis.hgetall(queued))
     .filter(([, value]) => nameOf(value.split(':')[1]!) !== undefined)
     .map(([orderId, value]) => [local(orderId), nameOf(value.split(':')[1]!), value.split(':')[2]])
@@ -142,7 +142,7 @@ async function outcomeOf(run: number, world: World, results: ReserveResult[]) {
 }
 
 /** Holds the relay's answers back right after the next call that names the shard's stream is sent. */
-async function holdNextCall(send: () => void): Promise<void> {
+async function holdNextCall(send: () => unknown): Promise<void> {
   const stalled = relay.stallAfter(':orders');
   send();
   await stalled;
