@@ -157,7 +157,8 @@ export class SaleStore {
     if (this.batcher) return this.batcher.reserve(request);
     this.onBatch?.(1);
     const [result] = await this.decideBatch([request]);
-    return result!;
+    if (!result) throw new Error('reserve.lua answered no result for the order');
+    return result;
   }
 
   /** One reserve.lua call for a batch of one shard; with replica acknowledgement, one WAIT after it when an order may go to the stream. */
