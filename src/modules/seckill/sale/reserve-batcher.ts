@@ -52,11 +52,7 @@ export class ReserveBatcher {
   /** Sends the lane's orders, a batch at a time, until none waits. */
   private async drain(lane: Lane): Promise<void> {
     lane.busy = true;
-    while (lane.waiting.length > 0) {
-      const batch = lane.waiting.splice(0, this.options.maxBatch);
-      this.options.onBatch?.(batch.length);
-      await this.send(batch);
-    }
+    while (lane.waiting.length > 0) await this.send(lane.waiting.splice(0, this.options.maxBatch));
     lane.busy = false;
   }
 
@@ -64,6 +60,8 @@ export class ReserveBatcher {
   private async send(batch: Waiting[]): Promise<void> {
     let results: ReserveResult[];
     try {
+      // Inside the try: whatever throws answers this batch's orders, and the lane carries on.
+      this.options.onBatch?.(batch.length);
       results = await this.options.decide(batch.map(({ request }) => request));
     } catch (error) {
       for (const waiting of batch) waiting.reject(error);

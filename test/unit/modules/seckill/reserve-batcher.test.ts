@@ -74,4 +74,19 @@ describe('ReserveBatcher', () => {
     expect(await batch[0]).toEqual(accepted(1));
     await expect(batch[1]).rejects.toThrow('reserve.lua answered 1 of 2 orders');
   });
+
+  it('answers the orders of a batch whose call could not even be made, and keeps the shard going', async () => {
+    const { calls, decide } = handAnswered();
+    let batches = 0;
+    const onBatch = () => {
+      batches += 1;
+      if (batches === 1) throw new Error('the metric failed');
+    };
+    const batcher = new ReserveBatcher({ shardOf: () => 0, decide, maxBatch: 8, onBatch });
+    await expect(batcher.reserve(request('1'))).rejects.toThrow('the metric failed');
+    const next = batcher.reserve(request('2'));
+    expect(calls.map(({ batch }) => batch)).toEqual([['2']]);
+    calls[0]!.answer([accepted(1)]);
+    expect(await next).toEqual(accepted(1));
+  });
 });
