@@ -68,6 +68,12 @@ export function createMetrics() {
       help: 'Accepted seckill orders answered before SECKILL_REPLICA_ACKS replicas confirmed them within SECKILL_REPLICA_TIMEOUT_MS (in the stream, written later; lost if the master fails before a replica has them)',
       registers: [registry],
     }),
+    reserveBatchSize: new Histogram({
+      name: 'seckill_reserve_batch_size',
+      help: 'Orders decided by one reserve.lua call: per shard one call is out at a time, and the orders arriving meanwhile go together in the next (1 at low load)',
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: [registry],
+    }),
     releaseLateness: new Histogram({
       name: 'seckill_release_lateness_seconds',
       help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the release queue, on time; sweep: the periodic sweep, the safety net)',

@@ -288,6 +288,13 @@ export const SETTINGS = {
       max: 60_000,
       doc: 'how often each worker claims the unpaid orders now due (`{seckill:N}:unpaid-due`); an order is cancelled within about this of its due time',
     }),
+    reserveBatchMax: int({
+      env: 'SECKILL_RESERVE_BATCH_MAX',
+      default: 64,
+      min: 1,
+      max: 1024,
+      doc: 'most orders one `reserve.lua` call decides: per instance and shard one call is out at a time, and the orders that arrive meanwhile go together in the next (no timer: at low load an order waits for nothing); `1` = each order alone and at once (with `SECKILL_REPLICA_ACKS`, a `WAIT` each). See [batching](docs/flows/seckill-order.md#batching-the-decisions)',
+    }),
     replicaAcks: int({
       env: 'SECKILL_REPLICA_ACKS',
       default: 0,

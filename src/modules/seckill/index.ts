@@ -109,6 +109,8 @@ export function buildSeckill(deps: SeckillDeps) {
     source: (voucherId) => vouchers.findSale(voucherId),
     // Units this instance gave back (or a sale it changed) sell again here at once, not at the next poll.
     onUnitsBack: (voucherId) => soldOut.forget(voucherId),
+    maxBatch: settings.reserveBatchMax,
+    onBatch: (size) => metrics.reserveBatchSize.observe(size),
   });
   const stream = new OrderStream(redis, keys);
   // Every order written to MySQL (worker batch or sync request) is scheduled for its cancellation.

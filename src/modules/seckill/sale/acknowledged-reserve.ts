@@ -1,7 +1,7 @@
 import { closeRedis, commandTimeoutOf, duplicateRedis, type RedisClient } from '../../../infra/redis.js';
 import type { SaleKeys } from '../keys.js';
-import { defineSaleScripts, type SaleScripts } from './sale-scripts.js';
-import type { OrderRequest, ReserveResult } from '../types.js';
+import { defineSaleScripts, type ReserveRequest, type SaleScripts } from './sale-scripts.js';
+import type { ReserveResult } from '../types.js';
 
 /**
  * Replica acknowledgement of accepted orders (SECKILL_REPLICA_ACKS): before an accepted order is
@@ -20,32 +20,20 @@ export interface ReplicaAckOptions {
   onTimeout?: (accepted: number, acknowledged: number) => void;
 }
 
-interface PendingReserve {
-  order: OrderRequest;
-  resolve: (result: ReserveResult) => void;
-  reject: (error: unknown) => void;
-}
-
-/** Most orders per group commit (one pipeline of scripts + one WAIT). */
-const MAX_ACK_BATCH = 256;
-
 /** Redis Cluster redirections and transient hash slot states: the pipeline reached a node that does not (or not yet) serve the hash slot. */
 const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
 
 /**
- * Group commit per shard: the orders that arrive while the shard's previous batch waits go
- * together as one pipeline `reserve.lua × n, WAIT acks timeout`. WAIT covers every earlier
- * write of its connection, so one WAIT confirms the whole batch. It must run on the connection
- * that ran the scripts: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a
- * pipeline goes whole to the node of its keys' hash slot (all keys here share `{seckill:N}`), WAIT
- * included. One batch in flight per shard: a WAIT blocks its connection until the replicas
- * answer, and batching keeps that to one wait per batch instead of one per order. The batches
- * go over a duplicate of the client (its own connections to every node), so a WAIT never
+ * Group commit of one shard's batch (the store's ReserveBatcher forms it): one pipeline
+ * `reserve.lua (the batch), WAIT acks timeout`. WAIT covers every earlier write of its
+ * connection, so one WAIT confirms the whole batch. It must run on the connection that ran the
+ * script: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a pipeline goes
+ * whole to the node of its keys' hash slot (all keys here share `{seckill:N}`), WAIT included.
+ * The batcher keeps one batch out per shard, so one WAIT per batch instead of one per order. The
+ * batches go over a duplicate of the client (its own connections to every node), so a WAIT never
  * holds up the instance's other commands (sessions, ids, ...) on the shared connection.
  */
 export class AcknowledgedReserve {
-  private readonly waiting = new Map<number, PendingReserve[]>();
-  private readonly flushing = new Set<number>();
   /** Connections of their own, created on first use. */
   private client: { redis: RedisClient; scripts: SaleScripts } | undefined;
 
@@ -55,36 +43,11 @@ export class AcknowledgedReserve {
     private readonly options: ReplicaAckOptions,
   ) {}
 
-  reserve(order: OrderRequest): Promise<ReserveResult> {
-    const shard = this.keys.shardOf(order.voucherId);
-    return new Promise((resolve, reject) => {
-      const queue = this.waiting.get(shard) ?? [];
-      queue.push({ order, resolve, reject });
-      this.waiting.set(shard, queue);
-      if (!this.flushing.has(shard)) {
-        this.flushing.add(shard);
-        setImmediate(() => void this.flushShard(shard));
-      }
-    });
-  }
-
   /** Closes the connections of its own (the shared client is closed by its owner). */
   async close(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     if (client) await closeRedis(client.redis);
-  }
-
-  private async flushShard(shard: number): Promise<void> {
-    for (;;) {
-      const queue = this.waiting.get(shard) ?? [];
-      const batch = queue.splice(0, MAX_ACK_BATCH);
-      if (batch.length === 0) {
-        this.flushing.delete(shard);
-        return;
-      }
-      await this.reserveBatch(batch);
-    }
   }
 
   private connection(): { redis: RedisClient; scripts: SaleScripts } {
@@ -98,47 +61,39 @@ export class AcknowledgedReserve {
     return this.client;
   }
 
-  private async reserveBatch(batch: PendingReserve[]): Promise<void> {
+  /**
+   * The batch decided and, when any order was accepted for the stream, waited for on `acks`
+   * replicas; a reply that never came rejects the whole batch (its outcome is unknown).
+   */
+  async decide(batch: ReserveRequest[]): Promise<ReserveResult[]> {
     const { acks, timeoutMs, onTimeout } = this.options;
     const { redis, scripts } = this.connection();
     const pipeline = redis.pipeline();
-    for (const { order } of batch) scripts.reserve.queue(pipeline, { order, mode: 'stream' });
+    scripts.reserve.queue(pipeline, batch);
     pipeline.wait(acks, timeoutMs);
-    let replies: Array<[Error | null, unknown]>;
-    try {
-      replies = (await pipeline.exec()) ?? [];
-    } catch (error) {
-      batch.forEach((pending) => pending.reject(error));
-      return;
+    const replies = (await pipeline.exec()) ?? [];
+    const [scriptError, raw] = replies[0] ?? [new Error('no reply'), null];
+    if (scriptError && REDIRECTED.test(scriptError.message)) {
+      // The hash slot moved (failover, resharding): run the script alone, which ioredis redirects;
+      // its replication cannot be waited for on that path, so it counts as unconfirmed.
+      if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
+      const results = await scripts.reserve(batch);
+      const unconfirmed = acceptedForStream(batch, results);
+      if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
+      return results;
     }
-    const [waitError, acknowledged] = replies[batch.length] ?? [new Error('no WAIT reply'), 0];
-    let accepted = 0;
-    let unconfirmed = 0;
-    const results = await Promise.all(
-      batch.map(async (pending, index): Promise<{ result: ReserveResult } | { error: unknown }> => {
-        const [error, code] = replies[index] ?? [new Error('no reply'), null];
-        try {
-          if (error && REDIRECTED.test(error.message)) {
-            // The hash slot moved (failover, resharding): run the script alone, which ioredis redirects;
-            // its replication cannot be waited for on that path, so it counts as unconfirmed.
-            if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
-            const result = await scripts.reserve({ order: pending.order, mode: 'stream' });
-            if (result.outcome === 'accepted') unconfirmed += 1;
-            return { result };
-          }
-          if (error) throw error;
-          const result = scripts.reserve.reply(code);
-          if (result.outcome === 'accepted') accepted += 1;
-          return { result };
-        } catch (failure) {
-          return { error: failure };
-        }
-      }),
-    );
+    if (scriptError) throw scriptError;
+    const results = scripts.reserve.reply(raw);
+    const [waitError, acknowledged] = replies[1] ?? [new Error('no WAIT reply'), 0];
     // Counted before anyone is answered, so a scrape right after an answer includes it.
+    const accepted = acceptedForStream(batch, results);
     const confirmed = waitError ? -1 : Number(acknowledged);
     if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
-    if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
-    results.forEach((answer, index) => ('result' in answer ? batch[index]!.resolve(answer.result) : batch[index]!.reject(answer.error)));
+    return results;
   }
+}
+
+/** Orders of the batch accepted onto the stream (a held order is the sync strategy's, written before its answer). */
+function acceptedForStream(batch: ReserveRequest[], results: ReserveResult[]): number {
+  return results.filter((result, index) => result.outcome === 'accepted' && batch[index]?.mode === 'stream').length;
 }

@@ -15,6 +15,12 @@ import type { OrderRequest, QueuedOrder, ReserveOutcome, ReserveResult, SaleStat
  */
 export type ReserveMode = 'stream' | 'hold';
 
+/** One order for reserve.lua, with what to do with it if accepted. */
+export interface ReserveRequest {
+  order: OrderRequest;
+  mode: ReserveMode;
+}
+
 /** An administrator's change to a sale; undefined fields are left as they are. */
 export interface SaleControl {
   total?: number;
@@ -40,7 +46,7 @@ export interface SaleRecord {
   unreleased: Array<{ orderId: string; userId: string; slot: number }>;
 }
 
-/** reserve.lua's replies, in the order of its return codes. */
+/** reserve.lua's reply codes of an order, in order. */
 const RESERVE_OUTCOMES: readonly ReserveOutcome[] = [
   'accepted',
   'not-started',
@@ -59,7 +65,7 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   return outcome;
 }
 
-/** reserve.lua's reply read: the outcome and its value. */
+/** reserve.lua's reply for one order read: the outcome and its value. */
 export function toReserveResult(reply: unknown): ReserveResult {
   const [code, value, acceptedMs] = reply as [number, number | string, number?];
   const outcome = toReserveOutcome(code);
@@ -109,32 +115,32 @@ export function saleOperations(keys: SaleKeys) {
       ],
       reply: (raw: unknown) => raw === 1,
     },
+    /** A batch of orders of one shard, decided in the batch's order by one script run; one result per order. */
     reserve: {
       lua: lua('reserve'),
-      keys: ({ order }: { order: OrderRequest; mode: ReserveMode }) => {
-        const { voucher, buyers, stream, queued, inFlight } = keys.voucher(order.voucherId);
-        // Without a key, KEYS[7] is a name on the same hash slot that the script leaves alone
-        // (Redis Cluster wants every key of a script on one hash slot).
-        return [
-          voucher,
-          buyers,
-          stream,
-          queued,
-          inFlight,
-          userOrdersOf(order),
-          keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? ''),
-        ];
+      keys: (batch: readonly ReserveRequest[]) => {
+        const { stream, queued, inFlight, tag } = keys.voucher(batch[0]!.order.voucherId);
+        const perOrder = batch.flatMap(({ order }) => {
+          const { voucher, buyers, tag: orderTag } = keys.voucher(order.voucherId);
+          if (orderTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${orderTag}`);
+          // Without a key, the idem key is a name on the same hash slot that the script leaves
+          // alone (Redis Cluster wants every key of a script on one hash slot).
+          return [voucher, buyers, userOrdersOf(order), keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? '')];
+        });
+        return [stream, queued, inFlight, ...perOrder];
       },
-      args: ({ order, mode }: { order: OrderRequest; mode: ReserveMode }) => [
-        order.userId,
-        order.orderId,
-        order.voucherId,
+      args: (batch: readonly ReserveRequest[]) => [
         SALE_KEYS_KEPT_AFTER_END_MS,
-        mode,
-        order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS,
         USER_ORDERS_TTL_MS,
+        ...batch.flatMap(({ order, mode }) => [
+          order.userId,
+          order.orderId,
+          order.voucherId,
+          mode,
+          order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS,
+        ]),
       ],
-      reply: toReserveResult,
+      reply: (raw: unknown) => (raw as unknown[]).map(toReserveResult),
     },
     queuedOfUser: {
       lua: lua('queued-of-user'),

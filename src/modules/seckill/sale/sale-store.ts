@@ -4,10 +4,12 @@ import { OutcomeUnknown } from '../errors.js';
 import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, type SaleKeys } from '../keys.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
+import { ReserveBatcher } from './reserve-batcher.js';
 import {
   defineSaleScripts,
   type ControlOutcome,
   type ReserveMode,
+  type ReserveRequest,
   type SaleControl,
   type SaleRecord,
   type SaleScripts,
@@ -27,6 +29,14 @@ export interface SaleStoreOptions {
    * instance's sold-out memory forgets the voucher before the caller answers.
    */
   onUnitsBack?: (voucherId: string) => void;
+  /**
+   * Most orders one reserve.lua call decides (SECKILL_RESERVE_BATCH_MAX): each shard has one call
+   * out at a time, and the orders arriving meanwhile go together in the next. 1 (the default for
+   * a store built without it): each order sent alone and at once, with no wait for another.
+   */
+  maxBatch?: number;
+  /** Each batch's size as it goes out (seckill_reserve_batch_size); batches of 1 included. */
+  onBatch?: (size: number) => void;
 }
 
 /** A voucher's sale as the reconciliation reads it, atomically (one hash slot). */
@@ -64,8 +74,11 @@ const KEEP_LIVE_STOCK = {
  */
 export class SaleStore {
   private readonly scripts: SaleScripts;
-  /** Set when replica acknowledgement is on: reserves then go through its group commit. */
+  /** Set when replica acknowledgement is on: batches with orders for the stream then go through its group commit. */
   private readonly acknowledged: AcknowledgedReserve | undefined;
+  /** Set when batches of more than one order are allowed. */
+  private readonly batcher: ReserveBatcher | undefined;
+  private readonly onBatch: ((size: number) => void) | undefined;
   private readonly source: SaleSource | undefined;
   private readonly onUnitsBack: (voucherId: string) => void;
 
@@ -79,6 +92,12 @@ export class SaleStore {
     this.acknowledged = acks && acks.acks > 0 ? new AcknowledgedReserve(redis, keys, acks) : undefined;
     this.source = options.source;
     this.onUnitsBack = options.onUnitsBack ?? (() => undefined);
+    this.onBatch = options.onBatch;
+    const maxBatch = options.maxBatch ?? 1;
+    this.batcher =
+      maxBatch > 1
+        ? new ReserveBatcher({ shardOf: (voucherId) => keys.shardOf(voucherId), decide: (batch) => this.decideBatch(batch), maxBatch, onBatch: this.onBatch })
+        : undefined;
   }
 
   /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
@@ -128,12 +147,24 @@ export class SaleStore {
   }
 
   /**
-   * reserve.lua alone: on `accepted` the order is on its way to MySQL (and, with replica
-   * acknowledgement on, on as many replicas as asked, or counted as a timeout).
+   * reserve.lua without the publish-and-retry of `decide`: on `accepted` the order is on its way
+   * to MySQL (and, with replica acknowledgement on, on as many replicas as asked, or counted as a
+   * timeout). With batching on, the order goes in its shard's next batch (at once when none is
+   * out); a failed call rejects every order of its batch.
    */
   async reserve(order: OrderRequest, mode: ReserveMode = 'stream'): Promise<ReserveResult> {
-    if (this.acknowledged && mode === 'stream') return this.acknowledged.reserve(order);
-    return this.scripts.reserve({ order, mode });
+    const request: ReserveRequest = { order, mode };
+    if (this.batcher) return this.batcher.reserve(request);
+    this.onBatch?.(1);
+    const [result] = await this.decideBatch([request]);
+    if (!result) throw new Error('reserve.lua answered no result for the order');
+    return result;
+  }
+
+  /** One reserve.lua call for a batch of one shard; with replica acknowledgement, one WAIT after it when an order may go to the stream. */
+  private decideBatch(batch: ReserveRequest[]): Promise<ReserveResult[]> {
+    if (this.acknowledged && batch.some(({ mode }) => mode === 'stream')) return this.acknowledged.decide(batch);
+    return this.scripts.reserve(batch);
   }
 
   private async reserveOnce(order: OrderRequest, mode: ReserveMode): Promise<ReserveResult> {

@@ -27,6 +27,7 @@ let redis: RedisClient;
 let app: FastifyInstance;
 const timeouts: Array<{ accepted: number; acknowledged: number }> = [];
 let store: SaleStore;
+const batchSizes: number[] = [];
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3, replicas: 1 });
@@ -41,6 +42,9 @@ beforeAll(async () => {
   app = (await buildTestApp(clusterEnv)).app;
   store = new SaleStore(redis, new SaleKeys(SHARDS), {
     replicaAcks: { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) },
+    // Batches as the app makes them: one reserve.lua call and one WAIT per batch of a shard.
+    maxBatch: 64,
+    onBatch: (size) => batchSizes.push(size),
   });
 }, 90_000);
 
@@ -79,9 +83,13 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
   it('answers accepted orders only once the replica of their master has them', async () => {
     const vouchers = [await voucherOnShard(0, 100), await voucherOnShard(1, 100), await voucherOnShard(2, 100)];
     const orders = Array.from({ length: 240 }, (_, i) => ({ orderId: String(1_000_000 + i), userId: String(5000 + i), voucherId: vouchers[i % 3]! }));
+    batchSizes.length = 0;
     const outcomes = await Promise.all(orders.map((order) => store.reserve(order)));
     expect(outcomes.every(({ outcome }) => outcome === 'accepted')).toBe(true);
     expect(timeouts).toEqual([]);
+    // Sent at once, so each shard's first order went alone and the rest waited for it: batches formed.
+    expect(batchSizes.reduce((sum, size) => sum + size, 0)).toBe(240);
+    expect(batchSizes.length).toBeLessThan(240);
 
     // Read each replica straight away: every answered order must already be there.
     for (const shard of [0, 1, 2]) {

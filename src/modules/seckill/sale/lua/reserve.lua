@@ -1,25 +1,30 @@
 --[[
-  One seckill order, atomically: replay an Idempotency-Key's order, check the sale window (Redis
-  server time, so app instances with skewed clocks agree), the stock and the user's limit of live
-  orders (every slot the user holds counts, also those above a lowered limit); then take one unit,
-  give the user its lowest free slot, remember the order as queued (per shard and per user) and,
-  by mode, append it to the order stream (async strategy) or hold it in the in-flight set while
-  the caller writes MySQL itself (sync strategy). Both strategies decide here, on the same stock
-  and slots, so instances on different strategies, or a switch mid-sale, can neither oversell nor
-  drop an accepted order.
-  Every key shares the hash tag {seckill:N}: one Redis Cluster hash slot.
+  A batch of seckill orders of one shard, atomically and in the order given: each decided by the
+  same rules as if it came alone (decide_order below, the one place they are written). Per order:
+  replay an Idempotency-Key's order, check the sale window (Redis server time, so app instances
+  with skewed clocks agree), the stock and the user's limit of live orders (every slot the user
+  holds counts, also those above a lowered limit); then take one unit, give the user its lowest
+  free slot, remember the order as queued (per shard and per user) and, by its mode, append it to
+  the order stream (async strategy) or hold it in the in-flight set while the caller writes MySQL
+  itself (sync strategy). Both strategies decide here, on the same stock and slots, so instances on
+  different strategies, or a switch mid-sale, can neither oversell nor drop an accepted order.
+  An earlier order of the batch is seen by a later one: its unit is taken, its slot held, its
+  Idempotency-Key's order stored (a key repeated inside the batch replays the first order).
+  Every key shares the hash tag {seckill:N}: one Redis Cluster hash slot, one call per shard.
 
-  KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by]}
-  KEYS[2]  {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots its live orders hold
-  KEYS[3]  {seckill:N}:orders               stream the order worker reads
-  KEYS[4]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot", until in MySQL
-  KEYS[5]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
-  KEYS[6]  {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot"
-  KEYS[7]  {seckill:N}:idem:{userId}:{key}  string orderId (touched only when ARGV[6] is not "")
-  ARGV     userId, orderId, voucherId, keep after the end (ms), mode ("stream" or "hold"),
-           Idempotency-Key TTL (ms; "" when the request has no key), user-orders TTL (ms)
+  KEYS[1]  {seckill:N}:orders               stream the order worker reads
+  KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot", until in MySQL
+  KEYS[3]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
+  then 4 keys per order i = 0, 1, ... (KEYS[4 + 4i] .. KEYS[7 + 4i]):
+  KEYS[+0] {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by]}
+  KEYS[+1] {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots its live orders hold
+  KEYS[+2] {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot"
+  KEYS[+3] {seckill:N}:idem:{userId}:{key}  string orderId (touched only when the order's key TTL is not "")
+  ARGV     keep after the end (ms), user-orders TTL (ms),
+           then 5 per order (ARGV[3 + 5i] .. ARGV[7 + 5i]): userId, orderId, voucherId,
+           mode ("stream" or "hold"), Idempotency-Key TTL (ms; "" when the request has no key)
 
-  Returns {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
+  Returns one reply per order, in the batch's order, each {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
   value: the slot (accepted; a third element, the acceptance time in ms, which the stream entry
   carries as acceptedMs and MySQL stores as create_time), the limit (already bought: the user holds that many live orders),
   the order id the key was accepted as (replayed: the same key came again; nothing else is
@@ -29,6 +34,11 @@
   repair that dies cannot stop a sale). suspended: an administrator paused the sale (control.lua).
 ]]
 --- @include "server-time"
+
+local STREAM, QUEUED, IN_FLIGHT = KEYS[1], KEYS[2], KEYS[3]
+local KEEP_AFTER_END, USER_ORDERS_TTL = ARGV[1], ARGV[2]
+-- One clock reading per batch: its orders are decided at one instant, in the batch's order.
+local now = server_time_ms()
 
 -- How many slots the mask holds, counted up to `up_to` (one bit operation per slot counted).
 local function slots_held(mask, up_to)
@@ -40,57 +50,94 @@ local function slots_held(mask, up_to)
   return count
 end
 
-local with_key = ARGV[6] ~= ''
-if with_key then
-  local earlier = redis.call('GET', KEYS[7])
-  if earlier then
-    return {8, earlier}
+-- Each voucher hash of the batch read once (nothing else runs during the script), its stock then
+-- kept here in step with the HINCRBY each accepted order makes at once (a script that fails midway
+-- leaves no order accepted without its unit taken).
+local sales = {}
+local function sale_of(voucher_key, buyers_key)
+  local sale = sales[voucher_key]
+  if sale == nil then
+    local fields = redis.call('HMGET', voucher_key, 'stock', 'begin', 'end', 'frozen_until', 'suspended', 'limit')
+    if fields[1] then
+      sale = {
+        key = voucher_key, buyers = buyers_key, stock = tonumber(fields[1]), begin = tonumber(fields[2]),
+        ['end'] = tonumber(fields[3]), frozen_until = tonumber(fields[4] or '0'), suspended = fields[5] ~= false,
+        limit = tonumber(fields[6] or '1'), taken = 0,
+      }
+    else
+      sale = false
+    end
+    sales[voucher_key] = sale
   end
+  return sale
 end
-local voucher = redis.call('HMGET', KEYS[1], 'stock', 'begin', 'end', 'frozen_until', 'suspended', 'limit')
-if not voucher[1] then
-  return {5, 0}
+
+-- One order's rules: k is its first key's index, a its first argument's.
+local function decide_order(k, a)
+  local user, order, voucher_id, mode, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local idem_key = KEYS[k + 3]
+  if key_ttl ~= '' then
+    local earlier = redis.call('GET', idem_key)
+    if earlier then
+      return {8, earlier}
+    end
+  end
+  local sale = sale_of(KEYS[k], KEYS[k + 1])
+  if not sale then
+    return {5, 0}
+  end
+  if now < sale.begin then
+    return {1, 0}
+  end
+  if now >= sale['end'] then
+    return {2, 0}
+  end
+  if now < sale.frozen_until then
+    return {6, 0}
+  end
+  if sale.suspended then
+    return {7, 0}
+  end
+  if sale.stock <= 0 then
+    return {3, 0}
+  end
+  local held = tonumber(redis.call('HGET', sale.buyers, user) or '0')
+  -- Every held slot counts, those above a lowered limit too: a user at or over the limit buys no more.
+  if slots_held(held, sale.limit) >= sale.limit then
+    return {4, sale.limit}
+  end
+  -- The lowest free slot: fewer than `limit` are held, so it is at most `limit`.
+  local slot, slot_bit = 1, 1
+  while bit.band(held, slot_bit) ~= 0 do
+    slot, slot_bit = slot + 1, slot_bit * 2
+  end
+  sale.stock = sale.stock - 1
+  sale.taken = sale.taken + 1
+  redis.call('HINCRBY', sale.key, 'stock', -1)
+  redis.call('HSET', sale.buyers, user, held + slot_bit)
+  if sale.taken == 1 then
+    -- The same deadline for every order of the voucher: set once per batch.
+    redis.call('PEXPIREAT', sale.buyers, sale['end'] + tonumber(KEEP_AFTER_END))
+  end
+  redis.call('HSET', QUEUED, order, user .. ':' .. voucher_id .. ':' .. slot)
+  local user_orders = KEYS[k + 2]
+  redis.call('HSET', user_orders, order, voucher_id .. ':' .. string.format('%d', now) .. ':' .. slot)
+  redis.call('PEXPIRE', user_orders, USER_ORDERS_TTL)
+  if key_ttl ~= '' then
+    redis.call('SET', idem_key, order, 'PX', key_ttl)
+  end
+  if mode == 'hold' then
+    -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
+    redis.call('ZADD', IN_FLIGHT, now, order)
+  else
+    redis.call('XADD', STREAM, '*', 'orderId', order, 'userId', user, 'voucherId', voucher_id, 'slot', slot, 'acceptedMs', now)
+  end
+  return {0, slot, now}
 end
-local now = server_time_ms()
-if now < tonumber(voucher[2]) then
-  return {1, 0}
+
+local replies = {}
+local orders = (#KEYS - 3) / 4
+for i = 0, orders - 1 do
+  replies[i + 1] = decide_order(4 + 4 * i, 3 + 5 * i)
 end
-if now >= tonumber(voucher[3]) then
-  return {2, 0}
-end
-if voucher[4] and now < tonumber(voucher[4]) then
-  return {6, 0}
-end
-if voucher[5] then
-  return {7, 0}
-end
-if tonumber(voucher[1]) <= 0 then
-  return {3, 0}
-end
-local limit = tonumber(voucher[6] or '1')
-local held = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
--- Every held slot counts, those above a lowered limit too: a user at or over the limit buys no more.
-if slots_held(held, limit) >= limit then
-  return {4, limit}
-end
--- The lowest free slot: fewer than `limit` are held, so it is at most `limit`.
-local slot, slot_bit = 1, 1
-while bit.band(held, slot_bit) ~= 0 do
-  slot, slot_bit = slot + 1, slot_bit * 2
-end
-redis.call('HINCRBY', KEYS[1], 'stock', -1)
-redis.call('HSET', KEYS[2], ARGV[1], held + slot_bit)
-redis.call('PEXPIREAT', KEYS[2], tonumber(voucher[3]) + tonumber(ARGV[4]))
-redis.call('HSET', KEYS[4], ARGV[2], ARGV[1] .. ':' .. ARGV[3] .. ':' .. slot)
-redis.call('HSET', KEYS[6], ARGV[2], ARGV[3] .. ':' .. string.format('%d', now) .. ':' .. slot)
-redis.call('PEXPIRE', KEYS[6], ARGV[7])
-if with_key then
-  redis.call('SET', KEYS[7], ARGV[2], 'PX', ARGV[6])
-end
-if ARGV[5] == 'hold' then
-  -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
-  redis.call('ZADD', KEYS[5], now, ARGV[2])
-else
-  redis.call('XADD', KEYS[3], '*', 'orderId', ARGV[2], 'userId', ARGV[1], 'voucherId', ARGV[3], 'slot', slot, 'acceptedMs', now)
-end
-return {0, slot, now}
+return replies
