@@ -293,7 +293,7 @@ export const SETTINGS = {
       default: 64,
       min: 1,
       max: 1024,
-      doc: 'most orders one `reserve.lua` call decides: per instance and shard one call is out at a time, and the orders that arrive meanwhile go together in the next (no timer: at low load an order waits for nothing); `1` = each order alone and at once (with `SECKILL_REPLICA_ACKS`, a `WAIT` each). See [batching](docs/flows/seckill-order.md#batching-the-decisions)',
+      doc: 'most orders one `reserve.lua` call decides: per instance and shard one call is out at a time, and the orders that arrive meanwhile go together in the next (no timer: at low load an order waits for nothing); `1` = each order alone and at once (with `SECKILL_REPLICA_ACKS`, a `WAIT` each). See [batching](docs/flows/seckill-batches.md#batching-the-decisions)',
     }),
     replicaAcks: int({
       env: 'SECKILL_REPLICA_ACKS',
