@@ -13,6 +13,8 @@ export interface BenchOptions {
   scenarios: ScenarioName[];
   /** Seconds of each measured phase (saturation, then fixed rate). */
   durationSeconds: number;
+  /** Milliseconds of each case of the in-process micro-benchmarks (ids, locks), per mode. */
+  microMs: number;
   /** Connections of the saturation phase. */
   connections: number;
   /** Connections of the fixed-rate (latency) phase. */
@@ -139,10 +141,13 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
   if (target && chosen.includes('seckill-async') && chosen.includes('seckill-sync')) {
     throw new OptionsError('--target: the deployment runs one strategy; name seckill-async or seckill-sync');
   }
+  const durationSeconds = number('--duration', values.duration, smoke ? 1.5 : 10, 0.5, 3600);
   return {
     scenarios: chosen,
     target,
-    durationSeconds: number('--duration', values.duration, smoke ? 1.5 : 10, 0.5, 3600),
+    durationSeconds,
+    // Half a phase each; a smoke run only shows that they run (16 lock cases, 6 id cases).
+    microMs: smoke ? 150 : (durationSeconds * 1000) / 2,
     connections: int('--connections', values.connections, smoke ? 20 : 100, 1, 10_000),
     latencyConnections: int('--latency-connections', values['latency-connections'], smoke ? 20 : 1_000, 1, 10_000),
     rate: values.rate === undefined ? (smoke ? 200 : undefined) : int('--rate', values.rate, 0, 1, 10_000_000),

@@ -94,7 +94,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     } finally {
       await Promise.all(prepared.map((scenario) => scenario.stop()));
     }
-    const microMs = (options.durationSeconds * 1000) / 2;
+    const { microMs } = options;
     if (wanted.has('id')) {
       progress.step('id: IdGenerator.nextId vs INCR', (microMs * 3) / 1000);
       report.ids = await measureIds(world.redis, { durationMs: microMs, parallelism: 64 });
