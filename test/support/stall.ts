@@ -46,18 +46,7 @@ export async function stallingRelay(targetPort: number): Promise<StallingRelay> 
   let stalled = false;
   let trigger: { text: string; fired: () => void } | undefined;
   const held: Array<() => void> = [];
-  const sockets = new Set<Socket>();
-  const server = createServer((client) => {
-    const upstream = connect(targetPort, '127.0.0.1');
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        client.destroy();
-        upstream.destroy();
-        sockets.delete(socket);
-      });
-    }
+  const relay = await tcpRelay(targetPort, '127.0.0.1', (client, upstream) => {
     client.on('data', (chunk: Buffer) => {
       upstream.write(chunk);
       if (trigger && chunk.includes(trigger.text)) {
@@ -71,9 +60,8 @@ export async function stallingRelay(targetPort: number): Promise<StallingRelay> 
       else client.write(chunk);
     });
   });
-  const port = await listen(server);
   return {
-    port,
+    port: relay.port,
     stall: () => {
       stalled = true;
     },
@@ -85,6 +73,38 @@ export async function stallingRelay(targetPort: number): Promise<StallingRelay> 
       stalled = false;
       for (const write of held.splice(0)) write();
     },
+    close: () => relay.close(),
+  };
+}
+
+/** A TCP relay's port, and `close()`, which cuts every connection it holds. */
+export interface TcpRelay {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP relay to `host:targetPort`: each accepted client gets its own upstream connection, and
+ * either end closing closes both. `forward` moves the bytes between them as the test wants.
+ */
+export async function tcpRelay(targetPort: number, host: string, forward: (client: Socket, upstream: Socket) => void): Promise<TcpRelay> {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(targetPort, host);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        client.destroy();
+        upstream.destroy();
+        sockets.delete(socket);
+      });
+    }
+    forward(client, upstream);
+  });
+  const port = await listen(server);
+  return {
+    port,
     close: () => {
       for (const socket of sockets) socket.destroy();
       return new Promise((resolve) => server.close(() => resolve()));

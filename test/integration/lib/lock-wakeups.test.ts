@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createServer, connect, type Socket } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LockClient, type Lock, type LockHandle } from '../../../src/lib/lock/index.js';
 import { startRedisServer, type RedisServer } from '../../../kit/redis-servers.js';
 import { testRedisUrl } from '../../../kit/services.js';
 import { deleteKeys, uniquePrefix } from '../../support/redis.js';
+import { tcpRelay } from '../../support/stall.js';
 
 // Release notifications reach every waiter of a LockClient, whenever its subscriber connection
 // was (re)connecting: waiters wake at a release, not at pollMs (set far beyond the waits here).
@@ -184,41 +184,21 @@ interface Relay {
 
 /** A TCP relay to `target`. */
 async function startRelay(target: URL): Promise<Relay> {
-  const sockets = new Set<Socket>();
   let delayMs = 0;
   const connectionWaiters: Array<() => void> = [];
-  const server = createServer((client) => {
+  const relay = await tcpRelay(Number(target.port), target.hostname, (client, upstream) => {
     for (const resolve of connectionWaiters.splice(0)) resolve();
-    const upstream = connect(Number(target.port), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        client.destroy();
-        upstream.destroy();
-        sockets.delete(socket);
-      });
-    }
     client.pipe(upstream);
     const lateMs = delayMs;
     if (lateMs === 0) upstream.pipe(client);
     else upstream.on('data', (chunk: Buffer) => setTimeout(() => client.write(chunk), lateMs));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const address = server.address();
-  if (typeof address !== 'object' || !address) throw new Error('relay has no port');
   return {
-    url: `redis://127.0.0.1:${address.port}${target.pathname}`,
+    url: `redis://127.0.0.1:${relay.port}${target.pathname}`,
     delayNewConnections: (ms) => {
       delayMs = ms;
     },
     nextConnection: () => new Promise((resolve) => connectionWaiters.push(resolve)),
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
+    close: () => relay.close(),
   };
 }

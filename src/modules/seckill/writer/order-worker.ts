@@ -77,7 +77,7 @@ export class OrderWorker {
     this.writes = new GroupCommit((group) => this.breaker.write(() => this.orders.persistAllNew(group)), {
       // Every shard's batch at once; more would only make the one transaction longer.
       maxItems: options.batchSize * stream.keys.shards,
-      isTransient: (error) => error instanceof BrokenCircuitError || isTransient(error),
+      isTransient: isUnavailable,
     });
   }
 
@@ -255,7 +255,7 @@ export class OrderWorker {
     try {
       await this.writes.submit(entries.map((entry) => entry.order));
     } catch (error) {
-      if (!(error instanceof BrokenCircuitError) && !isTransient(error)) return 'each-alone';
+      if (!isUnavailable(error)) return 'each-alone';
       for (const { id } of entries) this.lastErrors.set(id, { message: String(error), transient: true });
       if (!(error instanceof BrokenCircuitError)) {
         this.options.onResult?.('failed');
@@ -325,4 +325,9 @@ export class OrderWorker {
     this.options.onResult?.('dead-letter');
     this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
   }
+}
+
+/** MySQL did not answer or the circuit is open: a write to retry later as it is, not order by order. */
+function isUnavailable(error: unknown): boolean {
+  return error instanceof BrokenCircuitError || isTransient(error);
 }
