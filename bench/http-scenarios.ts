@@ -12,6 +12,8 @@ export interface HttpResult {
   saturation: PhaseResult;
   fixedRate: PhaseResult;
   slices: PhaseResult[];
+  /** The fixed-rate phase at another scenario's offered rate (the baseline at the order's). */
+  matchedRate?: PhaseResult;
 }
 
 /** A scenario ready to be measured: its routes, and what to do with their measurements. */
@@ -24,13 +26,15 @@ export interface PreparedScenario<R> {
 
 const SERVER_ENV = { SECKILL_WORKER: 'false' };
 
-export async function prepareBaseline(world: World, cpuProfDir?: string): Promise<PreparedScenario<HttpResult>> {
+/** `alsoAtRateOf`: a scenario whose offered rate the baseline is also measured at (the order's, for its p99 target). */
+export async function prepareBaseline(world: World, cpuProfDir?: string, alsoAtRateOf?: string): Promise<PreparedScenario<HttpResult>> {
   const server = await startServer({ env: { ...world.env, ...SERVER_ENV }, ...(cpuProfDir ? { cpuProfDir } : {}) });
   const target: LoadTarget = {
     name: 'baseline',
     url: server.url,
     serverPid: server.child.pid,
     source: { method: 'POST', next: () => ({ path: '/bench/evalsha' }) },
+    ...(alsoAtRateOf ? { alsoAtRateOf } : {}),
   };
   return {
     targets: [target],

@@ -296,6 +296,12 @@ export interface LoadTarget {
    * next target's slice).
    */
   sliceWork?: () => Promise<() => Promise<SliceWork>>;
+  /**
+   * The name of another target whose fixed rate this one is also measured at (after its own), so
+   * that two latencies are compared at one offered rate rather than each at a share of its own
+   * saturation rate.
+   */
+  alsoAtRateOf?: string;
 }
 
 export interface Measurement {
@@ -303,6 +309,8 @@ export interface Measurement {
   fixedRate: PhaseResult;
   /** The saturation phase's slices, in order: slice r of every target ran in round r. */
   slices: PhaseResult[];
+  /** The fixed-rate phase at the offered rate of `LoadTarget.alsoAtRateOf`, when it names a target measured here. */
+  matchedRate?: PhaseResult;
 }
 
 /**
@@ -320,7 +328,7 @@ export async function measureAll(
   step: (label: string, seconds?: number) => Ticker,
   rounds = 5,
 ): Promise<Map<string, Measurement>> {
-  const { connections, latencyConnections, durationSeconds } = options;
+  const { connections, durationSeconds } = options;
   const warmUpSeconds = Math.min(2, durationSeconds / 2);
   const expected = new Map<string, number>();
   for (const { name, url, source } of targets) {
@@ -346,27 +354,45 @@ export async function measureAll(
     }
   }
 
+  const rates = new Map<string, number>();
+  for (const { name } of targets) {
+    const saturationRps = combine(slices.get(name)!).rps;
+    rates.set(name, options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturationRps * options.rateFraction))));
+  }
   const measurements = new Map<string, Measurement>();
-  for (const { name, url, source, afterLoad, serverPid } of targets) {
-    const saturation = combine(slices.get(name)!);
-    const rate = options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturation.rps * options.rateFraction)));
-    await serverLoopLagP99(url); // starts the server's lag histogram afresh
-    const cpu = startCpuCount({ ...cpuPids, server: serverPid });
-    const fixedPhase = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
-      rate,
-      connections: latencyConnections,
-      durationSeconds,
-      onTick: step(`${name}: fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
-    });
-    const fixed = { ...fixedPhase, cpu: cpu(fixedPhase.requests) };
-    const serverLag = await serverLoopLagP99(url);
-    measurements.set(name, { saturation, fixedRate: serverLag === undefined ? fixed : { ...fixed, serverLagP99: serverLag }, slices: slices.get(name)! });
+  for (const { name, url, source, afterLoad, serverPid, alsoAtRateOf } of targets) {
+    const fixedPhase = (rate: number) => measureFixedRate({ name, url, source, serverPid }, rate, { ...options, cpuPids }, step);
+    const measured: Measurement = { saturation: combine(slices.get(name)!), fixedRate: await fixedPhase(rates.get(name)!), slices: slices.get(name)! };
+    const matched = alsoAtRateOf === undefined ? undefined : rates.get(alsoAtRateOf);
+    if (matched !== undefined) measured.matchedRate = await fixedPhase(matched);
+    measurements.set(name, measured);
     if (afterLoad) {
       step(`${name}: after the load`);
       await afterLoad();
     }
   }
   return measurements;
+}
+
+/** One open-loop phase at `rate`, with the CPU it cost and the server's loop lag meanwhile. */
+async function measureFixedRate(
+  { name, url, source, serverPid }: Pick<LoadTarget, 'name' | 'url' | 'source' | 'serverPid'>,
+  rate: number,
+  options: MeasureOptions & { cpuPids: CpuPids },
+  step: (label: string, seconds?: number) => Ticker,
+): Promise<PhaseResult> {
+  const { latencyConnections, durationSeconds } = options;
+  await serverLoopLagP99(url); // starts the server's lag histogram afresh
+  const cpu = startCpuCount({ ...options.cpuPids, server: serverPid });
+  const phase = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
+    rate,
+    connections: latencyConnections,
+    durationSeconds,
+    onTick: step(`${name}: fixed rate ${rate} req/s, ${latencyConnections} connections`, durationSeconds),
+  });
+  const fixed = { ...phase, cpu: cpu(phase.requests) };
+  const serverLag = await serverLoopLagP99(url);
+  return serverLag === undefined ? fixed : { ...fixed, serverLagP99: serverLag };
 }
 
 /** The server's event-loop delay p99 since its previous scrape, in ms (prom-client's default metric). */

@@ -96,16 +96,7 @@ export function computeTargets(report: Pick<BenchReport, 'baseline' | 'seckill' 
     targets.push(ratioTarget('seckill-async / seckill-sync, req/s', pairedRatios(async.slices, sync.slices, rps), 5, 'at least'));
     targets.push(ratioTarget('seckill-sync / seckill-async, CPU µs per request', pairedRatios(sync.slices, async.slices, cpuTotal), 5, 'at least'));
   }
-  if (async) {
-    const { offeredRate } = async.fixedRate;
-    const { p99 } = async.fixedRate.latency;
-    const at = `${number(offeredRate ?? 0)} req/s offered, ${async.fixedRate.connections} connections`;
-    // The target is stated at 1,000 connections; at any other count the figure is shown but not judged.
-    const judged = async.fixedRate.connections === 1000;
-    const met = judged ? p99 < 50 : null;
-    const verdict = met === null ? 'not judged' : met ? 'met' : `missed by ${Math.round(((p99 - 50) / 50) * 100)} %`;
-    targets.push({ name: 'seckill-async p99 at 1,000 connections', target: '< 50 ms', measured: `${p99} ms (${at})`, met, verdict });
-  }
+  if (async) targets.push(p99Target(async.fixedRate, report.baseline?.matchedRate));
   if (report.shopHot) {
     const { cached, bare } = report.shopHot;
     targets.push(ratioTarget('shop-hot / its bare in-memory route, req/s', pairedRatios(cached.slices, bare.slices, rps), 0.95, 'at least'));
@@ -115,18 +106,39 @@ export function computeTargets(report: Pick<BenchReport, 'baseline' | 'seckill' 
   return targets;
 }
 
+/**
+ * The order's p99 against the baseline's at the same offered rate over 1,000 connections (issue
+ * 29: ≤ 1.5×): absolute p99s on two shared cores measure the machine more than the code.
+ */
+function p99Target(order: PhaseResult, baseline: PhaseResult | undefined): Target {
+  const name = 'seckill-async p99 / baseline p99, same offered rate';
+  const aim = 1.5;
+  const at = `${number(order.offeredRate ?? 0)} req/s offered, ${order.connections} connections`;
+  const sameRate = baseline !== undefined && baseline.offeredRate === order.offeredRate;
+  if (!sameRate) return { name, target: `≤ ${aim}×`, measured: `${order.latency.p99} ms (${at}; no baseline at that rate)`, met: null, verdict: 'not judged' };
+  const value = order.latency.p99 / baseline.latency.p99;
+  // The target is stated at 1,000 connections; at any other count the figure is shown but not judged.
+  const met = order.connections === 1000 ? value <= aim : null;
+  const verdict = met === null ? 'not judged' : met ? 'met' : `missed by ${Math.round(((value - aim) / aim) * 100)} %`;
+  return { name, target: `≤ ${aim}×`, measured: `${ratio(value)} (${order.latency.p99} / ${baseline.latency.p99} ms at ${at})`, met, verdict };
+}
+
 interface HttpRow {
   name: string;
   route: string;
   result: Pick<HttpResult, 'saturation' | 'fixedRate' | 'slices'>;
   versus?: { name: string; rps: number };
   correct?: boolean;
+  /** Another fixed-rate phase of a scenario already listed: its saturation figures are that row's. */
+  fixedRateOnly?: boolean;
 }
 
 function httpRows(report: BenchReport): HttpRow[] {
   const rows: HttpRow[] = [];
   const base = report.baseline;
   if (base) rows.push({ name: 'baseline', route: base.route, result: base });
+  if (base?.matchedRate)
+    rows.push({ name: "baseline at the order's rate", route: base.route, result: { ...base, fixedRate: base.matchedRate }, fixedRateOnly: true });
   for (const sale of report.seckill) {
     rows.push({
       name: sale.scenario,
@@ -170,16 +182,17 @@ export function renderMarkdown(report: BenchReport): string {
     for (const row of rows) {
       const { saturation: s, fixedRate: l } = row.result;
       const vs = row.versus ? `${ratio(s.rps / row.versus.rps)} ${row.versus.name}` : '–';
+      const rate = row.fixedRateOnly ? '(above)' : number(s.rps);
       const checks = row.correct === undefined ? '–' : row.correct ? 'PASS' : '**FAIL**';
       out.push(
-        `| ${row.name} | \`${row.route}\` | ${number(s.rps)} | ${vs} | ${number(l.offeredRate ?? 0)} | ${l.latency.p50} | ${l.latency.p90} | ${l.latency.p99} | ${l.latency.max} | ${l.serverLagP99 ?? '–'} | ${l.generatorLagP99 ?? '–'} | ` +
-          `${s.errors + l.errors} | ${s.non2xx + l.non2xx} | ${checks} |`,
+        `| ${row.name} | \`${row.route}\` | ${rate} | ${vs} | ${number(l.offeredRate ?? 0)} | ${l.latency.p50} | ${l.latency.p90} | ${l.latency.p99} | ${l.latency.max} | ${l.serverLagP99 ?? '–'} | ${l.generatorLagP99 ?? '–'} | ` +
+          `${row.fixedRateOnly ? l.errors : s.errors + l.errors} | ${row.fixedRateOnly ? l.non2xx : s.non2xx + l.non2xx} | ${checks} |`,
       );
     }
     out.push('');
   }
 
-  const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread);
+  const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
   if (cpuRows.length > 0) {
     out.push(
       'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB:',
@@ -276,7 +289,7 @@ function renderProfile(server: string, profile: ProfileSummary): string {
 
 /** Horizontal bars, one row per HTTP scenario: throughput at saturation (left) and p99 at the fixed rate (right). */
 export function renderSvg(report: BenchReport): string {
-  const rows = httpRows(report);
+  const rows = httpRows(report).filter((row) => !row.fixedRateOnly);
   const rowHeight = 28;
   const top = 56;
   const labelWidth = 170;

@@ -61,7 +61,13 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       progress.step('starting servers, creating vouchers');
       // Side by side: each server's start mostly waits on its imports and connections.
       const settled = await Promise.allSettled([
-        wanted.has('baseline') ? prepareBaseline(world, profileDir && !options.target ? join(profileDir, 'baseline') : undefined) : undefined,
+        wanted.has('baseline')
+          ? prepareBaseline(
+              world,
+              profileDir && !options.target ? join(profileDir, 'baseline') : undefined,
+              wanted.has('seckill-async') ? 'seckill-async' : undefined,
+            )
+          : undefined,
         wanted.has('seckill-async')
           ? prepareSale('async', options, world, options.target ? undefined : profileDir && join(profileDir, 'seckill-async'))
           : undefined,

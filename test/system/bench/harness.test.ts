@@ -88,13 +88,19 @@ describe('npm run bench --smoke', () => {
       'seckill-async / baseline, CPU µs per request',
       'seckill-async / seckill-sync, req/s',
       'seckill-sync / seckill-async, CPU µs per request',
-      'seckill-async p99 at 1,000 connections',
+      'seckill-async p99 / baseline p99, same offered rate',
       'shop-hot / its bare in-memory route, req/s',
       'shop-hot / its bare route, CPU µs per request',
     ]);
     expect(report.targets.filter((target) => target.spread).every((target) => target.verdict === 'met' || /^missed by \d+ %$/.test(target.verdict))).toBe(true);
 
+    // The baseline is measured at the order's offered rate too, and the p99 target compares the two.
+    expect(report.baseline!.matchedRate!.offeredRate).toBe(asyncSale.fixedRate.offeredRate);
+    expect(report.baseline!.matchedRate!.requests).toBeGreaterThan(0);
+    expect(report.targets.find((target) => target.name.startsWith('seckill-async p99'))!.measured).toMatch(/^[\d.]+× \(/);
+
     const markdown = renderMarkdown(report);
+    expect(markdown).toContain("| baseline at the order's rate |");
     expect(markdown).toContain('| seckill-async |');
     expect(markdown).toMatch(/\| seckill-async \| [\d,]+ \| [\d,.]+ \| [\d,.]+ \| (—|[\d,.]+) \| (—|[\d,.]+) \| [\d,.]+ \|/); // per accepted order: commands, scripts, batches, server µs
     expect(markdown).toContain('PASS orders in MySQL = successes returned');

@@ -92,6 +92,29 @@ describe('the release queue', () => {
     expect(await claimer.size(shard)).toBe(0);
   });
 
+  it('schedules a batch larger than one ZADD in one call, each at acceptance + window, and keeps due times when scheduled again', async () => {
+    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log });
+    instances.push(seckill);
+    const voucherId = '990000001';
+    const queue = new UnpaidQueue(env.redis, seckill.keys, WINDOW_SECONDS * 1000);
+    // More than the script's chunk of 1,000 members per ZADD.
+    const orders = Array.from({ length: 2_500 }, (_, i) => ({
+      orderId: String(7_000_000 + i),
+      userId: String(5_000 + i),
+      voucherId,
+      slot: 1,
+      acceptedMs: 1_000_000 + i,
+    }));
+    await queue.schedule(orders);
+    const due = await dueTimes(seckill, voucherId);
+    expect(due.size).toBe(orders.length);
+    expect(orders.every((order) => due.get(order.orderId) === order.acceptedMs + WINDOW_SECONDS * 1000)).toBe(true);
+    // NX: a redelivered write never moves a due time.
+    await queue.schedule(orders.map((order) => ({ ...order, acceptedMs: order.acceptedMs + 60_000 })));
+    expect(await dueTimes(seckill, voucherId)).toEqual(due);
+    await env.redis.del(unpaidDueKey(seckill.keys.shardOf(voucherId)));
+  });
+
   it('cancels 200 unpaid orders on time: p99 of (cancel seen in MySQL − due time) ≤ 1 s, units back in MySQL and Redis', async () => {
     const metrics = createMetrics();
     const instance = startInstance('late-a', metrics);

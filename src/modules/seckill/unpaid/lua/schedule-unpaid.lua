@@ -11,9 +11,16 @@
 --- @include "server-time"
 local window = tonumber(ARGV[1])
 local now = server_time_ms()
+-- One ZADD per batch (in chunks: unpack's limit is the Lua C stack, about 8,000 values).
+local CHUNK = 1000
 local added = 0
+local args = {}
 for i = 2, #ARGV, 2 do
-  local accepted = tonumber(ARGV[i]) or now
-  added = added + redis.call('ZADD', KEYS[1], 'NX', accepted + window, ARGV[i + 1])
+  args[#args + 1] = (tonumber(ARGV[i]) or now) + window
+  args[#args + 1] = ARGV[i + 1]
+  if #args == 2 * CHUNK or i + 2 > #ARGV then
+    added = added + redis.call('ZADD', KEYS[1], 'NX', unpack(args))
+    args = {}
+  end
 end
 return added
