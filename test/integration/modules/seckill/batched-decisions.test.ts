@@ -261,6 +261,55 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
     expect((await Promise.all(rest)).every(({ outcome }) => outcome === 'accepted')).toBe(true);
     expect(sizes).toEqual([1, 4, 4, 2]);
   });
+
+  it("writes a batch per voucher once (its stock, its buyers' slots) and its queued orders in one HSET", async () => {
+    const store = new SaleStore(relayed, keys, { maxBatch: 64 });
+    const voucherId = await insertSeckillVoucher(env, { stock: 100 });
+    await store.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    const warmUpVoucher = await insertSeckillVoucher(env, { stock: 1 });
+    await store.publish({ voucherId: warmUpVoucher, stock: 1, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    const prefixed = (key: string) => env.keyPrefix + key;
+    const { voucher, buyers } = keys.voucher(voucherId);
+    const { queued, stream } = keys.shard(0);
+    const orderIds = Array.from({ length: 20 }, (_, n) => String(8_001 + n));
+    // Every command Redis runs on the voucher's keys, and on the shard's queued hash and stream for these orders.
+    const monitor = await env.redis.duplicate({ keyPrefix: '' }).monitor();
+    const commands: string[] = [];
+    const sentinel = `batched-decisions-${Date.now()}`;
+    let sentinelSeen: () => void = () => undefined;
+    const seenSentinel = new Promise<void>((resolve) => (sentinelSeen = resolve));
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const [name = '', key = ''] = args;
+      if (args.includes(sentinel)) sentinelSeen();
+      const ours =
+        key === prefixed(voucher) ||
+        key === prefixed(buyers) ||
+        ((key === prefixed(queued) || key === prefixed(stream)) && args.some((arg) => orderIds.includes(arg)));
+      if (ours) commands.push(name.toLowerCase());
+    });
+    try {
+      let first: Promise<ReserveResult> | undefined;
+      await holdNextCall(() => (first = store.reserve({ orderId: '8000', userId: '8000', voucherId: warmUpVoucher })));
+      const batch = orderIds.map((orderId) => store.reserve({ orderId, userId: orderId, voucherId }));
+      relay.resume();
+      await first;
+      expect((await Promise.all(batch)).every(({ outcome }) => outcome === 'accepted')).toBe(true);
+      // MONITOR shows commands in the order Redis ran them: once the sentinel shows, so has the batch.
+      await env.redis.echo(sentinel);
+      await seenSentinel;
+    } finally {
+      monitor.disconnect();
+    }
+    const count = (name: string) => commands.filter((command) => command === name).length;
+    expect({ hmget: count('hmget'), hincrby: count('hincrby'), pexpireat: count('pexpireat'), hset: count('hset'), xadd: count('xadd') }).toEqual({
+      hmget: 2, // the voucher's fields, the batch's buyers' slots
+      hincrby: 1, // the stock, once for 20 units
+      pexpireat: 1,
+      hset: 2, // the buyers' slots, the queued orders
+      xadd: orderIds.length, // one stream entry per order
+    });
+    expect(await env.redis.hget(voucher, 'stock')).toBe('80');
+  });
 });
 
 describe('batching in the app', () => {

@@ -12,6 +12,12 @@
   Idempotency-Key's order stored (a key repeated inside the batch replays the first order).
   Every key shares the hash tag {seckill:N}: one Redis Cluster hash slot, one call per shard.
 
+  Two passes, so that a batch costs few commands: the first reads (each voucher's hash and its
+  buyers' slot masks once per batch) and decides every order in memory; the second writes, per
+  voucher one stock decrement and one HSET of the buyers' masks, per batch one HSET of the queued
+  orders, then each order's own entries. The stock is written first: a script that fails midway
+  leaves units taken without their order (reconcile finds them), never an order without its unit.
+
   KEYS[1]  {seckill:N}:orders               stream the order worker reads
   KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot", until in MySQL
   KEYS[3]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
@@ -37,6 +43,7 @@
 
 local STREAM, QUEUED, IN_FLIGHT = KEYS[1], KEYS[2], KEYS[3]
 local KEEP_AFTER_END, USER_ORDERS_TTL = ARGV[1], ARGV[2]
+local ORDERS = (#KEYS - 3) / 4
 -- One clock reading per batch: its orders are decided at one instant, in the batch's order.
 local now = server_time_ms()
 
@@ -50,39 +57,67 @@ local function slots_held(mask, up_to)
   return count
 end
 
--- Each voucher hash of the batch read once (nothing else runs during the script), its stock then
--- kept here in step with the HINCRBY each accepted order makes at once (a script that fails midway
--- leaves no order accepted without its unit taken).
-local sales = {}
-local function sale_of(voucher_key, buyers_key)
-  local sale = sales[voucher_key]
-  if sale == nil then
-    local fields = redis.call('HMGET', voucher_key, 'stock', 'begin', 'end', 'frozen_until', 'suspended', 'limit')
-    if fields[1] then
-      sale = {
-        key = voucher_key, buyers = buyers_key, stock = tonumber(fields[1]), begin = tonumber(fields[2]),
-        ['end'] = tonumber(fields[3]), frozen_until = tonumber(fields[4] or '0'), suspended = fields[5] ~= false,
-        limit = tonumber(fields[6] or '1'), taken = 0,
-      }
-    else
-      sale = false
-    end
-    sales[voucher_key] = sale
+-- A command over a long list of arguments in pieces: unpack is bounded by the Lua C stack.
+local CHUNK = 2000
+local function call_in_chunks(command, key, values)
+  for first = 1, #values, CHUNK do
+    redis.call(command, key, unpack(values, first, math.min(first + CHUNK - 1, #values)))
   end
+end
+
+-- The batch's sales, by voucher key, each read once: its fields and the slot masks of the
+-- batch's buyers (one HMGET), then kept here as the orders are decided.
+local sales, sale_list = {}, {}
+local function read_sale(voucher_key, buyers_key)
+  local fields = redis.call('HMGET', voucher_key, 'stock', 'begin', 'end', 'frozen_until', 'suspended', 'limit')
+  if not fields[1] then
+    return false
+  end
+  local sale = {
+    key = voucher_key, buyers = buyers_key, stock = tonumber(fields[1]), begin = tonumber(fields[2]),
+    ['end'] = tonumber(fields[3]), frozen_until = tonumber(fields[4] or '0'), suspended = fields[5] ~= false,
+    limit = tonumber(fields[6] or '1'), taken = 0, masks = {}, users = {}, changed = {},
+  }
+  sale_list[#sale_list + 1] = sale
   return sale
 end
 
+-- First pass, reads only: each voucher's hash, then its buyers' masks in one HMGET.
+for i = 0, ORDERS - 1 do
+  local k, a = 4 + 4 * i, 3 + 5 * i
+  local voucher_key = KEYS[k]
+  if sales[voucher_key] == nil then
+    sales[voucher_key] = read_sale(voucher_key, KEYS[k + 1])
+  end
+  local sale, user = sales[voucher_key], ARGV[a]
+  if sale and sale.masks[user] == nil then
+    sale.masks[user] = false
+    sale.users[#sale.users + 1] = user
+  end
+end
+for _, sale in ipairs(sale_list) do
+  local masks = redis.call('HMGET', sale.buyers, unpack(sale.users))
+  for j, user in ipairs(sale.users) do
+    sale.masks[user] = tonumber(masks[j] or '0')
+  end
+end
+
+-- What the second pass writes.
+local idem_orders = {}   -- Idempotency-Key -> the order it was accepted as in this batch
+local queued = {}        -- HSET arguments of QUEUED
+local accepted = {}      -- per accepted order: {k, a, slot}
+
 -- One order's rules: k is its first key's index, a its first argument's.
 local function decide_order(k, a)
-  local user, order, voucher_id, mode, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local user, order, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 4]
   local idem_key = KEYS[k + 3]
   if key_ttl ~= '' then
-    local earlier = redis.call('GET', idem_key)
+    local earlier = idem_orders[idem_key] or redis.call('GET', idem_key)
     if earlier then
       return {8, earlier}
     end
   end
-  local sale = sale_of(KEYS[k], KEYS[k + 1])
+  local sale = sales[KEYS[k]]
   if not sale then
     return {5, 0}
   end
@@ -101,7 +136,7 @@ local function decide_order(k, a)
   if sale.stock <= 0 then
     return {3, 0}
   end
-  local held = tonumber(redis.call('HGET', sale.buyers, user) or '0')
+  local held = sale.masks[user]
   -- Every held slot counts, those above a lowered limit too: a user at or over the limit buys no more.
   if slots_held(held, sale.limit) >= sale.limit then
     return {4, sale.limit}
@@ -113,31 +148,54 @@ local function decide_order(k, a)
   end
   sale.stock = sale.stock - 1
   sale.taken = sale.taken + 1
-  redis.call('HINCRBY', sale.key, 'stock', -1)
-  redis.call('HSET', sale.buyers, user, held + slot_bit)
-  if sale.taken == 1 then
-    -- The same deadline for every order of the voucher: set once per batch.
-    redis.call('PEXPIREAT', sale.buyers, sale['end'] + tonumber(KEEP_AFTER_END))
-  end
-  redis.call('HSET', QUEUED, order, user .. ':' .. voucher_id .. ':' .. slot)
-  local user_orders = KEYS[k + 2]
-  redis.call('HSET', user_orders, order, voucher_id .. ':' .. string.format('%d', now) .. ':' .. slot)
-  redis.call('PEXPIRE', user_orders, USER_ORDERS_TTL)
+  sale.masks[user] = held + slot_bit
+  sale.changed[user] = true
   if key_ttl ~= '' then
-    redis.call('SET', idem_key, order, 'PX', key_ttl)
+    idem_orders[idem_key] = order
   end
-  if mode == 'hold' then
-    -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
-    redis.call('ZADD', IN_FLIGHT, now, order)
-  else
-    redis.call('XADD', STREAM, '*', 'orderId', order, 'userId', user, 'voucherId', voucher_id, 'slot', slot, 'acceptedMs', now)
-  end
+  queued[#queued + 1] = order
+  queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot
+  accepted[#accepted + 1] = {k, a, slot}
   return {0, slot, now}
 end
 
 local replies = {}
-local orders = (#KEYS - 3) / 4
-for i = 0, orders - 1 do
+for i = 0, ORDERS - 1 do
   replies[i + 1] = decide_order(4 + 4 * i, 3 + 5 * i)
+end
+
+-- Second pass, writes: the units first, then the buyers' slots, then the orders.
+for _, sale in ipairs(sale_list) do
+  if sale.taken > 0 then
+    redis.call('HINCRBY', sale.key, 'stock', -sale.taken)
+    local masks = {}
+    for user in pairs(sale.changed) do
+      masks[#masks + 1] = user
+      masks[#masks + 1] = sale.masks[user]
+    end
+    call_in_chunks('HSET', sale.buyers, masks)
+    -- The same deadline for every order of the voucher.
+    redis.call('PEXPIREAT', sale.buyers, sale['end'] + tonumber(KEEP_AFTER_END))
+  end
+end
+if #queued > 0 then
+  call_in_chunks('HSET', QUEUED, queued)
+end
+local accepted_at = string.format('%d', now)
+for _, order in ipairs(accepted) do
+  local k, a, slot = order[1], order[2], order[3]
+  local user, order_id, voucher_id, mode, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
+  local user_orders = KEYS[k + 2]
+  redis.call('HSET', user_orders, order_id, voucher_id .. ':' .. accepted_at .. ':' .. slot)
+  redis.call('PEXPIRE', user_orders, USER_ORDERS_TTL)
+  if key_ttl ~= '' then
+    redis.call('SET', KEYS[k + 3], order_id, 'PX', key_ttl)
+  end
+  if mode == 'hold' then
+    -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
+    redis.call('ZADD', IN_FLIGHT, now, order_id)
+  else
+    redis.call('XADD', STREAM, '*', 'orderId', order_id, 'userId', user, 'voucherId', voucher_id, 'slot', slot, 'acceptedMs', now)
+  end
 end
 return replies
