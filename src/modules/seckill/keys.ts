@@ -14,9 +14,11 @@
  *   {seckill:N}:orders                stream {orderId, userId, voucherId, slot} of accepted orders, read by the group
  *                                     `order-writers`; trimmed every 60 s to what the group acknowledged
  *   {seckill:N}:orders:dead           stream of dead letters: the entry + sourceId, deliveries, error
- *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot", accepted and not yet in MySQL
- *   {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot": the user's orders accepted on
- *                                     this shard; entries no longer queued are dropped when read (1 day)
+ *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot:acceptedMs", accepted and not yet in MySQL
+ *   {seckill:N}:queued-by-user        sorted set, all scores 0, members "userId:orderId": the queued orders by user
+ *                                     (ZRANGEBYLEX "[userId:" "(userId;" lists one user's), written per batch
+ *                                     by reserve.lua, removed with the queued entry (members left behind are
+ *                                     dropped when read)
  *   {seckill:N}:idem:{userId}:{key}   string orderId: the order an Idempotency-Key was accepted as (1 day)
  *   {seckill:N}:in-flight             sorted set orderId -> reserve time (ms): sync orders whose request writes MySQL
  *   {seckill:N}:released:{orderId}    string marker: this order's unit was given back (7 days)
@@ -58,9 +60,6 @@ export const MAX_LIMIT_PER_USER = 30;
 /** How long an Idempotency-Key's binding and its order id are kept. */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 
-/** How long a user's list of accepted, not yet written orders is kept after their last order. */
-export const USER_ORDERS_TTL_MS = 24 * 3600_000;
-
 /** How long the "already released" marker of an order is kept (a retry comes within minutes). */
 export const RELEASE_MARKER_TTL_SECONDS = 7 * 24 * 3600;
 
@@ -95,6 +94,7 @@ export interface ShardKeys {
   stream: string;
   deadLetters: string;
   queued: string;
+  queuedByUser: string;
   inFlight: string;
 }
 
@@ -109,8 +109,18 @@ const SAFE_DIGITS = /^\d{1,15}$/;
 
 function shardKeysOf(shard: number): ShardKeys {
   const tag = shardTag(shard);
-  return { tag, stream: `${tag}:orders`, deadLetters: `${tag}:orders:dead`, queued: `${tag}:queued`, inFlight: `${tag}:in-flight` };
+  return {
+    tag,
+    stream: `${tag}:orders`,
+    deadLetters: `${tag}:orders:dead`,
+    queued: `${tag}:queued`,
+    queuedByUser: `${tag}:queued-by-user`,
+    inFlight: `${tag}:in-flight`,
+  };
 }
+
+/** An order's member in its shard's `queued-by-user` set. */
+export const queuedByUserMember = (order: { userId: string; orderId: string }): string => `${order.userId}:${order.orderId}`;
 
 /** The key layout of a deployment with `shards` order streams. */
 export class SaleKeys {
@@ -137,11 +147,6 @@ export class SaleKeys {
   voucher(voucherId: string): VoucherKeys {
     const shardKeys = this.shard(this.shardOf(voucherId));
     return { ...shardKeys, voucher: `${shardKeys.tag}:voucher:${voucherId}`, buyers: `${shardKeys.tag}:buyer-slots:${voucherId}` };
-  }
-
-  /** The user's accepted, not yet written orders on one shard. */
-  userOrders(shard: number, userId: string): string {
-    return `${shardTag(shard)}:user-orders:${userId}`;
   }
 
   /** The order id an Idempotency-Key was accepted as, in the voucher's shard. */

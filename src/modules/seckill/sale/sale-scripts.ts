@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import { defineOperations, readLua, type OperationSpec } from '../../../lib/redis-scripts/index.js';
-import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, USER_ORDERS_TTL_MS, type SaleKeys } from '../keys.js';
+import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, queuedByUserMember, type SaleKeys } from '../keys.js';
 import type { OrderRequest, QueuedOrder, ReserveOutcome, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 
 /**
@@ -98,7 +98,6 @@ function toUserQueuedOrders(reply: unknown): UserQueuedOrder[] {
 
 /** The sale's operations over one key layout. */
 export function saleOperations(keys: SaleKeys) {
-  const userOrdersOf = (order: { voucherId: string; userId: string }): string => keys.userOrders(keys.shardOf(order.voucherId), order.userId);
   return {
     /** true when published now, false when the voucher was in Redis already (its live stock is kept). */
     publish: {
@@ -119,19 +118,18 @@ export function saleOperations(keys: SaleKeys) {
     reserve: {
       lua: lua('reserve'),
       keys: (batch: readonly ReserveRequest[]) => {
-        const { stream, queued, inFlight, tag } = keys.voucher(batch[0]!.order.voucherId);
+        const { stream, queued, inFlight, queuedByUser, tag } = keys.voucher(batch[0]!.order.voucherId);
         const perOrder = batch.flatMap(({ order }) => {
           const { voucher, buyers, tag: orderTag } = keys.voucher(order.voucherId);
           if (orderTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${orderTag}`);
           // Without a key, the idem key is a name on the same hash slot that the script leaves
           // alone (Redis Cluster wants every key of a script on one hash slot).
-          return [voucher, buyers, userOrdersOf(order), keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? '')];
+          return [voucher, buyers, keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? '')];
         });
-        return [stream, queued, inFlight, ...perOrder];
+        return [stream, queued, inFlight, queuedByUser, ...perOrder];
       },
       args: (batch: readonly ReserveRequest[]) => [
         SALE_KEYS_KEPT_AFTER_END_MS,
-        USER_ORDERS_TTL_MS,
         ...batch.flatMap(({ order, mode }) => [
           order.userId,
           order.orderId,
@@ -144,8 +142,8 @@ export function saleOperations(keys: SaleKeys) {
     },
     queuedOfUser: {
       lua: lua('queued-of-user'),
-      keys: ({ shard, userId }: { shard: number; userId: string }) => [keys.userOrders(shard, userId), keys.shard(shard).queued],
-      args: () => [],
+      keys: ({ shard }: { shard: number; userId: string }) => [keys.shard(shard).queuedByUser, keys.shard(shard).queued],
+      args: ({ userId }: { shard: number; userId: string }) => [userId],
       reply: toUserQueuedOrders,
     },
     /** Orders appended to the stream: one held order, or the shard's orders held longer than `ageMs`. */
@@ -163,10 +161,10 @@ export function saleOperations(keys: SaleKeys) {
     release: {
       lua: lua('release'),
       keys: (order: QueuedOrder) => {
-        const { voucher, buyers, queued } = keys.voucher(order.voucherId);
-        return [voucher, buyers, keys.releaseMarker(order), queued, userOrdersOf(order)];
+        const { voucher, buyers, queued, queuedByUser } = keys.voucher(order.voucherId);
+        return [voucher, buyers, keys.releaseMarker(order), queued, queuedByUser];
       },
-      args: (order: QueuedOrder) => [order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS, order.slot],
+      args: (order: QueuedOrder) => [order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS, order.slot, queuedByUserMember(order)],
       reply: (raw: unknown) => raw === 1,
     },
     control: {

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { OutcomeUnknown } from '../errors.js';
-import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, type SaleKeys } from '../keys.js';
+import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, queuedByUserMember, type SaleKeys } from '../keys.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
 import { ReserveBatcher } from './reserve-batcher.js';
@@ -204,9 +204,8 @@ export class SaleStore {
 
   /** A held order is in MySQL: no longer in flight nor queued. */
   async settle(order: QueuedOrder): Promise<void> {
-    const { inFlight, queued } = this.keys.voucher(order.voucherId);
-    const userOrders = this.keys.userOrders(this.keys.shardOf(order.voucherId), order.userId);
-    const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).hdel(userOrders, order.orderId).exec();
+    const { inFlight, queued, queuedByUser } = this.keys.voucher(order.voucherId);
+    const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).zrem(queuedByUser, queuedByUserMember(order)).exec();
     const failure = replies?.find(([error]) => error);
     if (failure) throw failure[0]!;
   }

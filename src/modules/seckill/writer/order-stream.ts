@@ -1,5 +1,5 @@
 import { duplicateRedis, type RedisClient } from '../../../infra/redis.js';
-import { ORDER_GROUP, type SaleKeys } from '../keys.js';
+import { ORDER_GROUP, queuedByUserMember, type SaleKeys } from '../keys.js';
 import type { OrderEntry, QueuedOrder } from '../types.js';
 import { defineStreamScripts, type StreamCounts, type StreamScripts } from './stream-scripts.js';
 
@@ -90,11 +90,12 @@ export class OrderStream {
 
   /** The orders are in MySQL: XACK their entries and drop them from the queued hash, in one MULTI. */
   async acknowledge(shard: number, entries: OrderEntry[]): Promise<void> {
-    const { stream, queued } = this.keys.shard(shard);
+    const { stream, queued, queuedByUser } = this.keys.shard(shard);
     await this.redis
       .multi()
       .xack(stream, ORDER_GROUP, ...entries.map((entry) => entry.id))
       .hdel(queued, ...entries.map((entry) => entry.order.orderId))
+      .zrem(queuedByUser, ...entries.map((entry) => queuedByUserMember(entry.order)))
       .exec();
   }
 

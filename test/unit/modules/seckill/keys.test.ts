@@ -23,8 +23,8 @@ describe('SaleKeys', () => {
       voucher.stream,
       voucher.deadLetters,
       voucher.queued,
+      voucher.queuedByUser,
       keys.releaseMarker({ orderId: '77', voucherId: '10' }),
-      keys.userOrders(keys.shardOf('10'), '42'),
       keys.idempotentOrder('10', '42', 'k{1}'),
     ];
     expect(voucher.tag).toBe('{seckill:2}'); // 10 mod 4

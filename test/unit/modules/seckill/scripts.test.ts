@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { IDEMPOTENCY_TTL_MS, USER_ORDERS_TTL_MS } from '../../../../src/modules/seckill/keys.js';
+import { IDEMPOTENCY_TTL_MS } from '../../../../src/modules/seckill/keys.js';
 import { saleOperations, toReserveOutcome, toReserveResult } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 
 /** reserve.lua's header: its KEYS lines and the sentence listing its return codes. */
@@ -43,7 +43,7 @@ describe('reserve.lua as a typed function', () => {
     const patterns = (match: RegExp) => [...header.matchAll(match)].map((found) => found[1]!);
     const shardKeys = patterns(/^\s*KEYS\[\d\]\s+(\S+)/gm);
     const orderKeys = patterns(/^\s*KEYS\[\+\d\]\s+(\S+)/gm);
-    expect([shardKeys.length, orderKeys.length]).toEqual([3, 4]);
+    expect([shardKeys.length, orderKeys.length]).toEqual([4, 3]);
     const named = (pattern: string, request: { userId: string; voucherId: string; idempotencyKey?: string }) =>
       pattern
         .replace('{seckill:N}', '{seckill:5}')
@@ -57,7 +57,6 @@ describe('reserve.lua as a typed function', () => {
     ]);
     expect(reserve.args(batch)).toEqual([
       SALE_KEYS_KEPT_AFTER_END_MS,
-      USER_ORDERS_TTL_MS,
       ...['42', '4611686018427387904', '13', 'stream', ''],
       ...['43', '4611686018427387905', '21', 'hold', IDEMPOTENCY_TTL_MS],
     ]);

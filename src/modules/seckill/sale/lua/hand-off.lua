@@ -6,7 +6,7 @@
   order the request did commit is found written and only acknowledged.
 
   KEYS[1]  {seckill:N}:in-flight   sorted set orderId -> reserve time (ms)
-  KEYS[2]  {seckill:N}:queued      hash orderId -> "userId:voucherId:slot" (no slot: 1)
+  KEYS[2]  {seckill:N}:queued      hash orderId -> "userId:voucherId:slot:acceptedMs" (no slot: 1)
   KEYS[3]  {seckill:N}:orders      the order stream
   ARGV     mode "one": orderId   |   mode "older": age (ms), most orders per call
   Returns the number of orders appended to the stream. An order no longer in the in-flight set
@@ -24,7 +24,7 @@ local function hand_off(order_id)
   if not value then
     return 0
   end
-  local user_id, voucher_id, slot = string.match(value, '^([^:]+):([^:]+):?([^:]*)$')
+  local user_id, voucher_id, slot = string.match(value, '^([^:]+):([^:]+):?([^:]*)')
   if slot == '' then
     slot = '1'
   end

@@ -8,8 +8,8 @@
   KEYS[2]  {seckill:N}:buyer-slots:{voucherId}
   KEYS[3]  {seckill:N}:released:{orderId}   string marker
   KEYS[4]  {seckill:N}:queued
-  KEYS[5]  {seckill:N}:user-orders:{userId}
-  ARGV     userId, orderId, marker TTL in seconds, slot (1..limit)
+  KEYS[5]  {seckill:N}:queued-by-user
+  ARGV     userId, orderId, marker TTL in seconds, slot (1..limit), the order's queued-by-user member
   Returns 1 when released now, 0 when it had been released before.
 ]]
 if not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[3]) then
@@ -28,5 +28,5 @@ else
   redis.call('HSET', KEYS[2], ARGV[1], left)
 end
 redis.call('HDEL', KEYS[4], ARGV[2])
-redis.call('HDEL', KEYS[5], ARGV[2])
+redis.call('ZREM', KEYS[5], ARGV[5])
 return 1

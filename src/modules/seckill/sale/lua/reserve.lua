@@ -4,7 +4,7 @@
   replay an Idempotency-Key's order, check the sale window (Redis server time, so app instances
   with skewed clocks agree), the stock and the user's limit of live orders (every slot the user
   holds counts, also those above a lowered limit); then take one unit, give the user its lowest
-  free slot, remember the order as queued (per shard and per user) and, by its mode, append it to
+  free slot, remember the order as queued (by order and by user) and, by its mode, append it to
   the order stream (async strategy) or hold it in the in-flight set while the caller writes MySQL
   itself (sync strategy). Both strategies decide here, on the same stock and slots, so instances on
   different strategies, or a switch mid-sale, can neither oversell nor drop an accepted order.
@@ -14,20 +14,20 @@
 
   Two passes, so that a batch costs few commands: the first reads (each voucher's hash and its
   buyers' slot masks once per batch) and decides every order in memory; the second writes, per
-  voucher one stock decrement and one HSET of the buyers' masks, per batch one HSET of the queued
-  orders, then each order's own entries. The stock is written first: a script that fails midway
+  voucher one stock decrement and one HSET of the buyers' masks, per batch one HSET and one ZADD
+  of the queued orders, then each order's stream entry (or in-flight mark) and key. The stock is written first: a script that fails midway
   leaves units taken without their order (reconcile finds them), never an order without its unit.
 
   KEYS[1]  {seckill:N}:orders               stream the order worker reads
-  KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot", until in MySQL
+  KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot:acceptedMs", until in MySQL
   KEYS[3]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
-  then 4 keys per order i = 0, 1, ... (KEYS[4 + 4i] .. KEYS[7 + 4i]):
+  KEYS[4]  {seckill:N}:queued-by-user       sorted set, scores 0, members "userId:orderId" (a user's queued orders)
+  then 3 keys per order i = 0, 1, ... (KEYS[5 + 3i] .. KEYS[7 + 3i]):
   KEYS[+0] {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by]}
   KEYS[+1] {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots its live orders hold
-  KEYS[+2] {seckill:N}:user-orders:{userId}  hash orderId -> "voucherId:reserveMs:slot"
-  KEYS[+3] {seckill:N}:idem:{userId}:{key}  string orderId (touched only when the order's key TTL is not "")
-  ARGV     keep after the end (ms), user-orders TTL (ms),
-           then 5 per order (ARGV[3 + 5i] .. ARGV[7 + 5i]): userId, orderId, voucherId,
+  KEYS[+2] {seckill:N}:idem:{userId}:{key}  string orderId (touched only when the order's key TTL is not "")
+  ARGV     keep after the end (ms),
+           then 5 per order (ARGV[2 + 5i] .. ARGV[6 + 5i]): userId, orderId, voucherId,
            mode ("stream" or "hold"), Idempotency-Key TTL (ms; "" when the request has no key)
 
   Returns one reply per order, in the batch's order, each {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
@@ -41,9 +41,16 @@
 ]]
 --- @include "server-time"
 
-local STREAM, QUEUED, IN_FLIGHT = KEYS[1], KEYS[2], KEYS[3]
-local KEEP_AFTER_END, USER_ORDERS_TTL = ARGV[1], ARGV[2]
-local ORDERS = (#KEYS - 3) / 4
+local STREAM, QUEUED, IN_FLIGHT, QUEUED_BY_USER = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local KEEP_AFTER_END = ARGV[1]
+local ORDERS = (#KEYS - 4) / 3
+-- Order i's first key and first argument.
+local function key_of(i)
+  return 5 + 3 * i
+end
+local function arg_of(i)
+  return 2 + 5 * i
+end
 -- One clock reading per batch: its orders are decided at one instant, in the batch's order.
 local now = server_time_ms()
 
@@ -84,7 +91,7 @@ end
 
 -- First pass, reads only: each voucher's hash, then its buyers' masks in one HMGET.
 for i = 0, ORDERS - 1 do
-  local k, a = 4 + 4 * i, 3 + 5 * i
+  local k, a = key_of(i), arg_of(i)
   local voucher_key = KEYS[k]
   if sales[voucher_key] == nil then
     sales[voucher_key] = read_sale(voucher_key, KEYS[k + 1])
@@ -105,12 +112,14 @@ end
 -- What the second pass writes.
 local idem_orders = {}   -- Idempotency-Key -> the order it was accepted as in this batch
 local queued = {}        -- HSET arguments of QUEUED
+local by_user = {}       -- ZADD arguments of QUEUED_BY_USER
 local accepted = {}      -- per accepted order: {k, a, slot}
+local accepted_at = string.format('%d', now)
 
 -- One order's rules: k is its first key's index, a its first argument's.
 local function decide_order(k, a)
   local user, order, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 4]
-  local idem_key = KEYS[k + 3]
+  local idem_key = KEYS[k + 2]
   if key_ttl ~= '' then
     local earlier = idem_orders[idem_key] or redis.call('GET', idem_key)
     if earlier then
@@ -154,14 +163,16 @@ local function decide_order(k, a)
     idem_orders[idem_key] = order
   end
   queued[#queued + 1] = order
-  queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot
+  queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot .. ':' .. accepted_at
+  by_user[#by_user + 1] = 0
+  by_user[#by_user + 1] = user .. ':' .. order
   accepted[#accepted + 1] = {k, a, slot}
   return {0, slot, now}
 end
 
 local replies = {}
 for i = 0, ORDERS - 1 do
-  replies[i + 1] = decide_order(4 + 4 * i, 3 + 5 * i)
+  replies[i + 1] = decide_order(key_of(i), arg_of(i))
 end
 
 -- Second pass, writes: the units first, then the buyers' slots, then the orders.
@@ -180,16 +191,13 @@ for _, sale in ipairs(sale_list) do
 end
 if #queued > 0 then
   call_in_chunks('HSET', QUEUED, queued)
+  call_in_chunks('ZADD', QUEUED_BY_USER, by_user)
 end
-local accepted_at = string.format('%d', now)
 for _, order in ipairs(accepted) do
   local k, a, slot = order[1], order[2], order[3]
   local user, order_id, voucher_id, mode, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  local user_orders = KEYS[k + 2]
-  redis.call('HSET', user_orders, order_id, voucher_id .. ':' .. accepted_at .. ':' .. slot)
-  redis.call('PEXPIRE', user_orders, USER_ORDERS_TTL)
   if key_ttl ~= '' then
-    redis.call('SET', KEYS[k + 3], order_id, 'PX', key_ttl)
+    redis.call('SET', KEYS[k + 2], order_id, 'PX', key_ttl)
   end
   if mode == 'hold' then
     -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
