@@ -119,17 +119,22 @@ export function saleOperations(keys: SaleKeys) {
       lua: lua('reserve'),
       keys: (batch: readonly ReserveRequest[]) => {
         const { stream, queued, inFlight, queuedByUser, tag } = keys.voucher(batch[0]!.order.voucherId);
-        const perOrder = batch.flatMap(({ order }) => {
-          const { voucher, buyers, tag: orderTag } = keys.voucher(order.voucherId);
-          if (orderTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${orderTag}`);
-          // Without a key, the idem key is a name on the same hash slot that the script leaves
-          // alone (Redis Cluster wants every key of a script on one hash slot).
-          return [voucher, buyers, keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey ?? '')];
-        });
-        return [stream, queued, inFlight, queuedByUser, ...perOrder];
+        // Each voucher's keys once, in the order of its first order; an idem key per order that has one.
+        const voucherKeys = new Map<string, [string, string]>();
+        const idemKeys: string[] = [];
+        for (const { order } of batch) {
+          if (!voucherKeys.has(order.voucherId)) {
+            const { voucher, buyers, tag: voucherTag } = keys.voucher(order.voucherId);
+            if (voucherTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${voucherTag}`);
+            voucherKeys.set(order.voucherId, [voucher, buyers]);
+          }
+          if (order.idempotencyKey !== undefined) idemKeys.push(keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey));
+        }
+        return [stream, queued, inFlight, queuedByUser, ...[...voucherKeys.values()].flat(), ...idemKeys];
       },
       args: (batch: readonly ReserveRequest[]) => [
         SALE_KEYS_KEPT_AFTER_END_MS,
+        new Set(batch.map(({ order }) => order.voucherId)).size,
         ...batch.flatMap(({ order, mode }) => [
           order.userId,
           order.orderId,

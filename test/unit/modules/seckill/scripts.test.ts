@@ -31,19 +31,21 @@ describe('reserve.lua as a typed function', () => {
     expect(toReserveResult([3, 0])).toEqual({ outcome: 'sold-out' });
   });
 
-  it("passes the shard's keys, then 4 keys and 5 arguments per order, in the order of the header's lines, all on one shard", () => {
+  it("passes the shard's keys, each voucher's keys once, an idem key per keyed order, then 5 arguments per order, as the header's lines say", () => {
     const { reserve } = saleOperations(new SaleKeys(8));
     const order = { orderId: '4611686018427387904', userId: '42', voucherId: '13' };
     const other = { orderId: '4611686018427387905', userId: '43', voucherId: '21', idempotencyKey: 'retry-1' };
+    const again = { orderId: '4611686018427387906', userId: '44', voucherId: '13', idempotencyKey: 'k' };
     const batch = [
       { order, mode: 'stream' as const },
       { order: other, mode: 'hold' as const },
+      { order: again, mode: 'stream' as const },
     ];
     // KEYS[n] and KEYS[+n] lines name the keys as patterns: {seckill:N}:voucher:{voucherId} and so on.
     const patterns = (match: RegExp) => [...header.matchAll(match)].map((found) => found[1]!);
     const shardKeys = patterns(/^\s*KEYS\[\d\]\s+(\S+)/gm);
-    const orderKeys = patterns(/^\s*KEYS\[\+\d\]\s+(\S+)/gm);
-    expect([shardKeys.length, orderKeys.length]).toEqual([4, 3]);
+    const [voucherKey, buyersKey, idemKey, ...more] = patterns(/^\s*KEYS\[\+\d\]\s+(\S+)/gm);
+    expect([shardKeys.length, more.length]).toEqual([4, 0]);
     const named = (pattern: string, request: { userId: string; voucherId: string; idempotencyKey?: string }) =>
       pattern
         .replace('{seckill:N}', '{seckill:5}')
@@ -52,13 +54,17 @@ describe('reserve.lua as a typed function', () => {
         .replace('{key}', request.idempotencyKey ?? '');
     expect(reserve.keys(batch)).toEqual([
       ...shardKeys.map((pattern) => named(pattern, order)),
-      ...orderKeys.map((pattern) => named(pattern, order)), // without a key: a name on the slot the script leaves alone
-      ...orderKeys.map((pattern) => named(pattern, other)),
+      ...[voucherKey!, buyersKey!].map((pattern) => named(pattern, order)), // voucher 13, once for two orders
+      ...[voucherKey!, buyersKey!].map((pattern) => named(pattern, other)), // voucher 21
+      named(idemKey!, other),
+      named(idemKey!, again),
     ]);
     expect(reserve.args(batch)).toEqual([
       SALE_KEYS_KEPT_AFTER_END_MS,
+      2, // vouchers
       ...['42', '4611686018427387904', '13', 'stream', ''],
       ...['43', '4611686018427387905', '21', 'hold', IDEMPOTENCY_TTL_MS],
+      ...['44', '4611686018427387906', '13', 'stream', IDEMPOTENCY_TTL_MS],
     ]);
     // 13 and 21 share shard 5 of 8; a batch over two shards is a bug of the caller.
     expect(() => reserve.keys([...batch, { order: { ...order, voucherId: '14' }, mode: 'stream' }])).toThrow(/spans \{seckill:5\} and \{seckill:6\}/);

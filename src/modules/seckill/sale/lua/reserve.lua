@@ -22,13 +22,16 @@
   KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot:acceptedMs", until in MySQL
   KEYS[3]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
   KEYS[4]  {seckill:N}:queued-by-user       sorted set, scores 0, members "userId:orderId" (a user's queued orders)
-  then 3 keys per order i = 0, 1, ... (KEYS[5 + 3i] .. KEYS[7 + 3i]):
+  then 2 keys per voucher of the batch, in the order of their first order (V vouchers):
   KEYS[+0] {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by]}
   KEYS[+1] {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots its live orders hold
-  KEYS[+2] {seckill:N}:idem:{userId}:{key}  string orderId (touched only when the order's key TTL is not "")
-  ARGV     keep after the end (ms),
-           then 5 per order (ARGV[2 + 5i] .. ARGV[6 + 5i]): userId, orderId, voucherId,
+  then 1 key per order with an Idempotency-Key, in the batch's order:
+  KEYS[+0] {seckill:N}:idem:{userId}:{key}  string orderId
+  ARGV     keep after the end (ms), V,
+           then 5 per order (ARGV[3 + 5i] .. ARGV[7 + 5i]): userId, orderId, voucherId,
            mode ("stream" or "hold"), Idempotency-Key TTL (ms; "" when the request has no key)
+  (Each voucher's keys once, and idem keys only for the orders that have one: the call's size, for
+  the client to encode and Redis to parse, grows by 5 short arguments per order.)
 
   Returns one reply per order, in the batch's order, each {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
   value: the slot (accepted; a third element, the acceptance time in ms, which the stream entry
@@ -42,14 +45,11 @@
 --- @include "server-time"
 
 local STREAM, QUEUED, IN_FLIGHT, QUEUED_BY_USER = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local KEEP_AFTER_END = ARGV[1]
-local ORDERS = (#KEYS - 4) / 3
--- Order i's first key and first argument.
-local function key_of(i)
-  return 5 + 3 * i
-end
+local KEEP_AFTER_END, VOUCHERS = ARGV[1], tonumber(ARGV[2])
+local ORDERS = (#ARGV - 2) / 5
+-- Order i's first argument.
 local function arg_of(i)
-  return 2 + 5 * i
+  return 3 + 5 * i
 end
 -- One clock reading per batch: its orders are decided at one instant, in the batch's order.
 local now = server_time_ms()
@@ -74,7 +74,7 @@ end
 
 -- The batch's sales, by voucher key, each read once: its fields and the slot masks of the
 -- batch's buyers (one HMGET), then kept here as the orders are decided.
-local sales, sale_list = {}, {}
+local sale_list = {}
 local function read_sale(voucher_key, buyers_key)
   local fields = redis.call('HMGET', voucher_key, 'stock', 'begin', 'end', 'frozen_until', 'suspended', 'limit')
   if not fields[1] then
@@ -89,14 +89,22 @@ local function read_sale(voucher_key, buyers_key)
   return sale
 end
 
--- First pass, reads only: each voucher's hash, then its buyers' masks in one HMGET.
+-- First pass, reads only: each voucher's hash (its keys named in the order of its first order),
+-- then its buyers' masks in one HMGET; each order's idem key, if it has one.
+local sale_of_voucher, idem_key_of = {}, {}
+local next_voucher_key, next_idem_key = 5, 5 + 2 * VOUCHERS
 for i = 0, ORDERS - 1 do
-  local k, a = key_of(i), arg_of(i)
-  local voucher_key = KEYS[k]
-  if sales[voucher_key] == nil then
-    sales[voucher_key] = read_sale(voucher_key, KEYS[k + 1])
+  local a = arg_of(i)
+  local user, voucher_id = ARGV[a], ARGV[a + 2]
+  if sale_of_voucher[voucher_id] == nil then
+    sale_of_voucher[voucher_id] = read_sale(KEYS[next_voucher_key], KEYS[next_voucher_key + 1])
+    next_voucher_key = next_voucher_key + 2
   end
-  local sale, user = sales[voucher_key], ARGV[a]
+  if ARGV[a + 4] ~= '' then
+    idem_key_of[i] = KEYS[next_idem_key]
+    next_idem_key = next_idem_key + 1
+  end
+  local sale = sale_of_voucher[voucher_id]
   if sale and sale.masks[user] == nil then
     sale.masks[user] = false
     sale.users[#sale.users + 1] = user
@@ -113,20 +121,21 @@ end
 local idem_orders = {}   -- Idempotency-Key -> the order it was accepted as in this batch
 local queued = {}        -- HSET arguments of QUEUED
 local by_user = {}       -- ZADD arguments of QUEUED_BY_USER
-local accepted = {}      -- per accepted order: {k, a, slot}
+local accepted = {}      -- per accepted order: {i, slot}
 local accepted_at = string.format('%d', now)
 
--- One order's rules: k is its first key's index, a its first argument's.
-local function decide_order(k, a)
-  local user, order, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 4]
-  local idem_key = KEYS[k + 2]
-  if key_ttl ~= '' then
+-- Order i's rules.
+local function decide_order(i)
+  local a = arg_of(i)
+  local user, order = ARGV[a], ARGV[a + 1]
+  local idem_key = idem_key_of[i]
+  if idem_key then
     local earlier = idem_orders[idem_key] or redis.call('GET', idem_key)
     if earlier then
       return {8, earlier}
     end
   end
-  local sale = sales[KEYS[k]]
+  local sale = sale_of_voucher[ARGV[a + 2]]
   if not sale then
     return {5, 0}
   end
@@ -159,20 +168,20 @@ local function decide_order(k, a)
   sale.taken = sale.taken + 1
   sale.masks[user] = held + slot_bit
   sale.changed[user] = true
-  if key_ttl ~= '' then
+  if idem_key then
     idem_orders[idem_key] = order
   end
   queued[#queued + 1] = order
   queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot .. ':' .. accepted_at
   by_user[#by_user + 1] = 0
   by_user[#by_user + 1] = user .. ':' .. order
-  accepted[#accepted + 1] = {k, a, slot}
+  accepted[#accepted + 1] = {i, slot}
   return {0, slot, now}
 end
 
 local replies = {}
 for i = 0, ORDERS - 1 do
-  replies[i + 1] = decide_order(key_of(i), arg_of(i))
+  replies[i + 1] = decide_order(i)
 end
 
 -- Second pass, writes: the units first, then the buyers' slots, then the orders.
@@ -194,10 +203,11 @@ if #queued > 0 then
   call_in_chunks('ZADD', QUEUED_BY_USER, by_user)
 end
 for _, order in ipairs(accepted) do
-  local k, a, slot = order[1], order[2], order[3]
-  local user, order_id, voucher_id, mode, key_ttl = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
-  if key_ttl ~= '' then
-    redis.call('SET', KEYS[k + 2], order_id, 'PX', key_ttl)
+  local i, slot = order[1], order[2]
+  local a = arg_of(i)
+  local user, order_id, voucher_id, mode = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  if idem_key_of[i] then
+    redis.call('SET', idem_key_of[i], order_id, 'PX', ARGV[a + 4])
   end
   if mode == 'hold' then
     -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
