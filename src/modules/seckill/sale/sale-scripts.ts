@@ -65,11 +65,10 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   return outcome;
 }
 
-/** reserve.lua's reply for one order read: the outcome and its value. */
-export function toReserveResult(reply: unknown): ReserveResult {
-  const [code, value, acceptedMs] = reply as [number, number | string, number?];
+/** reserve.lua's reply for one order read: its outcome and value, and the batch's time (ms) for an accepted one. */
+export function toReserveResult(code: number, value: number | string, decidedMs: number): ReserveResult {
   const outcome = toReserveOutcome(code);
-  if (outcome === 'accepted') return { outcome, slot: Number(value), acceptedMs: Number(acceptedMs) };
+  if (outcome === 'accepted') return { outcome, slot: Number(value), acceptedMs: decidedMs };
   if (outcome === 'already-bought') return { outcome, limit: Number(value) };
   if (outcome === 'replayed') return { outcome, orderId: String(value) };
   return { outcome };
@@ -94,6 +93,15 @@ function toUserQueuedOrders(reply: unknown): UserQueuedOrder[] {
     orders.push({ orderId: flat[i]!, voucherId, reservedAt: new Date(Number(reservedMs)), slot: Number(slot) });
   }
   return orders;
+}
+
+/** reserve.lua's flat reply: the batch's time (ms), then a code and a value per order. */
+function toReserveResults(raw: unknown): ReserveResult[] {
+  const flat = raw as Array<number | string>;
+  const decidedMs = Number(flat[0]);
+  const results: ReserveResult[] = [];
+  for (let i = 1; i + 1 < flat.length; i += 2) results.push(toReserveResult(Number(flat[i]), flat[i + 1]!, decidedMs));
+  return results;
 }
 
 /** The sale's operations over one key layout. */
@@ -143,7 +151,7 @@ export function saleOperations(keys: SaleKeys) {
           order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS,
         ]),
       ],
-      reply: (raw: unknown) => (raw as unknown[]).map(toReserveResult),
+      reply: toReserveResults,
     },
     queuedOfUser: {
       lua: lua('queued-of-user'),

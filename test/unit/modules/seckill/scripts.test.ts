@@ -25,10 +25,10 @@ describe('reserve.lua as a typed function', () => {
   });
 
   it('reads the values beside the code: the slot and acceptance time, the limit, the replayed order id', () => {
-    expect(toReserveResult([0, 3, 1_700_000_000_123])).toEqual({ outcome: 'accepted', slot: 3, acceptedMs: 1_700_000_000_123 });
-    expect(toReserveResult([4, 2])).toEqual({ outcome: 'already-bought', limit: 2 });
-    expect(toReserveResult([8, '4611686018427387904'])).toEqual({ outcome: 'replayed', orderId: '4611686018427387904' });
-    expect(toReserveResult([3, 0])).toEqual({ outcome: 'sold-out' });
+    expect(toReserveResult(0, 3, 1_700_000_000_123)).toEqual({ outcome: 'accepted', slot: 3, acceptedMs: 1_700_000_000_123 });
+    expect(toReserveResult(4, 2, 1_700_000_000_123)).toEqual({ outcome: 'already-bought', limit: 2 });
+    expect(toReserveResult(8, '4611686018427387904', 1_700_000_000_123)).toEqual({ outcome: 'replayed', orderId: '4611686018427387904' });
+    expect(toReserveResult(3, 0, 1_700_000_000_123)).toEqual({ outcome: 'sold-out' });
   });
 
   it("passes the shard's keys, each voucher's keys once, an idem key per keyed order, then 5 arguments per order, as the header's lines say", () => {
@@ -70,14 +70,12 @@ describe('reserve.lua as a typed function', () => {
     expect(() => reserve.keys([...batch, { order: { ...order, voucherId: '14' }, mode: 'stream' }])).toThrow(/spans \{seckill:5\} and \{seckill:6\}/);
   });
 
-  it('reads one reply per order of the batch', () => {
+  it("reads one reply per order of the batch, an accepted one at the batch's time", () => {
     const { reserve } = saleOperations(new SaleKeys(8));
-    expect(
-      reserve.reply([
-        [0, 1, 1_700_000_000_123],
-        [8, '77'],
-        [3, 0],
-      ]),
-    ).toEqual([{ outcome: 'accepted', slot: 1, acceptedMs: 1_700_000_000_123 }, { outcome: 'replayed', orderId: '77' }, { outcome: 'sold-out' }]);
+    expect(reserve.reply([1_700_000_000_123, 0, 1, 8, '77', 3, 0])).toEqual([
+      { outcome: 'accepted', slot: 1, acceptedMs: 1_700_000_000_123 },
+      { outcome: 'replayed', orderId: '77' },
+      { outcome: 'sold-out' },
+    ]);
   });
 });

@@ -33,9 +33,10 @@
   (Each voucher's keys once, and idem keys only for the orders that have one: the call's size, for
   the client to encode and Redis to parse, grows by 5 short arguments per order.)
 
-  Returns one reply per order, in the batch's order, each {code, value}; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
-  value: the slot (accepted; a third element, the acceptance time in ms, which the stream entry
-  carries as acceptedMs and MySQL stores as create_time), the limit (already bought: the user holds that many live orders),
+  Returns a flat list, the batch's time then a code and a value per order; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
+  The time is the batch's Redis time in ms, an accepted order's acceptance (the stream entry
+  carries it as acceptedMs, MySQL stores it as create_time); flat, so that no table per order is
+  built and encoded. value: the slot (accepted), the limit (already bought: the user holds that many live orders),
   the order id the key was accepted as (replayed: the same key came again; nothing else is
   checked, so a retry never reads "already bought" or "sold out" for its own order), else 0.
   frozen: the reconciliation is repairing this voucher (stock and slots are about to be rewritten
@@ -132,32 +133,32 @@ local function decide_order(i)
   if idem_key then
     local earlier = idem_orders[idem_key] or redis.call('GET', idem_key)
     if earlier then
-      return {8, earlier}
+      return 8, earlier
     end
   end
   local sale = sale_of_voucher[ARGV[a + 2]]
   if not sale then
-    return {5, 0}
+    return 5, 0
   end
   if now < sale.begin then
-    return {1, 0}
+    return 1, 0
   end
   if now >= sale['end'] then
-    return {2, 0}
+    return 2, 0
   end
   if now < sale.frozen_until then
-    return {6, 0}
+    return 6, 0
   end
   if sale.suspended then
-    return {7, 0}
+    return 7, 0
   end
   if sale.stock <= 0 then
-    return {3, 0}
+    return 3, 0
   end
   local held = sale.masks[user]
   -- Every held slot counts, those above a lowered limit too: a user at or over the limit buys no more.
   if slots_held(held, sale.limit) >= sale.limit then
-    return {4, sale.limit}
+    return 4, sale.limit
   end
   -- The lowest free slot: fewer than `limit` are held, so it is at most `limit`.
   local slot, slot_bit = 1, 1
@@ -176,12 +177,14 @@ local function decide_order(i)
   by_user[#by_user + 1] = 0
   by_user[#by_user + 1] = user .. ':' .. order
   accepted[#accepted + 1] = {i, slot}
-  return {0, slot, now}
+  return 0, slot
 end
 
-local replies = {}
+local replies = {now}
 for i = 0, ORDERS - 1 do
-  replies[i + 1] = decide_order(i)
+  local code, value = decide_order(i)
+  replies[2 * i + 2] = code
+  replies[2 * i + 3] = value
 end
 
 -- Second pass, writes: the units first, then the buyers' slots, then the orders.
