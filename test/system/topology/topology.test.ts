@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +17,7 @@ import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
 import { testMysqlUrl } from '../../../kit/services.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { freeRange } from './ports.js';
 
 /**
  * scripts/topology.sh end to end: nginx in front of three app instances (a sale pool of two, a site
@@ -58,11 +58,11 @@ const topology = async (...args: string[]) => {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'hmdp-topology-'));
-  const redisBase = await freeRange(6, true);
-  const appBase = await freeRange(3, false, [redisBase]);
-  httpPort = await freeRange(1, false, [redisBase, appBase]);
-  workerMetricsBase = await freeRange(2, false, [redisBase, appBase, httpPort]);
-  prometheusPort = await freeRange(1, false, [redisBase, appBase, httpPort, workerMetricsBase]);
+  const redisBase = await freeRange(6, [10_000]);
+  const appBase = await freeRange(3, [], [redisBase]);
+  httpPort = await freeRange(1, [], [redisBase, appBase]);
+  workerMetricsBase = await freeRange(2, [], [redisBase, appBase, httpPort]);
+  prometheusPort = await freeRange(1, [], [redisBase, appBase, httpPort, workerMetricsBase]);
   nodes = Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisBase + i}`);
   saleApps = [appBase, appBase + 1];
   siteApp = appBase + 2;
@@ -317,24 +317,4 @@ async function ordersSeen(): Promise<{ sale: number; site: number }> {
   };
   const total = async (ports: number[]) => (await Promise.all(ports.map(count))).reduce((sum, value) => sum + value, 0);
   return { sale: await total(saleApps), site: await total([siteApp]) };
-}
-
-/** The first of `count` consecutive free ports (and, for Redis Cluster, their bus ports + 10000). */
-async function freeRange(count: number, withBus: boolean, avoid: number[] = []): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const base = 20_000 + Math.floor(Math.random() * 9_000);
-    if (avoid.some((other) => Math.abs(other - base) < 20)) continue;
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    const all = withBus ? [...ports, ...ports.map((port) => port + 10_000)] : ports;
-    if ((await Promise.all(all.map(isFree))).every(Boolean)) return base;
-  }
-  throw new Error('no free port range');
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
