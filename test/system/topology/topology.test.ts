@@ -228,7 +228,9 @@ describe('scripts/topology.sh', () => {
       // Shop pages and the API's site routes: answered by the site's pool.
       for (const path of ['/api/shop/1', '/api/shop-type/list', '/api/voucher/list/1']) {
         const started = performance.now();
-        const answer = await send('127.0.0.1', 'GET', path, {});
+        // Bounded well within the test's time, so that a request stuck in the stopped pool fails the
+        // test with the pool resumed.
+        const answer = await send('127.0.0.1', 'GET', path, {}, 5_000);
         console.log(`edge: ${path} with the sale's pool stopped: ${answer.status} in ${(performance.now() - started).toFixed(1)} ms`);
         expect(answer.status).toBe(200);
         expect(answer.headers['x-upstream']).toBe(`127.0.0.1:${siteApp}`);
@@ -279,16 +281,16 @@ interface Answer {
 }
 
 /** A request to nginx from a loopback address of the caller's choice (its limits are per address). */
-function send(from: string, method: string, path: string, headers: Record<string, string>): Promise<Answer> {
+function send(from: string, method: string, path: string, headers: Record<string, string>, timeoutMs = 20_000): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const outgoing = request({ host: '127.0.0.1', port: httpPort, localAddress: from, method, path, headers, agent: false, timeout: 60_000 }, (response) => {
+    const outgoing = request({ host: '127.0.0.1', port: httpPort, localAddress: from, method, path, headers, agent: false, timeout: timeoutMs }, (response) => {
       let body = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (body += chunk));
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
       response.on('error', reject);
     });
-    outgoing.on('timeout', () => outgoing.destroy(new Error(`${method} ${path} from ${from}: no answer in 60 s`)));
+    outgoing.on('timeout', () => outgoing.destroy(new Error(`${method} ${path} from ${from}: no answer in ${timeoutMs} ms`)));
     outgoing.on('error', reject);
     outgoing.end();
   });
