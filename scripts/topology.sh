@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
 # A local scale-out topology on loopback, as hmdp runs in production (docs/flows/scale-out.md):
 #
-#   nginx :8080 ──▶ app :8091  app :8092  app :8093     (SECKILL_WORKER=false)
-#     /api/* proxied (X-Forwarded-For, keepalive)   ╲      │      ╱
-#     /  the web front end (web/dist)                Redis Cluster 7001..7006 (3 masters + 3 replicas)
-#                                                     MySQL database hmdp_topology
+#   nginx :8080 ─┬─ the sale's routes ─▶ sale pool: app :8091 :8092     (SECKILL_WORKER=false)
+#     limit_req, │  (order, gate, order events)      ╲      │      ╱
+#     limit_conn └─ the rest of /api ──▶ site pool: app :8093   Redis Cluster 7001..7006 (3 masters + 3 replicas)
+#     /  the web front end (web/dist)                           MySQL database hmdp_topology
 #   order workers ×2 (node dist/cli/order-worker.js, stable consumer names, /metrics on :8191 :8192)
+#   RabbitMQ cluster of 3 nodes :5701..5703 (TOPOLOGY_QUEUE=rabbitmq; the machine's broker untouched)
 #   Prometheus :9090 (TOPOLOGY_PROMETHEUS=1) scraping every app and worker, ops/prometheus/alerts.yml loaded
 #
 # Usage:
 #   scripts/topology.sh up              start what is not running (idempotent)
-#   scripts/topology.sh down [--purge]  stop everything it started, remove the Redis data;
+#   scripts/topology.sh down [--purge]  stop everything it started, remove the Redis and RabbitMQ data;
 #                                       --purge also drops the database and the whole folder
 #   scripts/topology.sh status          what runs, where
 #   scripts/topology.sh env             the topology's environment (MYSQL_URL, REDIS_CLUSTER_NODES, ...)
 #   scripts/topology.sh run CMD...      runs CMD with that environment, e.g. `run npm run reconcile`
 #   scripts/topology.sh bench ARGS...   npm run bench -- --target <nginx> ARGS (with that environment)
+#   scripts/topology.sh broker          the RabbitMQ cluster alone (what `up` starts with TOPOLOGY_QUEUE=rabbitmq)
+#   scripts/topology.sh rabbitmqctl ARGS...  rabbitmqctl against the cluster's first node (-n picks another)
 #
 # Settings (environment): TOPOLOGY_DIR (.topology), TOPOLOGY_REDIS_BASE_PORT (7001; six ports and
-# their cluster bus ports +10000), TOPOLOGY_APP_BASE_PORT (8091; three ports), TOPOLOGY_HTTP_PORT
-# (8080), TOPOLOGY_DB (hmdp_topology, on MYSQL_URL's server), TOPOLOGY_REDIS_KEY_PREFIX (empty),
+# their cluster bus ports +10000), TOPOLOGY_APP_BASE_PORT (8091; one port per instance),
+# TOPOLOGY_SALE_APPS (2) and TOPOLOGY_SITE_APPS (1): the instances of each pool, the sale's first,
+# TOPOLOGY_HTTP_PORT (8080), TOPOLOGY_DB (hmdp_topology, on MYSQL_URL's server), TOPOLOGY_REDIS_KEY_PREFIX (empty),
 # SECKILL_STREAM_SHARDS (4), TOPOLOGY_WORKER_METRICS_BASE_PORT (8191; two ports), TOPOLOGY_PROMETHEUS
 # (unset: no Prometheus; 1: start one), TOPOLOGY_PROMETHEUS_PORT (9090). Every app and worker serves
 # /metrics to the token in $TOPOLOGY_DIR/metrics-token (METRICS_TOKEN, generated once). Other app settings in the environment (SECKILL_REPLICA_ACKS, LOG_LEVEL,
 # ...) are passed to the app instances and workers.
-# Packages (redis-server, redis-tools, nginx; prometheus with TOPOLOGY_PROMETHEUS=1) are installed with apt-get when missing. The nginx used
-# here runs from its own configuration, pid and logs in the topology folder; the system's nginx
-# and /etc/nginx/sites-* are never touched.
+# Edge limits (nginx, per client address): TOPOLOGY_EDGE_ORDER_RATE (5: order requests a second),
+# TOPOLOGY_EDGE_ORDER_BURST (10: more at once, answered without delay), TOPOLOGY_EDGE_SALE_CONN (16:
+# requests in flight on the sale's routes), TOPOLOGY_EDGE_EXEMPT (127.0.0.1: space-separated
+# addresses or CIDRs never limited, the machine's own load generator; empty limits every address).
+# Queue: TOPOLOGY_QUEUE (stream; rabbitmq: a 3-node RabbitMQ cluster, SECKILL_QUEUE=rabbitmq and
+# RABBITMQ_URL for the app), TOPOLOGY_RABBITMQ_BASE_PORT (5701; three AMQP ports, their Erlang
+# distribution ports +20000 and the CLI's +30000..+30010).
+# Packages (redis-server, redis-tools, nginx; prometheus with TOPOLOGY_PROMETHEUS=1; rabbitmq-server
+# with TOPOLOGY_QUEUE=rabbitmq) are installed with apt-get when missing. The nginx and RabbitMQ nodes
+# used here run from their own configuration, pid, data and logs in the topology folder; the system's
+# nginx, /etc/nginx/sites-*, /etc/rabbitmq and the machine's broker are never touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -41,15 +53,24 @@ SHARDS=${SECKILL_STREAM_SHARDS:-4}
 WORKER_METRICS_BASE_PORT=${TOPOLOGY_WORKER_METRICS_BASE_PORT:-8191}
 PROMETHEUS=${TOPOLOGY_PROMETHEUS:-}
 PROMETHEUS_PORT=${TOPOLOGY_PROMETHEUS_PORT:-9090}
+SALE_APPS=${TOPOLOGY_SALE_APPS:-2}
+SITE_APPS=${TOPOLOGY_SITE_APPS:-1}
+EDGE_ORDER_RATE=${TOPOLOGY_EDGE_ORDER_RATE:-5}
+EDGE_ORDER_BURST=${TOPOLOGY_EDGE_ORDER_BURST:-10}
+EDGE_SALE_CONN=${TOPOLOGY_EDGE_SALE_CONN:-16}
+EDGE_EXEMPT=${TOPOLOGY_EDGE_EXEMPT-127.0.0.1}
+QUEUE=${TOPOLOGY_QUEUE:-stream}
+RABBITMQ_BASE_PORT=${TOPOLOGY_RABBITMQ_BASE_PORT:-5701}
 REDIS_NODES=6
-APPS=3
 WORKERS=2
+RABBITMQ_NODES=3
 CLUSTER_NODE_TIMEOUT_MS=2000
 
 RUN_DIR=$TOPOLOGY_DIR/run
 LOG_DIR=$TOPOLOGY_DIR/logs
 REDIS_DIR=$TOPOLOGY_DIR/redis
 NGINX_DIR=$TOPOLOGY_DIR/nginx
+RABBITMQ_DIR=$TOPOLOGY_DIR/rabbitmq
 PROMETHEUS_DIR=$TOPOLOGY_DIR/prometheus
 TOKEN_FILE=$TOPOLOGY_DIR/metrics-token
 PURCHASE_KEY_FILE=$TOPOLOGY_DIR/purchase-token-key
@@ -62,6 +83,18 @@ fail() { echo "topology: $*" >&2; exit 1; }
 for port in "$REDIS_BASE_PORT" "$APP_BASE_PORT" "$HTTP_PORT" "$WORKER_METRICS_BASE_PORT" "$PROMETHEUS_PORT"; do
   [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 55000 ] || fail "ports must be integers from 1 to 55000 (got '$port')"
 done
+# Its distribution ports (+20000) and the CLI's (+30000..+30010) must stay below 65536.
+[[ $RABBITMQ_BASE_PORT =~ ^[0-9]+$ ]] && [ "$RABBITMQ_BASE_PORT" -ge 1024 ] && [ "$RABBITMQ_BASE_PORT" -le 35000 ] \
+  || fail "TOPOLOGY_RABBITMQ_BASE_PORT must be an integer from 1024 to 35000 (got '$RABBITMQ_BASE_PORT')"
+for count in "$SALE_APPS" "$SITE_APPS" "$EDGE_ORDER_RATE" "$EDGE_ORDER_BURST" "$EDGE_SALE_CONN"; do
+  [[ $count =~ ^[0-9]+$ ]] && [ "$count" -ge 1 ] && [ "$count" -le 100000 ] \
+    || fail "TOPOLOGY_SALE_APPS, _SITE_APPS, _EDGE_ORDER_RATE, _EDGE_ORDER_BURST and _EDGE_SALE_CONN must be integers from 1 (got '$count')"
+done
+for address in $EDGE_EXEMPT; do
+  [[ $address =~ ^[0-9a-fA-F:.]+(/[0-9]{1,3})?$ ]] || fail "TOPOLOGY_EDGE_EXEMPT must list IP addresses or CIDRs (got '$address')"
+done
+[ "$QUEUE" = stream ] || [ "$QUEUE" = rabbitmq ] || fail "TOPOLOGY_QUEUE must be stream or rabbitmq (got '$QUEUE')"
+APPS=$((SALE_APPS + SITE_APPS))
 
 # MYSQL_URL's server (user, password, host, port) with the topology's own database.
 MYSQL_SERVER_URL=$(node -e 'const u=new URL(process.env.MYSQL_URL||"mysql://root@127.0.0.1:3306/hmdp");u.pathname="";process.stdout.write(u.toString().replace(/\/$/,""))')
@@ -69,6 +102,10 @@ TOPOLOGY_MYSQL_URL="$MYSQL_SERVER_URL/$DB_NAME"
 
 redis_ports() { seq "$REDIS_BASE_PORT" $((REDIS_BASE_PORT + REDIS_NODES - 1)); }
 app_ports() { seq "$APP_BASE_PORT" $((APP_BASE_PORT + APPS - 1)); }
+# The sale's pool is the first TOPOLOGY_SALE_APPS instances, the site's the others.
+sale_ports() { seq "$APP_BASE_PORT" $((APP_BASE_PORT + SALE_APPS - 1)); }
+site_ports() { seq $((APP_BASE_PORT + SALE_APPS)) $((APP_BASE_PORT + APPS - 1)); }
+pool_of() { [ "$1" -lt $((APP_BASE_PORT + SALE_APPS)) ] && echo sale || echo site; }
 worker_metrics_port() { echo $((WORKER_METRICS_BASE_PORT + $1 - 1)); }
 cluster_nodes() { redis_ports | sed 's/^/127.0.0.1:/' | paste -sd, -; }
 
@@ -91,6 +128,9 @@ ensure_packages() {
   [ -x "$NGINX" ] || fail "nginx is not installed and apt-get could not install it"
   if [ -n "$PROMETHEUS" ]; then command -v prometheus >/dev/null || apt_install prometheus; fi
 }
+# The server's own scripts, not /usr/sbin's wrappers (which switch to the rabbitmq user and its cookie).
+RABBITMQ_BIN=/usr/lib/rabbitmq/bin
+ensure_rabbitmq_package() { [ -x "$RABBITMQ_BIN/rabbitmq-server" ] || apt_install rabbitmq-server; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -146,6 +186,100 @@ replicas_in_sync() {
   [ "$up" -eq 3 ]
 }
 
+# --- RabbitMQ cluster (TOPOLOGY_QUEUE=rabbitmq) --------------------------------------------------
+# Three nodes on loopback, each with its own node name, AMQP and distribution ports, data, logs and
+# pid file under the topology folder, sharing a cookie of their own; joined into one cluster. They
+# register with the host's epmd (shared by every Erlang node of the machine, and left running).
+
+rabbitmq_ports() { seq "$RABBITMQ_BASE_PORT" $((RABBITMQ_BASE_PORT + RABBITMQ_NODES - 1)); }
+rabbitmq_node() { echo "hmdp-topology-$1@localhost"; }
+rabbitmq_urls() { rabbitmq_ports | sed 's|^|amqp://guest:guest@127.0.0.1:|' | paste -sd, -; }
+rabbitmq_dist_port() { echo $(($1 + 20000)); }
+
+# The environment of a node and of the CLI: nothing read from /etc/rabbitmq (its env file names the
+# machine's broker), the cookie in a HOME of the topology's own.
+rabbitmq_env() {
+  env HOME="$RABBITMQ_DIR/home" RABBITMQ_CONF_ENV_FILE="$RABBITMQ_DIR/rabbitmq-env.conf" \
+    RABBITMQ_CONFIG_FILE="$RABBITMQ_DIR/rabbitmq.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$RABBITMQ_DIR/advanced.config" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$RABBITMQ_DIR/enabled_plugins" ERL_EPMD_ADDRESS=127.0.0.1 "$@"
+}
+ctl() { # port, rabbitmqctl arguments...
+  local port=$1; shift
+  rabbitmq_env RABBITMQ_CTL_DIST_PORT_MIN=$(($(rabbitmq_dist_port "$port") + 10000)) RABBITMQ_CTL_DIST_PORT_MAX=$(($(rabbitmq_dist_port "$port") + 10010)) \
+    "$RABBITMQ_BIN/rabbitmqctl" -n "$(rabbitmq_node "$port")" "$@"
+}
+
+write_rabbitmq_conf() {
+  mkdir -p "$RABBITMQ_DIR/home"
+  [ -s "$RABBITMQ_DIR/home/.erlang.cookie" ] \
+    || node -e 'process.stdout.write(require("node:crypto").randomBytes(20).toString("hex").toUpperCase())' >"$RABBITMQ_DIR/home/.erlang.cookie"
+  chmod 400 "$RABBITMQ_DIR/home/.erlang.cookie"
+  echo '# Written by scripts/topology.sh: the nodes take their settings from their environment.' >"$RABBITMQ_DIR/rabbitmq-env.conf"
+  echo '[].' >"$RABBITMQ_DIR/enabled_plugins"
+  echo '[].' >"$RABBITMQ_DIR/advanced.config"
+  cat >"$RABBITMQ_DIR/rabbitmq.conf" <<EOF
+# Written by scripts/topology.sh; regenerated on every 'up'.
+# A node that loses sight of the majority pauses instead of diverging (three nodes: a minority is one).
+cluster_partition_handling = pause_minority
+cluster_name = hmdp-topology-$RABBITMQ_BASE_PORT
+log.console = false
+log.file.level = info
+EOF
+}
+
+start_rabbitmq() {
+  ensure_rabbitmq_package
+  write_rabbitmq_conf
+  for port in $(rabbitmq_ports); do
+    alive "$RUN_DIR/rabbitmq-$port.pid" && continue
+    require_free "$port" "RabbitMQ node (AMQP)"
+    require_free "$(rabbitmq_dist_port "$port")" "RabbitMQ node (Erlang distribution)"
+    rm -f "$RUN_DIR/rabbitmq-$port.pid"
+    # -detached: the node writes its own pid (the Erlang VM's) to RABBITMQ_PID_FILE.
+    rabbitmq_env RABBITMQ_NODENAME="$(rabbitmq_node "$port")" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$port" \
+      RABBITMQ_DIST_PORT="$(rabbitmq_dist_port "$port")" RABBITMQ_MNESIA_BASE="$RABBITMQ_DIR/data" RABBITMQ_LOG_BASE="$LOG_DIR/rabbitmq-$port" \
+      RABBITMQ_PID_FILE="$RUN_DIR/rabbitmq-$port.pid" RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1} +sbwt none +sbwtdcpu none +sbwtdio none" \
+      "$RABBITMQ_BIN/rabbitmq-server" -detached >>"$LOG_DIR/rabbitmq-start.log" 2>&1 \
+      || fail "RabbitMQ node on $port did not start: see $LOG_DIR/rabbitmq-start.log"
+  done
+  for port in $(rabbitmq_ports); do
+    wait_until 90 "RabbitMQ node $(rabbitmq_node "$port") listening on $port" port_open "$port"
+    ctl "$port" -q await_startup --timeout 60 >>"$LOG_DIR/rabbitmq-start.log" 2>&1 || fail "RabbitMQ node on $port did not boot: see $LOG_DIR/rabbitmq-$port"
+  done
+  join_rabbitmq_cluster
+}
+
+# The second and third nodes join the first's cluster (once: a restarted member rejoins by itself).
+join_rabbitmq_cluster() {
+  local first; first=$(rabbitmq_ports | head -1)
+  for port in $(rabbitmq_ports | tail -n +2); do
+    rabbitmq_cluster_nodes "$first" | grep -qx "$(rabbitmq_node "$port")" && continue
+    log "RabbitMQ: $(rabbitmq_node "$port") joins $(rabbitmq_node "$first")"
+    { ctl "$port" stop_app && ctl "$port" reset && ctl "$port" join_cluster "$(rabbitmq_node "$first")" && ctl "$port" start_app; } >>"$LOG_DIR/rabbitmq-join.log" 2>&1 \
+      || fail "RabbitMQ node on $port could not join the cluster: see $LOG_DIR/rabbitmq-join.log"
+  done
+  wait_until 60 "a RabbitMQ cluster of $RABBITMQ_NODES running nodes" rabbitmq_all_running "$first"
+}
+# The cluster's members (disc nodes), one a line, as the given node sees them.
+rabbitmq_cluster_nodes() {
+  ctl "$1" -q cluster_status --formatter json 2>/dev/null | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{try{console.log(JSON.parse(s).disk_nodes.join("\n"))}catch{}})'
+}
+rabbitmq_running_nodes() {
+  ctl "$1" -q cluster_status --formatter json 2>/dev/null | node -e 'let s="";process.stdin.on("data",(d)=>(s+=d)).on("end",()=>{try{console.log(JSON.parse(s).running_nodes.join("\n"))}catch{}})'
+}
+rabbitmq_all_running() { [ "$(rabbitmq_running_nodes "$1" | grep -c .)" -eq "$RABBITMQ_NODES" ]; }
+
+# Every node this folder started, by its recorded pid (SIGTERM: the node shuts down cleanly), side by side.
+stop_rabbitmq() {
+  local pidfile port
+  for pidfile in "$RUN_DIR"/rabbitmq-*.pid; do
+    [ -e "$pidfile" ] || continue
+    port=${pidfile##*/rabbitmq-}; port=${port%.pid}
+    stop_pidfile "$pidfile" "RabbitMQ $(rabbitmq_node "$port")" &
+  done
+  wait
+}
+
 # --- Database --------------------------------------------------------------------------------
 
 prepare_database() {
@@ -168,7 +302,9 @@ SMS_SENDER=${SMS_SENDER:-log}
 METRICS_TOKEN=$(cat "$TOKEN_FILE" 2>/dev/null)
 PURCHASE_TOKEN_KEYS=${PURCHASE_TOKEN_KEYS:-topology:$(cat "$PURCHASE_KEY_FILE" 2>/dev/null)}
 TOPOLOGY_URL=http://127.0.0.1:$HTTP_PORT
+SECKILL_QUEUE=$QUEUE
 EOF
+  [ "$QUEUE" != rabbitmq ] || echo "RABBITMQ_URL=$(rabbitmq_urls)"
 }
 # Request logs cost the instances real CPU under load: warn unless LOG_LEVEL says otherwise.
 app_env() { env $(topology_env | grep -v '^REDIS_KEY_PREFIX=') REDIS_KEY_PREFIX="$KEY_PREFIX" NODE_ENV=production LOG_LEVEL="${LOG_LEVEL:-warn}" "$@"; }
@@ -212,10 +348,29 @@ start_workers() {
 
 # --- nginx -----------------------------------------------------------------------------------
 
+# The edge's 429 answers: the API's wrapper with the order route's "too many from this address"
+# message in each language (the app's catalogue, so the texts live in one place), and for a page
+# request the static "活动太火爆" page (ops/nginx/sale-busy.html).
+write_edge_pages() {
+  mkdir -p "$NGINX_DIR/edge"
+  node --input-type=module -e '
+    import { writeFileSync } from "node:fs";
+    import { SECKILL_MESSAGES } from "./dist/modules/seckill/messages.js";
+    import { render } from "./dist/http/messages.js";
+    for (const language of ["zh", "en"]) {
+      const errorMsg = render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), language);
+      writeFileSync(`${process.argv[1]}/429.${language}.json`, JSON.stringify({ success: false, errorMsg }));
+    }' "$NGINX_DIR/edge" || fail "could not write the edge's 429 answers from dist/modules/seckill/messages.js"
+  cp "$ROOT/ops/nginx/sale-busy.html" "$NGINX_DIR/edge/429.html"
+}
+
 write_nginx_conf() {
   mkdir -p "$NGINX_DIR/temp" "$NGINX_DIR/logs"
-  local upstreams="" user_line=""
-  for port in $(app_ports); do upstreams+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'; done
+  write_edge_pages
+  local sale_servers="" site_servers="" exempt="" user_line=""
+  for port in $(sale_ports); do sale_servers+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'; done
+  for port in $(site_ports); do site_servers+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'; done
+  for address in $EDGE_EXEMPT; do exempt+="    $address 1;"$'\n'; done
   # Workers of a root master run as nobody by default; let them read web/dist as its owner.
   [ "$(id -u)" -eq 0 ] && user_line="user $(stat -c %U "$ROOT/web/dist") $(stat -c %G "$ROOT/web/dist");"
   cat >"$NGINX_DIR/nginx.conf" <<EOF
@@ -237,8 +392,30 @@ http {
   sendfile on;
   client_max_body_size 6m;
 
-  upstream hmdp {
-$upstreams    keepalive 64;
+  # --- Limits at the edge, per client address (docs/flows/scale-out.md#limits-at-the-edge) ---
+  # Addresses never limited (TOPOLOGY_EDGE_EXEMPT): their key is empty, which nginx does not count.
+  geo \$edge_exempt {
+    default 0;
+$exempt  }
+  map \$edge_exempt \$edge_client { 1 ""; default \$binary_remote_addr; }
+  # Only order POSTs fill the order bucket.
+  map \$request_method \$edge_order_client { POST \$edge_client; default ""; }
+  limit_req_zone \$edge_order_client zone=edge_orders:10m rate=${EDGE_ORDER_RATE}r/s;
+  limit_conn_zone \$edge_client zone=edge_sale_conns:10m;
+  limit_req_status 429;
+  limit_conn_status 429;
+  limit_req_log_level warn;
+  limit_conn_log_level warn;
+  # A shed request's answer: the page for a browser's page request, else the API's JSON in the
+  # language the client lists first (Chinese unless that is English, as the app's default).
+  map \$http_accept_language \$edge_language { ~*^en en; default zh; }
+  map \$http_accept \$edge_shed_answer { "~*text/html" 429.html; default 429.\$edge_language.json; }
+
+  upstream hmdp_sale {
+$sale_servers    keepalive 64;
+  }
+  upstream hmdp_site {
+$site_servers    keepalive 32;
   }
 
   server {
@@ -248,35 +425,63 @@ $upstreams    keepalive 64;
     location /assets/ { expires 1y; add_header Cache-Control "public, immutable"; }
     location / { try_files \$uri /index.html; add_header Cache-Control "no-cache"; }
 
-    location /api/ {
-      proxy_pass http://hmdp;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-      proxy_set_header X-Real-IP \$remote_addr;
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto \$scheme;
+    # Proxied requests (every location below): HTTP/1.1 keepalive to the pool, the client's address on.
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host \$host;
+    proxy_set_header X-Real-IP \$remote_addr;
+    proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+    proxy_set_header X-Forwarded-Proto \$scheme;
+    # An order POST is not idempotent: never replay it on another instance.
+    proxy_next_upstream error timeout;
+
+    # Requests shed by limit_req / limit_conn (429), answered here: the app never sees them.
+    error_page 429 /_edge/\$edge_shed_answer;
+    location ^~ /_edge/ {
+      internal;
+      alias $NGINX_DIR/edge/;
+      charset utf-8;
+      charset_types application/json;
+      etag off;
+      add_header Retry-After 1 always;
+      add_header Cache-Control "no-store" always;
+    }
+
+    # --- The sale's routes, on the sale's pool ---
+    # The order route: at most TOPOLOGY_EDGE_ORDER_RATE a second per address, TOPOLOGY_EDGE_ORDER_BURST
+    # more at once without delay; the rest shed.
+    location ~ ^/api/voucher-order/seckill/[^/]+\$ {
+      limit_req zone=edge_orders burst=$EDGE_ORDER_BURST nodelay;
+      limit_conn edge_sale_conns $EDGE_SALE_CONN;
+      proxy_pass http://hmdp_sale;
       # Which instance answered (for the topology test and for debugging).
       add_header X-Upstream \$upstream_addr always;
-      # An order POST is not idempotent: never replay it on another instance.
-      proxy_next_upstream error timeout;
+    }
+    # The purchase gate (captcha, purchase token): regexes are tried in order, the order route's first.
+    location ~ ^/api/voucher-order/seckill/ {
+      limit_conn edge_sale_conns $EDGE_SALE_CONN;
+      proxy_pass http://hmdp_sale;
+      add_header X-Upstream \$upstream_addr always;
     }
     # Order state streams (Server-Sent Events): each event passed on at once (the app also sends
     # X-Accel-Buffering: no), the connection held past the default 60 s read timeout (heartbeats
     # come every ORDER_EVENTS_HEARTBEAT_MS), never retried on another instance.
     location ~ ^/api/voucher-order/[0-9]+/events\$ {
-      proxy_pass http://hmdp;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      limit_conn edge_sale_conns $EDGE_SALE_CONN;
+      proxy_pass http://hmdp_sale;
       proxy_buffering off;
       proxy_cache off;
       proxy_read_timeout 1h;
       add_header X-Upstream \$upstream_addr always;
       proxy_next_upstream off;
     }
-    location /imgs/ { proxy_pass http://hmdp; proxy_http_version 1.1; proxy_set_header Connection ""; }
+
+    # --- The rest of the site, on the site's pool ---
+    location /api/ {
+      proxy_pass http://hmdp_site;
+      add_header X-Upstream \$upstream_addr always;
+    }
+    location /imgs/ { proxy_pass http://hmdp_site; }
     # /metrics stays on the instances' own ports, off the public entry point.
     location = /metrics { return 404; }
   }
@@ -347,6 +552,7 @@ up() {
   ensure_token
   build_if_stale
   start_redis
+  [ "$QUEUE" != rabbitmq ] || start_rabbitmq
   topology_env >"$ENV_FILE"
   prepare_database
   start_apps
@@ -354,7 +560,8 @@ up() {
   start_nginx
   start_prometheus
   [ -z "$PROMETHEUS" ] || log "Prometheus: http://127.0.0.1:$PROMETHEUS_PORT (alerts: ops/prometheus/alerts.yml; dashboard: ops/grafana/hmdp.json)"
-  log "up: http://127.0.0.1:$HTTP_PORT (nginx) -> apps $(app_ports | paste -sd, -); Redis Cluster $(cluster_nodes); MySQL $DB_NAME"
+  log "up: http://127.0.0.1:$HTTP_PORT (nginx) -> sale pool $(sale_ports | paste -sd, -), site pool $(site_ports | paste -sd, -); Redis Cluster $(cluster_nodes); MySQL $DB_NAME"
+  [ "$QUEUE" != rabbitmq ] || log "RabbitMQ cluster: $(rabbitmq_urls)"
   log "environment for tools: $ENV_FILE (scripts/topology.sh run <command>, scripts/topology.sh bench <args>)"
 }
 
@@ -379,7 +586,8 @@ down() {
   for port in $(app_ports); do stop_pidfile "$RUN_DIR/app-$port.pid" "app :$port"; done
   for i in $(seq 1 "$WORKERS"); do stop_pidfile "$RUN_DIR/worker-$i.pid" "order worker $i"; done
   for port in $(redis_ports); do stop_pidfile "$RUN_DIR/redis-$port.pid" "Redis :$port"; done
-  rm -rf "$REDIS_DIR" "$ENV_FILE"
+  stop_rabbitmq
+  rm -rf "$REDIS_DIR" "$RABBITMQ_DIR/data" "$ENV_FILE"
   if [ "$purge" = --purge ]; then
     node --input-type=module -e '
       import { createConnection } from "mysql2/promise";
@@ -409,7 +617,7 @@ status() {
     if alive "$RUN_DIR/app-$port.pid"; then
       line="pid $(cat "$RUN_DIR/app-$port.pid"), $(app_healthy "$port" && echo healthy || echo 'not answering')"
     else line="not running"; fi
-    show "app :$port" "$line"
+    show "app :$port ($(pool_of "$port"))" "$line"
   done
   for i in $(seq 1 "$WORKERS"); do
     alive "$RUN_DIR/worker-$i.pid" && line="pid $(cat "$RUN_DIR/worker-$i.pid") (consumer topology-worker-$i)" || line="not running"
@@ -419,6 +627,14 @@ status() {
   show "nginx" "$line"
   alive "$RUN_DIR/prometheus.pid" && line="pid $(cat "$RUN_DIR/prometheus.pid"), http://127.0.0.1:$PROMETHEUS_PORT" || line="not running (TOPOLOGY_PROMETHEUS=1 starts it)"
   show "prometheus" "$line"
+  if [ "$QUEUE" = rabbitmq ] || [ -e "$RUN_DIR/rabbitmq-$RABBITMQ_BASE_PORT.pid" ]; then
+    for port in $(rabbitmq_ports); do
+      alive "$RUN_DIR/rabbitmq-$port.pid" && line="pid $(cat "$RUN_DIR/rabbitmq-$port.pid"), $(rabbitmq_node "$port")" || line="not running"
+      show "rabbitmq :$port" "$line"
+    done
+    ! alive "$RUN_DIR/rabbitmq-$RABBITMQ_BASE_PORT.pid" \
+      || show "rabbitmq cluster" "running nodes: $(rabbitmq_running_nodes "$RABBITMQ_BASE_PORT" | sort | paste -sd' ' -)"
+  fi
   show "database" "$TOPOLOGY_MYSQL_URL"
 }
 
@@ -434,5 +650,13 @@ case "${1:-}" in
   env) topology_env ;;
   run) shift; [ $# -gt 0 ] || fail "usage: scripts/topology.sh run <command> [args]"; with_env "$@" ;;
   bench) shift; with_env npm run bench -- --target "http://127.0.0.1:$HTTP_PORT" "$@" ;;
-  *) fail "usage: scripts/topology.sh up | down [--purge] | status | env | run <command> | bench [bench options]" ;;
+  broker) mkdir -p "$RUN_DIR" "$LOG_DIR"; start_rabbitmq; log "RabbitMQ cluster: $(rabbitmq_urls)" ;;
+  rabbitmqctl)
+    shift
+    if [ "${1:-}" = -n ]; then
+      [[ ${2:-} =~ ^hmdp-topology-([0-9]+)@localhost$ ]] || fail "-n takes one of this topology's nodes: $(for p in $(rabbitmq_ports); do rabbitmq_node "$p"; done | paste -sd' ' -)"
+      port=${BASH_REMATCH[1]}; shift 2
+    else port=$RABBITMQ_BASE_PORT; fi
+    ctl "$port" "$@" ;;
+  *) fail "usage: scripts/topology.sh up | down [--purge] | status | env | run <command> | bench [bench options] | broker | rabbitmqctl [-n node] <args>" ;;
 esac

@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { render } from '../../../src/http/messages.js';
 import { loadConfig } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
@@ -16,20 +17,31 @@ import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
 import { testMysqlUrl } from '../../../kit/services.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
+import { freeRange } from './ports.js';
 
 /**
- * scripts/topology.sh end to end: nginx in front of three app instances, a Redis Cluster of
- * 3 masters + 3 replicas and two order workers, on free ports of their own. Orders placed through
- * nginx are served by several instances and land in MySQL exactly once.
+ * scripts/topology.sh end to end: nginx in front of three app instances (a sale pool of two, a site
+ * pool of one), a Redis Cluster of 3 masters + 3 replicas and two order workers, on free ports of
+ * their own. Orders placed through nginx are served by the sale's instances and land in MySQL
+ * exactly once; nginx sheds what is over its per-address limits before the app sees it.
  */
 const run = promisify(execFile);
 const SHARDS = 4;
+// The edge's limits for this topology (TOPOLOGY_EDGE_*): orders a second and burst per address,
+// requests in flight on the sale's routes per address. 127.0.0.1 is exempt (the default); the
+// limited clients below send from other loopback addresses (127.0.0.2...).
+const ORDER_RATE = 5;
+const ORDER_BURST = 10;
+const SALE_CONN = 16;
+const ORDER_ROUTE = '/api/voucher-order/seckill/:id';
 
 let dir: string;
 let env: Record<string, string>;
 let httpPort: number;
 let prometheusPort: number;
 let workerMetricsBase: number;
+let saleApps: number[];
+let siteApp: number;
 let db: Db | undefined;
 let redis: RedisClient | undefined;
 let nodes: string[];
@@ -46,12 +58,14 @@ const topology = async (...args: string[]) => {
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'hmdp-topology-'));
-  const redisBase = await freeRange(6, true);
-  const appBase = await freeRange(3, false, [redisBase]);
-  httpPort = await freeRange(1, false, [redisBase, appBase]);
-  workerMetricsBase = await freeRange(2, false, [redisBase, appBase, httpPort]);
-  prometheusPort = await freeRange(1, false, [redisBase, appBase, httpPort, workerMetricsBase]);
+  const redisBase = await freeRange(6, [10_000]);
+  const appBase = await freeRange(3, [], [redisBase]);
+  httpPort = await freeRange(1, [], [redisBase, appBase]);
+  workerMetricsBase = await freeRange(2, [], [redisBase, appBase, httpPort]);
+  prometheusPort = await freeRange(1, [], [redisBase, appBase, httpPort, workerMetricsBase]);
   nodes = Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisBase + i}`);
+  saleApps = [appBase, appBase + 1];
+  siteApp = appBase + 2;
   env = {
     ...(process.env as Record<string, string>),
     NODE_ENV: 'production',
@@ -65,8 +79,14 @@ beforeAll(async () => {
     TOPOLOGY_PROMETHEUS: '1',
     TOPOLOGY_PROMETHEUS_PORT: String(prometheusPort),
     SECKILL_STREAM_SHARDS: String(SHARDS),
+    TOPOLOGY_SALE_APPS: '2',
+    TOPOLOGY_SITE_APPS: '1',
+    TOPOLOGY_EDGE_ORDER_RATE: String(ORDER_RATE),
+    TOPOLOGY_EDGE_ORDER_BURST: String(ORDER_BURST),
+    TOPOLOGY_EDGE_SALE_CONN: String(SALE_CONN),
     LOG_LEVEL: 'warn',
   };
+  delete env.TOPOLOGY_EDGE_EXEMPT; // the default: 127.0.0.1
   await topology('up');
   db = createDb({ mysqlUrl: `${testMysqlUrl()}/${database}`, poolSize: 2 });
   redis = createRedis({ redisUrl: 'redis://unused', redisClusterNodes: nodes.slice(0, 3), redisKeyPrefix: '' });
@@ -86,6 +106,8 @@ describe('scripts/topology.sh', () => {
     expect(stdout.match(/role:slave/g)).toHaveLength(3);
     expect(stdout).toContain('cluster_state:ok');
     expect(stdout.match(/healthy/g)).toHaveLength(3);
+    expect(stdout.match(/app :\d+ \(sale\)/g)).toHaveLength(2);
+    expect(stdout.match(/app :\d+ \(site\)/g)).toHaveLength(1);
     expect(stdout.match(/consumer topology-worker-\d/g)).toHaveLength(2);
     expect(stdout).toMatch(/nginx\s+pid \d+/);
     expect(stdout).toMatch(/prometheus\s+pid \d+/);
@@ -115,6 +137,7 @@ describe('scripts/topology.sh', () => {
     expect((await fetch(`http://127.0.0.1:${httpPort}/metrics`)).status).toBe(404);
     const types = await fetch(`http://127.0.0.1:${httpPort}/api/shop-type/list`);
     expect(((await types.json()) as { success: boolean }).success).toBe(true);
+    expect(types.headers.get('x-upstream')).toBe(`127.0.0.1:${siteApp}`); // the site's pool
   });
 
   it('sells through nginx across the instances: every accepted order in MySQL once, none oversold', async () => {
@@ -128,7 +151,8 @@ describe('scripts/topology.sh', () => {
       ),
     );
     const upstreams = new Set(responses.map((response) => response.headers.get('x-upstream')));
-    expect(upstreams.size).toBeGreaterThan(1);
+    // Both instances of the sale's pool, none of the site's.
+    expect([...upstreams].sort()).toEqual(saleApps.map((port) => `127.0.0.1:${port}`).sort());
     const bodies = await Promise.all(responses.map((response) => response.json() as Promise<{ success: boolean; data?: string; errorMsg?: string }>));
     const accepted = bodies.filter((body) => body.success).map((body) => body.data!);
     expect(accepted).toHaveLength(stock);
@@ -162,6 +186,78 @@ describe('scripts/topology.sh', () => {
     expect(stream.states.at(-1)).toBe('paid');
     await closeOrderStreams();
   });
+
+  it("sheds a flood of orders from one address at nginx: the app sees at most the limit, the rest get the API's 429", async () => {
+    const voucherId = await insertVoucher(1_000);
+    const [user] = await createUsersWithSessions({ db: db!, redis: redis!, config: loadConfig({ NODE_ENV: 'test' }) } as TestEnv, 1, 16_200_000_000);
+    const before = await ordersSeen();
+    const flood = 120;
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: flood }, () => send('127.0.0.2', 'POST', `/api/voucher-order/seckill/${voucherId}`, { authorization: user!.token })),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    // nginx's answers carry no X-Upstream: no instance was asked.
+    const shed = answers.filter((answer) => answer.headers['x-upstream'] === undefined);
+    const reached = flood - shed.length;
+    // limit_req admits one, the burst, then ORDER_RATE a second: whatever the machine's speed.
+    const limit = 1 + ORDER_BURST + Math.ceil(ORDER_RATE * seconds);
+    console.log(`edge flood: ${flood} orders from one address in ${seconds.toFixed(2)} s, ${reached} reached the app (limit ${limit})`);
+    expect(reached).toBeGreaterThan(0);
+    expect(reached).toBeLessThanOrEqual(limit);
+    for (const answer of shed) {
+      expect(answer.status).toBe(429);
+      expect(answer.headers['retry-after']).toBe('1');
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+      // The app's own wrapper and message (no Accept-Language: Chinese).
+      expect(JSON.parse(answer.body)).toEqual({ success: false, errorMsg: render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), 'zh') });
+    }
+    // Counted by the instances themselves: the sale's pool answered exactly those that passed, the
+    // site's pool none.
+    await expect.poll(async () => (await ordersSeen()).sale - before.sale).toBe(reached);
+    expect((await ordersSeen()).site).toBe(before.site);
+  });
+
+  it("keeps serving the site from its pool while the sale's pool is stopped; limit_conn sheds a browser's page request with the static page", async () => {
+    const pids = await Promise.all(saleApps.map(async (port) => Number(await readFile(join(dir, 'run', `app-${port}.pid`), 'utf8'))));
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    const extra = 3;
+    const page = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    let held: Array<Promise<Answer>> | undefined;
+    try {
+      // Shop pages and the API's site routes: answered by the site's pool.
+      for (const path of ['/api/shop/1', '/api/shop-type/list', '/api/voucher/list/1']) {
+        const started = performance.now();
+        // Bounded well within the test's time, so that a request stuck in the stopped pool fails the
+        // test with the pool resumed.
+        const answer = await send('127.0.0.1', 'GET', path, {}, 5_000);
+        console.log(`edge: ${path} with the sale's pool stopped: ${answer.status} in ${(performance.now() - started).toFixed(1)} ms`);
+        expect(answer.status).toBe(200);
+        expect(answer.headers['x-upstream']).toBe(`127.0.0.1:${siteApp}`);
+      }
+      expect((await fetch(`http://127.0.0.1:${httpPort}/shop/1`)).status).toBe(200);
+      // A browser's requests of the sale from one address: SALE_CONN of them wait in the stopped
+      // pool and hold every slot, the rest are shed with the static page (exactly: none of the held
+      // ones can finish while the pool is stopped).
+      held = Array.from({ length: SALE_CONN + extra }, () => send('127.0.0.3', 'GET', '/api/voucher-order/seckill/1/captcha', page));
+      const shed = await firstAnswers(held, extra);
+      for (const answer of shed) {
+        expect(answer.status).toBe(429);
+        expect(answer.headers['content-type']).toBe('text/html; charset=utf-8');
+        expect(answer.headers['retry-after']).toBe('1');
+        expect(answer.body).toContain('活动太火爆，请稍后再试');
+      }
+      // Every slot is held now: an API call is shed too, in the language it asks for.
+      const english = await send('127.0.0.3', 'POST', '/api/voucher-order/seckill/1', { 'accept-language': 'en-US,en;q=0.9' });
+      expect(english.status).toBe(429);
+      expect(JSON.parse(english.body)).toEqual({ success: false, errorMsg: render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), 'en') });
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+    // The held ones reach the resumed pool (no session: 401 from the app).
+    const answers = await Promise.all(held ?? []);
+    expect(answers.filter((answer) => answer.status === 401)).toHaveLength(SALE_CONN);
+  });
 });
 
 async function insertVoucher(stock: number): Promise<string> {
@@ -178,22 +274,49 @@ async function insertVoucher(stock: number): Promise<string> {
   return voucherId;
 }
 
-/** The first of `count` consecutive free ports (and, for Redis Cluster, their bus ports + 10000). */
-async function freeRange(count: number, withBus: boolean, avoid: number[] = []): Promise<number> {
-  for (let attempt = 0; attempt < 100; attempt += 1) {
-    const base = 20_000 + Math.floor(Math.random() * 9_000);
-    if (avoid.some((other) => Math.abs(other - base) < 20)) continue;
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    const all = withBus ? [...ports, ...ports.map((port) => port + 10_000)] : ports;
-    if ((await Promise.all(all.map(isFree))).every(Boolean)) return base;
-  }
-  throw new Error('no free port range');
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
 }
 
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+/** A request to nginx from a loopback address of the caller's choice (its limits are per address). */
+function send(from: string, method: string, path: string, headers: Record<string, string>, timeoutMs = 20_000): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request({ host: '127.0.0.1', port: httpPort, localAddress: from, method, path, headers, agent: false, timeout: timeoutMs }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body }));
+      response.on('error', reject);
+    });
+    outgoing.on('timeout', () => outgoing.destroy(new Error(`${method} ${path} from ${from}: no answer in ${timeoutMs} ms`)));
+    outgoing.on('error', reject);
+    outgoing.end();
   });
+}
+
+/** The first `count` answers of `pending`, in the order they arrive. */
+function firstAnswers(pending: Array<Promise<Answer>>, count: number): Promise<Answer[]> {
+  return new Promise((resolve, reject) => {
+    const arrived: Answer[] = [];
+    for (const promise of pending) {
+      promise.then((answer) => {
+        arrived.push(answer);
+        if (arrived.length === count) resolve(arrived);
+      }, reject);
+    }
+  });
+}
+
+/** Order requests each pool's instances answered, by their own metrics (http_request_duration_seconds). */
+async function ordersSeen(): Promise<{ sale: number; site: number }> {
+  const token = (await readFile(join(dir, 'metrics-token'), 'utf8')).trim();
+  const count = async (port: number) => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const series = text.split('\n').filter((line) => line.startsWith(`http_request_duration_seconds_count{method="POST",route="${ORDER_ROUTE}",`));
+    return series.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  };
+  const total = async (ports: number[]) => (await Promise.all(ports.map(count))).reduce((sum, value) => sum + value, 0);
+  return { sale: await total(saleApps), site: await total([siteApp]) };
 }
