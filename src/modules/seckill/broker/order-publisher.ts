@@ -1,4 +1,5 @@
 import { AMQPError, type Publisher } from 'rabbitmq-client';
+import type { Log } from '../../../infra/logging.js';
 import type { BrokerConnection } from './broker-connection.js';
 import { withDeadline } from './broker-connection.js';
 import { orderMessage, type SaleTopology } from './rabbit-topology.js';
@@ -19,11 +20,13 @@ export class OrderPublisher {
   private readonly publisher: Publisher;
   /** Message ids the broker returned as unroutable; the broker confirms such a message right after returning it. */
   private readonly returned = new Set<string>();
+  private lastWarning = 0;
 
   constructor(
     private readonly broker: BrokerConnection,
     topology: SaleTopology,
     private readonly timeoutMs: number,
+    private readonly log: Log,
   ) {
     this.publisher = broker.connection.createPublisher({
       confirm: true,
@@ -46,9 +49,20 @@ export class OrderPublisher {
     const { envelope, body } = orderMessage(shard, entryId, fields, orderId);
     const sent = this.publisher.send(envelope, body).then(
       () => (this.returned.delete(orderId) ? ('returned' as const) : ('confirmed' as const)),
-      (error: unknown) => (error instanceof AMQPError && error.code === 'NACK' ? ('rejected' as const) : ('unavailable' as const)),
+      (error: unknown) => {
+        if (error instanceof AMQPError && error.code === 'NACK') return 'rejected' as const;
+        this.warn(error);
+        return 'unavailable' as const;
+      },
     );
     return withDeadline(sent, this.timeoutMs, 'timeout' as const);
+  }
+
+  /** Why publishes fail (no connection, a declaration the broker refuses), said once in 5 s at most. */
+  private warn(error: unknown): void {
+    if (Date.now() - this.lastWarning < 5_000) return;
+    this.lastWarning = Date.now();
+    this.log.warn({ err: error, rabbitmq: this.broker.address }, 'outbox relay: publishing to RabbitMQ failed');
   }
 
   async close(): Promise<void> {

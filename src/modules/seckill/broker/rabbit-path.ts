@@ -38,7 +38,7 @@ export function buildRabbitPath(deps: RabbitPathDeps) {
   const { rabbitmq } = settings;
   const broker = new BrokerConnection({ urls: rabbitmq.urls, connectTimeoutMs: rabbitmq.connectTimeoutMs, name: `hmdp seckill ${consumer}` }, log);
   const topology = saleTopology({ maxDeliveries: settings.maxDeliveries, maxLength: rabbitmq.maxLength });
-  const publisher = new OrderPublisher(broker, topology, rabbitmq.publishTimeoutMs);
+  const publisher = new OrderPublisher(broker, topology, rabbitmq.publishTimeoutMs, log);
   const relay = new OutboxRelay(stream, store, redis, publisher, {
     consumer,
     window: rabbitmq.publishWindow,

@@ -116,7 +116,15 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
 
     // The crash: consumer `crashy` reads the entries, the broker confirms every publish, and the
     // process dies before its XACK.
-    const crashed = buildRabbitPath({ settings: env.config.seckill, redis: env.redis, stream: placer.stream, store: placer.store, orders: placer.orders, log, consumer: 'crashy' });
+    const crashed = buildRabbitPath({
+      settings: env.config.seckill,
+      redis: env.redis,
+      stream: placer.stream,
+      store: placer.store,
+      orders: placer.orders,
+      log,
+      consumer: 'crashy',
+    });
     const shard = placer.keys.shardOf(voucherId);
     await placer.stream.ensureGroup(shard);
     const entries = await placer.stream.read(shard, 'crashy', '>', 100);
