@@ -20,7 +20,15 @@ const outcomes: PublishOutcome[] = [];
 
 beforeAll(async () => {
   vhost = await createTestVhost();
-  env = await createTestEnv({ SECKILL_QUEUE: 'rabbitmq', SECKILL_STREAM_SHARDS: '1', RABBITMQ_URL: vhost.url, SECKILL_RABBITMQ_MAX_LENGTH: '10' });
+  env = await createTestEnv({
+    SECKILL_QUEUE: 'rabbitmq',
+    SECKILL_STREAM_SHARDS: '1',
+    RABBITMQ_URL: vhost.url,
+    SECKILL_RABBITMQ_MAX_LENGTH: '10',
+    // One publish in flight: a quorum queue enforces its length on what it has applied, so a
+    // window of publishes may pass the limit together; one at a time, the 11th or so is refused.
+    SECKILL_RABBITMQ_PUBLISH_WINDOW: '1',
+  });
   const log = pino({ level: 'silent' });
   seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, log, consumerName: 'placer' });
   path = buildRabbitPath({

@@ -148,7 +148,7 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     await expectNothingPending(seckill);
     expect(await readyMessages(DEAD_LETTER_QUEUE)).toBe(0);
-    expect(sumOf(await scrapeInstances(), 'seckill_worker_entries_total', 'result="dead-letter"')).toBe(1);
+    await eventually(async () => expect(sumOf(await scrapeInstances(), 'seckill_worker_entries_total', 'result="dead-letter"')).toBe(1));
 
     // The same dead letter delivered again (its consumer crashed before the ack): handled again,
     // recorded again, and the unit is not given back a second time.
