@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { Connection } from 'rabbitmq-client';
@@ -107,6 +109,32 @@ async function appVia(config: Config, consumerName: string): Promise<FastifyInst
   return app;
 }
 
+/** `src/cli/order-worker.ts` on this env in rabbitmq mode, killed after the test if still running. */
+function workerProcess(consumer: string): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      MYSQL_URL: env.mysqlUrl,
+      REDIS_KEY_PREFIX: env.keyPrefix,
+      SECKILL_QUEUE: 'rabbitmq',
+      SECKILL_STREAM_SHARDS: '2',
+      RABBITMQ_URL: vhost.url,
+      SECKILL_CONSUMER: consumer,
+      SECKILL_CLAIM_IDLE_MS: '600000',
+    },
+    stdio: 'ignore',
+  });
+  closers.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  });
+  return child;
+}
+
 describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
   it('a relay that crashed between the broker confirm and its XACK publishes again on restart; the writer drops the copy, MySQL has each order once', async () => {
     const stock = 50;
@@ -149,6 +177,26 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
       expect(metricValue(scraped, 'seckill_worker_entries_total{result="created"}')).toBe(30);
     });
   });
+
+  it('an order worker process in rabbitmq mode SIGKILLed mid-sale and restarted leaves every accepted order in MySQL exactly once', async () => {
+    const stock = 3000;
+    const voucherId = await insertSeckillVoucher(env, { stock });
+    const placer = sale('placer');
+    const place = (first: number, count: number) => Promise.all(Array.from({ length: count }, (_, i) => placer.placement.place(String(first + i), voucherId)));
+    const accepted = await place(100_001, 2000);
+
+    const first = workerProcess('process');
+    await eventually(async () => expect((await mysqlOrders(env, voucherId)).length).toBeGreaterThan(0), 30_000);
+    first.kill('SIGKILL');
+    await once(first, 'exit');
+    accepted.push(...(await place(200_001, 300))); // the sale goes on while no worker runs
+
+    const second = workerProcess('process');
+    await expectWrittenOnce(sale('checker'), voucherId, accepted, stock);
+    second.kill('SIGTERM'); // graceful: the relay, the writer and the connection close, the process exits by itself
+    const [code] = await once(second, 'exit');
+    expect(code).toBe(0);
+  }, 90_000);
 
   it('RabbitMQ unreachable: orders are still accepted into the stream, health says degraded naming it, and they are written once it is back', async () => {
     const users = await createUsersWithSessions(env, 40, 16_000_000_000);
