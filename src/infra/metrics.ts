@@ -119,7 +119,8 @@ export function createMetrics() {
     }),
     rabbitmqUp: new Gauge({
       name: 'seckill_rabbitmq_up',
-      help: "1 while this process's connection to RabbitMQ is open and not blocked, else 0 (only processes that run the sale's jobs with SECKILL_QUEUE=rabbitmq)",
+      help: "1 while this process's connection to RabbitMQ is open and not blocked, else 0, by address (its nodes, password hidden); absent where no sale jobs run with SECKILL_QUEUE=rabbitmq",
+      labelNames: ['address'] as const,
       registers: [registry],
     }),
     rabbitmqQueueMessages: new Gauge({

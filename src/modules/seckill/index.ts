@@ -377,7 +377,7 @@ function watchRabbitOnScrape(metrics: Metrics, rabbitOf: () => RabbitPath | unde
   metrics.onScrape(async () => {
     const rabbit = rabbitOf();
     if (!rabbit) return;
-    metrics.rabbitmqUp.set(rabbit.broker.ready ? 1 : 0);
+    metrics.rabbitmqUp.set({ address: rabbit.broker.address }, rabbit.broker.ready ? 1 : 0);
     for (const { queue, messages } of await rabbit.queueDepths(timeoutMs)) metrics.rabbitmqQueueMessages.set({ queue }, messages ?? -1);
   });
 }

@@ -68,17 +68,6 @@ export class OutboxRelay {
     this.readers.length = 0;
   }
 
-  /**
-   * Publishes and acknowledges what is pending or new in one shard, once, without blocking;
-   * false when a publish was not confirmed (the rest stays pending). For tests and tools.
-   */
-  async relayOnce(shard: number): Promise<boolean> {
-    await this.stream.ensureGroup(shard);
-    if (!(await this.relayOwnPending(shard))) return false;
-    const entries = await this.stream.read(shard, this.options.consumer, '>', this.options.window);
-    return this.relay(shard, entries);
-  }
-
   private async runShard(shard: number): Promise<void> {
     // One blocking connection per shard, so the shared client never waits behind an XREADGROUP BLOCK.
     const reader = this.stream.connectionForBlockingReads();

@@ -71,12 +71,15 @@ export function orderMessage(shard: number, entryId: string, fields: string[], o
   };
 }
 
-/** The order a message carries with its shard, or null when the body is not an entry of a valid order. */
-export function decodeOrderMessage(message: Pick<AsyncMessage, 'body'>): (OrderEntry & { shard: number; fields: string[] }) | null {
+/**
+ * The order a message carries, with its stream entry's id and fields, or null when the body is no
+ * entry of a valid order. Its shard is the voucher's (the body's `shard` is for people reading the queue).
+ */
+export function decodeOrderMessage(message: Pick<AsyncMessage, 'body'>): (OrderEntry & { fields: string[] }) | null {
   const body = message.body as Partial<OrderMessage> | null;
   if (body === null || typeof body !== 'object') return null;
-  const { shard, entryId, fields } = body;
-  if (!Number.isInteger(shard) || typeof entryId !== 'string' || !Array.isArray(fields) || !fields.every((field) => typeof field === 'string')) return null;
+  const { entryId, fields } = body;
+  if (typeof entryId !== 'string' || !Array.isArray(fields) || !fields.every((field) => typeof field === 'string')) return null;
   const order = parseOrder(entryId, fields);
-  return order === null ? null : { id: entryId, order, shard: shard!, fields };
+  return order === null ? null : { id: entryId, order, fields };
 }

@@ -120,7 +120,7 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
     const scraped = await scrapeInstances();
     expect(sumOf(scraped, 'seckill_relay_publishes_total', 'outcome="confirmed"')).toBeGreaterThanOrEqual(100);
     expect(sumOf(scraped, 'seckill_worker_entries_total', 'result="created"')).toBeGreaterThanOrEqual(100);
-    expect(scraped.every((text) => /^seckill_rabbitmq_up 1$/m.test(text))).toBe(true);
+    expect(scraped.every((text) => /^seckill_rabbitmq_up\{address="amqp:\/\/guest:\*\*\*@[^"]+"\} 1$/m.test(text))).toBe(true);
     const health = await instances[0]!.inject({ url: '/api/health' });
     expect(health.statusCode).toBe(200);
     expect(health.json().data).toEqual({ status: 'up', redis: 'up', mysql: 'up', rabbitmq: 'up' });
