@@ -293,7 +293,7 @@ export const SETTINGS = {
       default: 5,
       min: 1,
       max: 1000,
-      doc: "deliveries before an entry is dead-lettered (with `SECKILL_QUEUE=rabbitmq`: the order queue's `x-delivery-limit`)",
+      doc: 'deliveries before an entry is dead-lettered (with `SECKILL_QUEUE=rabbitmq`, of a message before the order queue dead-letters it: `x-delivery-limit` = this − 1)',
     }),
     claimIdleMs: int({ env: 'SECKILL_CLAIM_IDLE_MS', default: 30_000, min: 100, doc: "idle time after which another consumer's entry is claimed" }),
     paymentWindowSeconds: int({ env: 'SECKILL_PAYMENT_WINDOW_SECONDS', default: 15 * 60, min: 1, doc: 'unpaid orders are cancelled after this' }),
