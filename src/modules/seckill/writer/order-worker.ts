@@ -328,6 +328,6 @@ export class OrderWorker {
 }
 
 /** MySQL did not answer or the circuit is open: a write to retry later as it is, not order by order. */
-function isUnavailable(error: unknown): boolean {
+export function isUnavailable(error: unknown): boolean {
   return error instanceof BrokenCircuitError || isTransient(error);
 }
