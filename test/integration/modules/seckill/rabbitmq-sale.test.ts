@@ -60,10 +60,11 @@ const redisStock = (seckill: Seckill, voucherId: string) => async () => (await s
 async function expectNothingPending(seckill: Seckill): Promise<void> {
   await eventually(async () => {
     for (const shard of seckill.keys.allShards()) {
-      const { stream, queued } = seckill.keys.shard(shard);
+      const { stream, queued, queuedByUser } = seckill.keys.shard(shard);
       const [pending] = (await env.redis.xpending(stream, ORDER_GROUP)) as [number];
       expect(pending).toBe(0);
       expect(await env.redis.hlen(queued)).toBe(0);
+      expect(await env.redis.zcard(queuedByUser)).toBe(0);
     }
     expect(await readyMessages(ORDER_QUEUE)).toBe(0);
   });
