@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { fixedRate, type PhaseResult, type RequestTiming } from '../load.js';
-import { startServer, stopProcess, type ServerProcess } from '../processes.js';
+import { scrapeMetrics, startServer, stopProcess, type ServerProcess } from '../processes.js';
 import { Sale, readSaleFromMysql, streamBacklog, waitForDrain, type Check } from '../seckill.js';
 import { createOwnWorld, type World } from '../world.js';
 
@@ -33,6 +33,8 @@ export interface FaultScenario {
   /** Settings a run can take (e.g. SECKILL_REPLICA_ACKS=0 / =1); at least one. */
   variants: string[];
   run(variant: string, size: Size): Promise<FaultRun>;
+  /** Stops what runs kept for the next (the RabbitMQ scenarios' shared cluster); called once all runs are done. */
+  close?(): Promise<void>;
 }
 
 /** A world (database, key prefix, users, shop) with a name of its own, so scenarios can run side by side. */
@@ -64,6 +66,20 @@ export function sumLogField(instances: readonly Instance[], pattern: RegExp, fie
     for (const line of instance.log) {
       if (!pattern.test(/"msg":"([^"]*)"/.exec(line)?.[1] ?? '')) continue;
       sum += Number(new RegExp(`"${field}":(\\d+)`).exec(line)?.[1] ?? 0);
+    }
+  }
+  return sum;
+}
+
+/** A counter summed over the instances' /metrics: every label set, or those whose labels contain `labels` (e.g. `result="duplicate"`). */
+export async function sumMetric(instances: readonly Instance[], name: string, labels = ''): Promise<number> {
+  let sum = 0;
+  for (const instance of instances) {
+    const response = await scrapeMetrics(instance.url);
+    // A refused scrape must fail the run, not read as zero.
+    if (!response.ok) throw new Error(`GET ${instance.url}/metrics answered ${String(response.status)}`);
+    for (const match of (await response.text()).matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? ([\\d.e+-]+)$`, 'gm'))) {
+      if ((match[1] ?? '').includes(labels)) sum += Number(match[2]);
     }
   }
   return sum;

@@ -34,9 +34,8 @@ import {
   timeDrain,
   withCleanup,
   type FaultScenario,
-  type Instance,
+  sumMetric,
 } from './harness.js';
-import { scrapeMetrics } from '../processes.js';
 
 const STALE_MS = 1_500;
 
@@ -181,14 +180,4 @@ async function keySlot(node: string, key: string): Promise<number> {
   } finally {
     redis.disconnect();
   }
-}
-
-/** A counter summed over the instances' /metrics (label sets added up). */
-async function sumMetric(instances: readonly Instance[], name: string): Promise<number> {
-  let sum = 0;
-  for (const instance of instances) {
-    const text = await (await scrapeMetrics(instance.url)).text();
-    for (const match of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([\\d.e+-]+)$`, 'gm'))) sum += Number(match[1]);
-  }
-  return sum;
 }

@@ -74,6 +74,17 @@ const LABELS: Record<string, string> = {
   refusedSoldOut: 'refused "sold out"',
   refusedEnded: 'refused "ended"',
   changeMs: 'slowest change ms',
+  heldAtKill: 'unacked on the victim just before the kill',
+  writtenAfterFaultMs: 'kill → orders accepted before it in MySQL ms',
+  duplicatesDropped: 'copies dropped by writers',
+  publishesNotConfirmed: 'publishes not confirmed (sent again)',
+  queuedInBrokerAtStop: 'ready in the queue at the stop',
+  shutdownMs: 'SIGTERM → all nodes exited ms',
+  bootMs: 'start → 3 nodes booted and joined ms',
+  acceptedAfterKill: 'accepted after the kill',
+  firstNodeMs: 'start → first node takes connections ms',
+  brokerBackToWrittenMs: 'first node up → orders accepted before the start in MySQL ms',
+  unexpectedAnswers: 'non-2xx answers',
 };
 
 const TITLES: Record<string, string> = {
@@ -82,6 +93,9 @@ const TITLES: Record<string, string> = {
   'redis-restart': 'Fault 3: restart Redis (AOF)',
   'mysql-outage': 'Fault 4: MySQL unreachable for 10 s',
   'lock-pause': 'Fault 5: a lock holder paused past its lease',
+  'rabbitmq-writer-kill': 'Fault 6: an order writer SIGKILLed mid-batch (RabbitMQ)',
+  'rabbitmq-outage': 'Fault 7: the RabbitMQ cluster stopped for 10 s',
+  'rabbitmq-node-kill': 'Fault 8: SIGKILL the RabbitMQ node leading the order queue',
   'redis-stall': 'Gray 1: Redis stalled 20 s',
   'redis-latency': 'Gray 2: Redis latency 100 ± 50 ms for 20 s',
   'mysql-stall': 'Gray 3: MySQL stalled 20 s',

@@ -56,15 +56,19 @@ async function main(): Promise<number> {
   }
   const scenarios = SCENARIOS.filter((s) => !values.scenario || values.scenario.includes(s.name));
   const results: FaultRun[] = [];
-  for (const scenario of scenarios) {
-    for (const variant of scenario.variants.filter((v) => !values.variant || values.variant.includes(v))) {
-      for (let run = 1; run <= runs; run++) {
-        console.error(`faults: ${scenario.name} ${variant} run ${run}/${runs}`);
-        const result = await scenario.run(variant, size);
-        for (const check of result.checks) console.error(`  ${check.pass ? 'PASS' : 'FAIL'} ${check.name}: ${check.detail}`);
-        results.push(result);
+  try {
+    for (const scenario of scenarios) {
+      for (const variant of scenario.variants.filter((v) => !values.variant || values.variant.includes(v))) {
+        for (let run = 1; run <= runs; run++) {
+          console.error(`faults: ${scenario.name} ${variant} run ${run}/${runs}`);
+          const result = await scenario.run(variant, size);
+          for (const check of result.checks) console.error(`  ${check.pass ? 'PASS' : 'FAIL'} ${check.name}: ${check.detail}`);
+          results.push(result);
+        }
       }
     }
+  } finally {
+    for (const scenario of scenarios) await scenario.close?.();
   }
   const commandLine = `npm run faults -- ${process.argv.slice(2).join(' ')}`.trim();
   if (values.json) console.log(JSON.stringify(results, null, 2));

@@ -6,6 +6,9 @@ import { killApp } from './kill-app.js';
 import { lockPause } from './lock-pause.js';
 import { mysqlOutage } from './mysql-outage.js';
 import { mysqlStall } from './mysql-stall.js';
+import { rabbitmqNodeKill } from './rabbitmq-node-kill.js';
+import { rabbitmqOutage } from './rabbitmq-outage.js';
+import { rabbitmqWriterKill } from './rabbitmq-writer-kill.js';
 import { redisFailover } from './redis-failover.js';
 import { redisLatency } from './redis-latency.js';
 import { redisRestart } from './redis-restart.js';
@@ -18,6 +21,10 @@ export const SCENARIOS: FaultScenario[] = [
   redisRestart,
   mysqlOutage,
   lockPause,
+  // One RabbitMQ cluster for the three, in this order: the node kill leaves a node down, the outage restarts all three.
+  rabbitmqWriterKill,
+  rabbitmqOutage,
+  rabbitmqNodeKill,
   redisStall,
   redisLatency,
   mysqlStall,

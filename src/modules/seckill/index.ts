@@ -65,6 +65,7 @@ export type { VoucherRepository } from './record/voucher-repository.js';
 export { SaleStore } from './sale/sale-store.js';
 export { OrderStream } from './writer/order-stream.js';
 export type { BrokerStatus } from './broker/broker-connection.js';
+export { DEAD_LETTER_QUEUE, ORDER_QUEUE } from './broker/rabbit-topology.js';
 
 export interface SeckillDeps {
   config: Pick<

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freeRange, isFree } from './ports.js';
+import { freeRange, isFree } from '../../../kit/ports.js';
 
 /**
  * scripts/topology.sh's RabbitMQ cluster (TOPOLOGY_QUEUE=rabbitmq) on its own, without the rest

@@ -17,7 +17,7 @@ import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
 import { testMysqlUrl } from '../../../kit/services.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
-import { freeRange } from './ports.js';
+import { freeRange } from '../../../kit/ports.js';
 
 /**
  * scripts/topology.sh end to end: nginx in front of three app instances (a sale pool of two, a site

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /**
  * The first of `count` consecutive free loopback ports, each with its companions at `offsets` free
@@ -21,5 +21,17 @@ export function isFree(port: number): Promise<boolean> {
     const server = createServer();
     server.once('error', () => resolve(false));
     server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** Whether something accepts a connection on the loopback port (never binds it: a server about to start keeps it). */
+export function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
   });
 }
