@@ -85,18 +85,35 @@ export async function orderQueueState(sale: Pick<BrokerSale, 'cluster' | 'vhost'
 /**
  * The drain on this path: nothing queued or pending in Redis (ms from now, null after 60 s), then
  * the queues empty: a second copy of an order (republished after a lost confirm) may still be on
- * its way to a writer, which drops it.
+ * its way to a writer, which drops it. `left` also counts the users' queued-order sets, which the
+ * writers empty with the queued hashes.
  */
-export async function drainBroker(sale: BrokerSale): Promise<{ drainMs: number | null; left: { orders: number; dead: number } }> {
+export async function drainBroker(sale: BrokerSale): Promise<{ drainMs: number | null; left: Leftovers }> {
   const started = performance.now();
   const redisDrainMs = await timeDrain(sale.world);
-  let left = await queueMessages(sale);
+  let left = await leftovers(sale);
   while (left.orders + left.dead > 0 && performance.now() - started < 60_000) {
     await sleep(500);
-    left = await queueMessages(sale);
+    left = await leftovers(sale);
   }
   const empty = left.orders + left.dead === 0;
   return { drainMs: redisDrainMs === null || !empty ? null : Math.round(performance.now() - started), left };
+}
+
+interface Leftovers {
+  /** Messages (ready and unacknowledged) in the order and dead-letter queues. */
+  orders: number;
+  dead: number;
+  /** Entries of the users' queued-order sets, over the shards. */
+  queuedByUser: number;
+}
+
+async function leftovers(sale: BrokerSale): Promise<Leftovers> {
+  const { orders, dead } = await queueMessages(sale);
+  const { redis, stream } = sale.world;
+  let queuedByUser = 0;
+  for (const shard of stream.keys.allShards()) queuedByUser += await redis.zcard(stream.keys.shard(shard).queuedByUser);
+  return { orders, dead, queuedByUser };
 }
 
 /**
@@ -132,12 +149,15 @@ export async function brokerCounters(instances: readonly Instance[]): Promise<{ 
   return { duplicatesDropped, publishesNotConfirmed: published - confirmed };
 }
 
-export function queuesEmptyCheck(left: { orders: number; dead: number }): Check {
-  return {
-    name: 'RabbitMQ queues empty',
-    pass: left.orders === 0 && left.dead === 0,
-    detail: `${left.orders} messages in ${ORDER_QUEUE}, ${left.dead} in ${DEAD_LETTER_QUEUE}`,
-  };
+export function leftoverChecks(left: Leftovers): Check[] {
+  return [
+    {
+      name: 'RabbitMQ queues empty',
+      pass: left.orders === 0 && left.dead === 0,
+      detail: `${left.orders} messages in ${ORDER_QUEUE}, ${left.dead} in ${DEAD_LETTER_QUEUE}`,
+    },
+    { name: "users' queued-order sets empty", pass: left.queuedByUser === 0, detail: `${left.queuedByUser} entries left` },
+  ];
 }
 
 /** The answers that were no API answer of 200, by status and message, e.g. `503 outcome unknown ×3` (– when none). */

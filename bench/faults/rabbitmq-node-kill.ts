@@ -16,7 +16,7 @@ import {
   drainBroker,
   orderQueueState,
   stopSharedCluster,
-  queuesEmptyCheck,
+  leftoverChecks,
   startBrokerSale,
   timeUntilWritten,
 } from './rabbitmq-broker.js';
@@ -54,7 +54,7 @@ export const rabbitmqNodeKill: FaultScenario = {
       const acceptedAfterKill = setup.sale.acceptedBetween(killedAt, load.endedAt);
       const checks = saleChecks(figures, drainMs);
       checks.push(
-        queuesEmptyCheck(left),
+        ...leftoverChecks(left),
         {
           name: 'a new leader on the majority',
           pass: queue.leader !== leaderBefore && queue.online.length === 2 && queue.members.length === 3,

@@ -23,7 +23,7 @@ import {
   type FaultScenario,
   type Instance,
 } from './harness.js';
-import { brokerCounters, drainBroker, stopSharedCluster, queuesEmptyCheck, startBrokerSale, timeUntilWritten, type BrokerSale } from './rabbitmq-broker.js';
+import { brokerCounters, drainBroker, stopSharedCluster, leftoverChecks, startBrokerSale, timeUntilWritten, type BrokerSale } from './rabbitmq-broker.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const HOLD_MS = 1_500;
@@ -70,7 +70,7 @@ export const rabbitmqWriterKill: FaultScenario = {
       const counters = await brokerCounters(instances.filter((instance) => instance !== victim));
       const checks = saleChecks(figures, drainMs);
       checks.push(
-        queuesEmptyCheck(left),
+        ...leftoverChecks(left),
         {
           name: 'accepted, unanswered ≤ requests without an answer',
           pass: figures.acceptedUnanswered <= load.unanswered,

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Connection } from 'rabbitmq-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freeRange, isFree } from '../../../kit/ports.js';
 
@@ -51,7 +52,8 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
-  if (env) await topology('down', '--purge');
+  // Not --purge: that also drops the topology's database (TOPOLOGY_DB, hmdp_topology by default), which this test never made.
+  if (env) await topology('down');
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
@@ -68,11 +70,13 @@ describe('scripts/topology.sh broker (TOPOLOGY_QUEUE=rabbitmq)', () => {
   });
 
   it('replicates a quorum queue declared on it to all three nodes', async () => {
-    // Declared through the first node's Erlang shell: the test needs no AMQP client of its own.
-    await rabbitmqctl(
-      'eval',
-      'rabbit_amqqueue:declare(rabbit_misc:r(<<"/">>, queue, <<"topology-check">>), true, false, [{<<"x-queue-type">>, longstr, <<"quorum">>}], none, <<"topology-test">>).',
-    );
+    // Declared as the app does, with its AMQP client, on the first node.
+    const rabbit = new Connection({ url: `amqp://guest:guest@127.0.0.1:${base}`, connectionTimeout: 10_000 });
+    try {
+      await rabbit.queueDeclare({ queue: 'topology-check', durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    } finally {
+      await rabbit.close();
+    }
     const queues = JSON.parse(await rabbitmqctl('list_queues', 'name', 'type', 'members', 'online', '--formatter', 'json')) as Array<{
       name: string;
       type: string;
