@@ -1,16 +1,17 @@
 /**
  * Fault runs as Markdown tables, one per scenario, and their place in the reliability pages: each
  * scenario's table goes between its own markers (in docs/RELIABILITY.md for the crash faults,
- * docs/reliability-gray.md for the gray ones), so a run of one scenario rewrites only its table and
- * the hand-written text around the markers stays.
+ * docs/reliability-gray.md for the gray ones, docs/reliability-controls.md for the sale controls,
+ * docs/reliability-rabbitmq.md for the RabbitMQ path's), so a run of one scenario rewrites only its
+ * table and the hand-written text around the markers stays.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { FaultRun } from './harness.js';
 
 /** The pages that hold scenario tables; a scenario without markers yet is appended to the first. */
-const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md', '../../docs/reliability-controls.md'].map((path) =>
-  fileURLToPath(new URL(path, import.meta.url)),
+const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md', '../../docs/reliability-controls.md', '../../docs/reliability-rabbitmq.md'].map(
+  (path) => fileURLToPath(new URL(path, import.meta.url)),
 );
 
 /** Column titles; figures without one are shown under their key. */
