@@ -12,7 +12,7 @@ import { startRabbitmqCluster, type ClusterVhost, type QueueState, type Rabbitmq
 import { DEAD_LETTER_QUEUE, ORDER_QUEUE } from '../../src/modules/seckill/index.js';
 import type { Check, Sale } from '../seckill.js';
 import type { World } from '../world.js';
-import { createFaultWorld, startInstances, stopInstances, sumMetric, timeDrain, type Instance } from './harness.js';
+import { createFaultWorld, startInstances, stopInstances, sumMetric, timeDrain, type Instance, type LoadResult } from './harness.js';
 
 let shared: Promise<RabbitmqCluster> | undefined;
 
@@ -164,4 +164,20 @@ export function leftoverChecks(left: Leftovers): Check[] {
 export function unexpectedAnswers(sale: Pick<Sale, 'unexpected'>): string {
   const entries = Object.entries(sale.unexpected);
   return entries.length === 0 ? '–' : entries.map(([answer, count]) => `${answer} ×${count}`).join('; ');
+}
+
+/**
+ * The order path never waits on the broker: no request unanswered and none answered 5xx. Other
+ * non-2xx answers are the sale's own limits (a load generator that fell behind on a starved host
+ * sends its late requests at once, and a buyer's burst limit answers 429), listed in the detail.
+ */
+export function brokerNeverNeededCheck(sale: Pick<Sale, 'unexpected'>, load: Pick<LoadResult, 'unanswered'>): Check {
+  const serverErrors = Object.entries(sale.unexpected)
+    .filter(([answer]) => Number(answer.split(' ')[0]) >= 500)
+    .reduce((sum, [, count]) => sum + count, 0);
+  return {
+    name: 'the order path never needed the broker',
+    pass: serverErrors === 0 && load.unanswered === 0,
+    detail: `${serverErrors} answers 5xx, ${load.unanswered} unanswered; non-2xx answers: ${unexpectedAnswers(sale)}`,
+  };
 }

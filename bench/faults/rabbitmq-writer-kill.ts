@@ -23,7 +23,16 @@ import {
   type FaultScenario,
   type Instance,
 } from './harness.js';
-import { brokerCounters, drainBroker, stopSharedCluster, leftoverChecks, startBrokerSale, timeUntilWritten, type BrokerSale } from './rabbitmq-broker.js';
+import {
+  brokerCounters,
+  drainBroker,
+  stopSharedCluster,
+  leftoverChecks,
+  startBrokerSale,
+  timeUntilWritten,
+  type BrokerSale,
+  unexpectedAnswers,
+} from './rabbitmq-broker.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
 const HOLD_MS = 1_500;
@@ -93,6 +102,7 @@ export const rabbitmqWriterKill: FaultScenario = {
         figures: {
           ...saleRow(figures, load, drainMs),
           unanswered: load.unanswered,
+          unexpectedAnswers: unexpectedAnswers(setup.sale),
           killedAtSeconds: Math.round((killedAt - load.startedAt) / 100) / 10,
           heldAtKill,
           writtenAfterFaultMs: writtenMs ?? 'timeout',

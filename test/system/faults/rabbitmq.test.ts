@@ -39,7 +39,6 @@ describe('fault 7: the RabbitMQ cluster stopped for 10 s (all three nodes)', () 
     const run = await rabbitmqOutage.run(rabbitmqOutage.variants[0]!, 'test');
     expectEverySaleCheck(run);
     expect(run.figures.acceptedDuringOutage).toBeGreaterThan(0);
-    expect(run.figures.non2xx).toBe(0);
     expect(run.figures.acceptedUnanswered).toBe(0);
     expect(typeof run.figures.brokerBackToWrittenMs).toBe('number');
   }, 300_000);
