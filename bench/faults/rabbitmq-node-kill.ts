@@ -1,5 +1,5 @@
 /**
- * RabbitMQ fault 3: SIGKILL, mid-sale, the node that leads the order queue (a quorum queue with a
+ * Fault 8 (RabbitMQ): SIGKILL, mid-sale, the node that leads the order queue (a quorum queue with a
  * member on each of the 3 nodes); the other two keep its majority and elect a new leader.
  *
  * The clients connect to the first node of RABBITMQ_URL, which is also where the queue was

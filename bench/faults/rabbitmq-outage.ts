@@ -1,5 +1,5 @@
 /**
- * RabbitMQ fault 2: the broker stopped for 10 s in the middle of a sale: every node of the 3-node
+ * Fault 7 (RabbitMQ): the broker stopped for 10 s in the middle of a sale: every node of the 3-node
  * cluster gets SIGTERM (a clean shutdown, what `rabbitmqctl stop` or a service stop does), stays
  * down STOPPED_MS once all have exited, then all three are started again and boot from their data.
  *

@@ -1,10 +1,10 @@
 /**
- * RabbitMQ fault 1: an order writer SIGKILLed mid-batch, holding unacknowledged messages.
+ * Fault 6 (RabbitMQ): an order writer SIGKILLed mid-batch, holding unacknowledged messages.
  *
  * Three app instances on the 3-node cluster (rabbitmq-broker.ts), each with the relay and a
  * writer inside (prefetch 200). On loopback a writer holds a message for a few milliseconds, so to
- * kill it holding a batch every time, the victim reaches MySQL through a proxy cut HOLD_MS before
- * the kill: its batch's commit fails, and it keeps the batch and what arrives meanwhile in hand,
+ * kill it holding a batch every time, the victim reaches MySQL through a proxy cut at least HOLD_MS
+ * before the kill: its batch's commit fails, and it keeps the batch and what arrives meanwhile in hand,
  * unacknowledged (a writer never gives messages back while MySQL is away). SIGKILL closes its
  * connection: the broker puts its unacknowledged messages back in the queue (one delivery more
  * each) and the other writers write them. Its relay's unconfirmed stream entries are taken over
@@ -116,18 +116,22 @@ export const rabbitmqWriterKill: FaultScenario = {
 
 const asJson = (vhost: string) => ['-p', vhost, '--formatter', 'json'];
 
-/** The broker's ids (pids) of the consumer's connections (named `hmdp seckill <consumer>`). */
+/** The broker's ids (pids) of the consumer's connections (named `hmdp seckill <consumer>`), once it has one (within 30 s). */
 async function connectionsOf(sale: Pick<BrokerSale, 'cluster' | 'vhost'>, consumer: string): Promise<Set<string>> {
-  const connections = JSON.parse(await sale.cluster.rabbitmqctl(['list_connections', 'pid', 'client_properties', ...asJson(sale.vhost.name)])) as Array<{
-    pid: string;
-    client_properties: Array<[string, string, unknown]>;
-  }>;
   const name = `hmdp seckill ${consumer}`;
-  return new Set(
-    connections
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const connections = JSON.parse(await sale.cluster.rabbitmqctl(['list_connections', 'pid', 'client_properties', ...asJson(sale.vhost.name)])) as Array<{
+      pid: string;
+      client_properties: Array<[string, string, unknown]>;
+    }>;
+    const ours = connections
       .filter((connection) => connection.client_properties.some(([key, , value]) => key === 'connection_name' && value === name))
-      .map((connection) => connection.pid),
-  );
+      .map((connection) => connection.pid);
+    if (ours.length > 0) return new Set(ours);
+    if (Date.now() > deadline) throw new Error(`${consumer} had no connection to RabbitMQ within 30 s`);
+    await sleep(500);
+  }
 }
 
 /** Unacknowledged messages on the channels of these connections. */
