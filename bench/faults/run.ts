@@ -57,7 +57,7 @@ async function main(): Promise<number> {
   const scenarios = SCENARIOS.filter((s) => !values.scenario || values.scenario.includes(s.name));
   const results: FaultRun[] = [];
   try {
-    for (const scenario of scenarios) {
+    for (const [index, scenario] of scenarios.entries()) {
       for (const variant of scenario.variants.filter((v) => !values.variant || values.variant.includes(v))) {
         for (let run = 1; run <= runs; run++) {
           console.error(`faults: ${scenario.name} ${variant} run ${run}/${runs}`);
@@ -66,6 +66,8 @@ async function main(): Promise<number> {
           results.push(result);
         }
       }
+      // What the scenario kept for the next (the RabbitMQ cluster) stops once the next does not share it.
+      if (scenarios[index + 1]?.close !== scenario.close) await scenario.close?.();
     }
   } finally {
     for (const scenario of scenarios) await scenario.close?.();
