@@ -5,7 +5,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { QueuedOrder } from '../types.js';
+import type { AcceptedOrder, QueuedOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { BrokerConnection } from './broker-connection.js';
 import { decodeOrderMessage, type SaleTopology } from './rabbit-topology.js';
@@ -17,7 +17,7 @@ export interface DeadLettersOptions {
   retryDelayMs?: number;
   log: Log;
   onResult?: (result: PersistOutcome | 'dead-letter') => void;
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
 }
 
 /** Dead letters handled at once: they are rare, and each costs a MySQL transaction. */

@@ -5,7 +5,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import type { SaleKeys } from '../keys.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { NewOrder, QueuedOrder } from '../types.js';
+import type { AcceptedOrder, NewOrder } from '../types.js';
 import { GroupCommit } from '../writer/group-commit.js';
 import { isUnavailable } from '../writer/order-worker.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from '../writer/write-breaker.js';
@@ -21,7 +21,7 @@ export interface QueueWriterOptions {
   /** Told of every finished message (created, duplicate, user-has-order) and failed attempt, as the order worker tells its entries. */
   onResult?: (result: PersistOutcome | 'failed') => void;
   /** Told of the orders each write put in MySQL (they are `created` now). */
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
   breaker?: WriteBreakerOptions;
 }
 
