@@ -78,7 +78,7 @@ export class DeadLetters {
     const written = await this.retrying(() => this.writeOnceMore(order));
     if (typeof written === 'string') {
       if (written === 'user-has-order') await this.retrying(() => this.store.release(order));
-      else await this.retrying(() => this.store.forgetQueued(order));
+      else await this.retrying(() => this.store.forgetQueued([order]));
       this.options.log.warn({ order, outcome: written }, 'dead letters: a dead-lettered order was written after all (or was already)');
       this.options.onResult?.(written);
       if (written === 'created') this.options.onWritten?.([order]);
