@@ -76,7 +76,7 @@ export function createMetrics() {
     }),
     releaseLateness: new Histogram({
       name: 'seckill_release_lateness_seconds',
-      help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the release queue, on time; sweep: the periodic sweep, the safety net)',
+      help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the Redis release queue, on time; rabbitmq: the RabbitMQ release queue behind the delay queue, on time; sweep: the periodic sweep, the safety net)',
       labelNames: ['by'] as const,
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [registry],
