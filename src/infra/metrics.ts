@@ -125,7 +125,7 @@ export function createMetrics() {
     }),
     rabbitmqQueueMessages: new Gauge({
       name: 'seckill_rabbitmq_queue_messages',
-      help: 'Messages ready in the RabbitMQ order queue and dead-letter queue, by queue (read at scrape time; -1 when RabbitMQ does not answer in time)',
+      help: 'Messages ready in the RabbitMQ queues of the sale (orders, dead letters, payment deadlines waiting in the delay queue, due orders in the release queue), by queue (read at scrape time; -1 when RabbitMQ does not answer in time)',
       labelNames: ['queue'] as const,
       registers: [registry],
     }),

@@ -39,7 +39,7 @@ import type { PersistOutcome } from './record/order-repository.js';
 import { VoucherRepository } from './record/voucher-repository.js';
 import { SaleStore } from './sale/sale-store.js';
 import { SoldOutMemory } from './sale/sold-out-memory.js';
-import { DueTrackedOrders } from './unpaid/due-tracked-orders.js';
+import { DueTrackedOrders, type DueSchedule } from './unpaid/due-tracked-orders.js';
 import { UnpaidCancellations } from './unpaid/unpaid-cancellations.js';
 import { UnpaidOrderCanceller } from './unpaid/unpaid-order-canceller.js';
 import { UnpaidQueue } from './unpaid/unpaid-queue.js';
@@ -124,12 +124,12 @@ export function buildSeckill(deps: SeckillDeps) {
   const stream = new OrderStream(redis, keys);
   // SECKILL_QUEUE=rabbitmq: the relay and the queue's writers replace the worker, built when the jobs start.
   let rabbit: RabbitPath | undefined;
-  // Every order written to MySQL (worker batch, RabbitMQ writer or sync request) is scheduled for its
-  // cancellation: in RabbitMQ's delay queue once this process's jobs run on it, else in the Redis release queue.
+  // Every order written to MySQL (worker batch, RabbitMQ writer or sync request) is scheduled for its cancellation.
   const unpaidQueue = new UnpaidQueue(redis, keys, settings.paymentWindowSeconds * 1000);
-  const dueSchedule = { schedule: (written: readonly NewOrder[]) => (rabbit?.delays ?? unpaidQueue).schedule(written) };
-  const orders = new DueTrackedOrders(db, dueSchedule, (err: unknown) =>
-    log.warn({ err }, "could not schedule an order's payment deadline; the sweep cancels it if unpaid"),
+  const orders = new DueTrackedOrders(
+    db,
+    dueScheduleOf(() => rabbit, unpaidQueue, log),
+    (err: unknown) => log.warn({ err }, "could not schedule an order's payment deadline; the sweep cancels it if unpaid"),
   );
   // The process's lock client, or one of the sale's own (it opens no connection until a lock is waited for).
   const lockClient = deps.lockClient ?? new LockClient(redis, { observer: lockWaitObserver(metrics) });
@@ -294,10 +294,37 @@ function buildWorker(deps: SeckillDeps, { stream, store, orders, events, metrics
 }
 
 /**
+ * Where the orders this process writes wait for the end of their payment window: RabbitMQ's delay
+ * queue once the jobs run on it (SECKILL_QUEUE=rabbitmq), else the Redis release queue. Deadlines
+ * the broker does not confirm (unreachable, stalled) go to the Redis queue too, which every
+ * canceller polls: still cancelled on time, not at the next sweep. A deadline in both is harmless
+ * (the cancellation is conditional, the release once per order).
+ */
+function dueScheduleOf(rabbitOf: () => RabbitPath | undefined, unpaidQueue: UnpaidQueue, log: Log): DueSchedule {
+  let lastWarning = 0;
+  return {
+    async schedule(written: readonly NewOrder[]): Promise<void> {
+      const delays = rabbitOf()?.delays;
+      if (!delays) return unpaidQueue.schedule(written);
+      try {
+        await delays.schedule(written);
+      } catch (err) {
+        if (Date.now() - lastWarning >= 5_000) {
+          lastWarning = Date.now();
+          log.warn({ err }, 'payment deadlines not confirmed by RabbitMQ; scheduled in the Redis release queue instead');
+        }
+        await unpaidQueue.schedule(written);
+      }
+    },
+  };
+}
+
+/**
  * The canceller of unpaid orders: the Redis release queue (on time), RabbitMQ's release queue when
  * the jobs run on it (`cancelDue`, on time) and the sweep (safety net). The Redis queue is polled in
- * both modes: with SECKILL_QUEUE=rabbitmq it holds what processes without a broker connection
- * scheduled (stream-mode workers during a switch, sync writes in a process that runs no jobs).
+ * both modes: with SECKILL_QUEUE=rabbitmq it holds the deadlines the broker did not confirm and those
+ * of processes without a broker connection (stream-mode workers during a switch, sync writes in a
+ * process that runs no jobs).
  */
 function buildCanceller(
   { config, db, log }: SeckillDeps,

@@ -4,7 +4,7 @@ import type { BrokerConnection } from './broker-connection.js';
 import { withDeadline } from './broker-connection.js';
 import { dueMessage, type UnpaidTopology } from './rabbit-topology.js';
 
-/** A deadline the broker did not confirm in time, refused or could not route: the sweep cancels that order instead. */
+/** Deadlines the broker did not confirm in time, refused or could not route (the caller schedules them elsewhere). */
 export class DeadlineNotPublished extends Error {
   override name = 'DeadlineNotPublished';
 }
@@ -52,12 +52,12 @@ export class UnpaidDelays {
 
   /** Publishes the orders' deadlines and resolves once the broker confirmed all; throws DeadlineNotPublished otherwise. */
   async schedule(orders: readonly NewOrder[]): Promise<void> {
+    // Not connected: said at once rather than after a wait, so that a sync request's write is not held up.
+    if (!this.broker.ready) throw new DeadlineNotPublished(`RabbitMQ (${this.broker.address}) is not connected`);
     const now = Date.now();
     const failed = (await Promise.all(orders.map((order) => this.publish(order, now)))).filter((ok) => !ok).length;
     if (failed > 0) {
-      throw new DeadlineNotPublished(
-        `${failed} of ${orders.length} payment deadlines not confirmed by RabbitMQ (${this.broker.address}); the sweep cancels those orders`,
-      );
+      throw new DeadlineNotPublished(`${failed} of ${orders.length} payment deadlines not confirmed by RabbitMQ (${this.broker.address})`);
     }
   }
 

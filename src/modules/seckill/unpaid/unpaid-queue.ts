@@ -15,7 +15,8 @@ const lua = (name: string): string => readLua(import.meta.url, `lua/${name}.lua`
 /**
  * The release queue: orders written to MySQL, by the end of their payment window, one sorted set
  * per shard (`{seckill:N}:unpaid-due`, see keys.ts). Written when an order reaches MySQL (see
- * `DueTrackedOrders`), claimed by every instance's canceller a few times a second.
+ * `DueTrackedOrders`; with SECKILL_QUEUE=rabbitmq only when the broker does not confirm the
+ * order's deadline, broker/unpaid-delays.ts), claimed by every instance's canceller a few times a second.
  */
 export class UnpaidQueue {
   private readonly scripts: Scripts<ReleaseScripts>;

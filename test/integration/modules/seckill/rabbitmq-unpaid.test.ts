@@ -7,7 +7,7 @@ import { buildSeckill, type Seckill } from '../../../../src/modules/seckill/inde
 import { unpaidDueKey } from '../../../../src/modules/seckill/keys.js';
 import { DELAY_QUEUE, RELEASE_QUEUE } from '../../../../src/modules/seckill/broker/rabbit-topology.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { createTestVhost, type TestVhost } from '../../../support/rabbitmq.js';
+import { brokerRelay, createTestVhost, type TestVhost } from '../../../support/rabbitmq.js';
 import { eventually } from '../../../support/eventually.js';
 import { insertSeckillVoucher, mysqlOrders, mysqlStock, releaseLateness } from '../../../support/seckill.js';
 
@@ -144,5 +144,44 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
     await eventually(async () => expect(await instance.store.stockOf(voucherId)).toBe(5));
     expect(await mysqlStock(env, voucherId)).toBe(5);
     expect((await releaseLateness(metrics, 'rabbitmq')).count).toBe(1);
+  }, 30_000);
+
+  it('a deadline RabbitMQ does not confirm (the broker cut off) goes to the Redis release queue and is still cancelled on time', async () => {
+    const relay = await brokerRelay();
+    const { seckill } = env.config;
+    const config = {
+      ...env.config,
+      // The sync strategy writes MySQL in the request: orders are written while the broker is away.
+      seckill: {
+        ...seckill,
+        strategy: 'sync' as const,
+        rabbitmq: { ...seckill.rabbitmq, urls: [vhost.urlVia(relay.port)], connectTimeoutMs: 500, publishTimeoutMs: 500 },
+      },
+    };
+    const metrics = createMetrics();
+    const instance = buildSeckill({ config, redis: env.redis, db: env.db, log, metrics, consumerName: 'cut-off' });
+    instances.push(instance);
+    try {
+      instance.startJobs();
+      // The Redis queue's poll alone (no sweep): what cancels the order is the queue it was scheduled in.
+      await instance.canceller.stop();
+      instance.canceller.startPolling();
+      await eventually(() => expect(instance.rabbit?.broker.ready).toBe(true));
+      relay.cut();
+
+      const voucherId = await insertSeckillVoucher(env, { stock: 5 });
+      const orderId = await instance.placement.place('4001', voucherId);
+      const shard = instance.keys.shardOf(voucherId);
+      expect(await env.redis.zscore(unpaidDueKey(shard), `${orderId}:4001:${voucherId}:1`)).not.toBeNull();
+      await eventually(async () => expect((await releaseLateness(metrics, 'queue')).count).toBe(1), 20_000);
+      expect((await releaseLateness(metrics, 'queue')).withinOneSecond).toBe(1);
+      expect((await mysqlOrders(env, voucherId)).map((order) => [order.id, order.status])).toEqual([[orderId, 4]]);
+      await eventually(async () => expect(await instance.store.stockOf(voucherId)).toBe(5));
+    } finally {
+      relay.restore();
+      await instance.close();
+      instances.splice(instances.indexOf(instance), 1);
+      await relay.close();
+    }
   }, 30_000);
 });
