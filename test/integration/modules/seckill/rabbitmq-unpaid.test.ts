@@ -16,8 +16,12 @@ import { insertSeckillVoucher, mysqlOrders, mysqlStock, releaseLateness } from '
  * the delay queue, is dead-lettered into the release queue when due, and the canceller consuming it
  * cancels the order if still unpaid. Against the machine's RabbitMQ, in a vhost of this file's own.
  */
-/** The payment window of this file: long enough to place, write and pay the orders before the first is due. */
-const WINDOW_SECONDS = 4;
+/**
+ * The payment window of this file: long enough to place, write and pay the orders before the first
+ * is due, with room to spare on a loaded machine (an order written after its due time is late by
+ * its write, which is not the lateness this file measures).
+ */
+const WINDOW_SECONDS = 6;
 const log = pino({ level: 'silent' });
 
 let vhost: TestVhost;
@@ -95,7 +99,10 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
     // The lateness the canceller measured (now − due, at each cancellation), read from the histogram's buckets.
     const measured = await releaseLateness(metrics, 'rabbitmq');
     expect(measured.count).toBe(300);
-    expect(measured.withinOneSecond, 'cancellations within 1 s of their due time').toBeGreaterThanOrEqual(297);
+    const buckets = (await metrics.releaseLateness.get()).values
+      .filter((value) => value.metricName.endsWith('_bucket'))
+      .map((value) => `≤${String(value.labels.le)}s: ${value.value}`);
+    expect(measured.withinOneSecond, `cancellations within 1 s of their due time (${buckets.join(', ')})`).toBeGreaterThanOrEqual(297);
     expect(await mysqlStock(env, voucherId)).toBe(300);
     expect(await placer().store.stockOf(voucherId)).toBe(300);
     expect((await mysqlOrders(env, voucherId)).every((order) => order.stock_released === 1 && order.live === null)).toBe(true);
