@@ -100,8 +100,8 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
     const measured = await releaseLateness(metrics, 'rabbitmq');
     expect(measured.count).toBe(300);
     const buckets = (await metrics.releaseLateness.get()).values
-      .filter((value) => value.metricName.endsWith('_bucket'))
-      .map((value) => `≤${String(value.labels.le)}s: ${value.value}`);
+      .filter((value) => value.metricName === 'seckill_release_lateness_seconds_bucket')
+      .map((value) => `≤${String((value.labels as Record<string, unknown>).le)}s: ${value.value}`);
     expect(measured.withinOneSecond, `cancellations within 1 s of their due time (${buckets.join(', ')})`).toBeGreaterThanOrEqual(297);
     expect(await mysqlStock(env, voucherId)).toBe(300);
     expect(await placer().store.stockOf(voucherId)).toBe(300);
