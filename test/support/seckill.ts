@@ -1,5 +1,7 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import type { Metrics } from '../../src/infra/metrics.js';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
 import type { TestEnv } from './test-env.js';
 
@@ -64,4 +66,40 @@ export async function expectSoldOutExactly(
   expect(await redisStock()).toBe(0);
   expect(acceptedOrderIds).toHaveLength(stock);
   expect(new Set(orders.map((order) => order.id))).toEqual(new Set(acceptedOrderIds));
+}
+
+/**
+ * `src/cli/order-worker.ts` in a child process on the test's database and key prefix, with stable
+ * consumer name `consumer` and a claim idle time long enough that no other consumer takes its
+ * entries over during a test (recovery is then the restarted consumer's own). `env` adds or
+ * overrides settings. The caller kills it after the test.
+ */
+export function orderWorkerProcess(testEnv: TestEnv, consumer: string, env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      MYSQL_URL: testEnv.mysqlUrl,
+      REDIS_KEY_PREFIX: testEnv.keyPrefix,
+      SECKILL_STREAM_SHARDS: '2',
+      SECKILL_CONSUMER: consumer,
+      SECKILL_CLAIM_IDLE_MS: '600000',
+      ...env,
+    },
+    stdio: 'ignore',
+  });
+}
+
+/**
+ * The cancellations an instance counted in `seckill_release_lateness_seconds{by}`, and how many of
+ * them within 1 s of their due time (the histogram's `le="1"` bucket): the lateness the code itself
+ * measured, not the test's timings.
+ */
+export async function releaseLateness(metrics: Metrics, by: 'queue' | 'rabbitmq' | 'sweep'): Promise<{ count: number; withinOneSecond: number }> {
+  const values = (await metrics.releaseLateness.get()).values.filter((value) => value.labels.by === by);
+  const count = values.find((value) => value.metricName === 'seckill_release_lateness_seconds_count')?.value ?? 0;
+  const withinOneSecond =
+    values.find((value) => value.metricName === 'seckill_release_lateness_seconds_bucket' && (value.labels as Record<string, unknown>).le === 1)?.value ?? 0;
+  return { count, withinOneSecond };
 }

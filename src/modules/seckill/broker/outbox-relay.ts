@@ -4,6 +4,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import { ORDER_GROUP } from '../keys.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import { parseOrder, type OrderStream } from '../writer/order-stream.js';
+import { ShardLoops } from '../writer/shard-loops.js';
 import type { OrderPublisher, PublishOutcome } from './order-publisher.js';
 
 export interface OutboxRelayOptions {
@@ -41,9 +42,7 @@ const MAX_BACKOFF_MS = 5_000;
  * writer (the order id is MySQL's primary key).
  */
 export class OutboxRelay {
-  private running = false;
-  private readonly readers: RedisClient[] = [];
-  private loops: Array<Promise<void>> = [];
+  private readonly shardLoops: ShardLoops;
 
   constructor(
     private readonly stream: OrderStream,
@@ -51,27 +50,24 @@ export class OutboxRelay {
     private readonly redis: RedisClient,
     private readonly publisher: OrderPublisher,
     private readonly options: OutboxRelayOptions,
-  ) {}
+  ) {
+    this.shardLoops = new ShardLoops(stream);
+  }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loops = this.stream.keys.allShards().map((shard) => this.runShard(shard));
+    this.shardLoops.start((shard, reader) => this.runShard(shard, reader));
   }
 
   /** Stops reading; publishes in flight finish (confirmed or timed out) before it resolves. */
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    for (const reader of this.readers) reader.disconnect();
-    await Promise.allSettled(this.loops);
-    this.readers.length = 0;
+    await this.shardLoops.stop();
   }
 
-  private async runShard(shard: number): Promise<void> {
-    // One blocking connection per shard, so the shared client never waits behind an XREADGROUP BLOCK.
-    const reader = this.stream.connectionForBlockingReads();
-    this.readers.push(reader);
+  private get running(): boolean {
+    return this.shardLoops.running;
+  }
+
+  private async runShard(shard: number, reader: RedisClient): Promise<void> {
     let recovered = false;
     let failures = 0;
     let maintenanceDue = 0;

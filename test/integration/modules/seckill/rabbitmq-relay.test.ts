@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -13,7 +13,7 @@ import { ORDER_QUEUE } from '../../../../src/modules/seckill/broker/rabbit-topol
 import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { brokerRelay, createTestVhost, type BrokerRelay, type TestVhost } from '../../../support/rabbitmq.js';
-import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, orderWorkerProcess } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 
 /**
@@ -111,21 +111,7 @@ async function appVia(config: Config, consumerName: string): Promise<FastifyInst
 
 /** `src/cli/order-worker.ts` on this env in rabbitmq mode, killed after the test if still running. */
 function workerProcess(consumer: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      MYSQL_URL: env.mysqlUrl,
-      REDIS_KEY_PREFIX: env.keyPrefix,
-      SECKILL_QUEUE: 'rabbitmq',
-      SECKILL_STREAM_SHARDS: '2',
-      RABBITMQ_URL: vhost.url,
-      SECKILL_CONSUMER: consumer,
-      SECKILL_CLAIM_IDLE_MS: '600000',
-    },
-    stdio: 'ignore',
-  });
+  const child = orderWorkerProcess(env, consumer, { SECKILL_QUEUE: 'rabbitmq', RABBITMQ_URL: vhost.url });
   closers.push(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
@@ -152,6 +138,7 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
       orders: placer.orders,
       log,
       consumer: 'crashy',
+      cancelDue: (due) => placer.canceller.cancelDue(due, 'rabbitmq'),
     });
     const shard = placer.keys.shardOf(voucherId);
     await placer.stream.ensureGroup(shard);
