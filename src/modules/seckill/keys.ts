@@ -112,8 +112,8 @@ export interface VoucherKeys extends ShardKeys {
  * centres of the eighths of the slot space (lane k: slot 1024 + 2048k, within ±LANE_SLOT_SPREAD).
  * Bucket b of B uses lane ⌊(b + ½)·8/B⌋: B points spread evenly over the slot space. A Cluster made
  * by `redis-cli --cluster create` gives its M masters equal contiguous ranges, and for every
- * B ≤ M ≤ 8 those lanes fall in B different ranges (test/unit/modules/seckill/bucket-lanes.test.ts
- * checks each pair), so B buckets land on B masters, with no topology read at run time: the layout
+ * B ≤ M ≤ 8 but one those lanes fall in B different ranges (B = 6 on 7 masters: 5;
+ * test/unit/modules/seckill/bucket-lanes.test.ts checks each pair), so B buckets land on B masters, with no topology read at run time: the layout
  * stays a pure function of (voucher, B), which a resharding cannot change under a running sale.
  * The lanes are shared by every bucketed voucher (8 more order streams per deployment, not 8 per
  * voucher), and are numbered as shards after the `shards` ones, so every loop over
