@@ -8,7 +8,9 @@ import { sql, type Kysely } from 'kysely';
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`
     ALTER TABLE tb_seckill_voucher
-      ADD COLUMN buckets TINYINT UNSIGNED NOT NULL DEFAULT 1 COMMENT 'Redis buckets the stock is sold from (1 = one hash)' AFTER captcha_max_number`.execute(db);
+      ADD COLUMN buckets TINYINT UNSIGNED NOT NULL DEFAULT 1 COMMENT 'Redis buckets the stock is sold from (1 = one hash)' AFTER captcha_max_number`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

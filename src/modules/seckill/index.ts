@@ -276,14 +276,19 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sto
     onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
     ...(deps.near ? { reader: deps.near } : {}),
   });
-  const voucherService = new VoucherService(vouchers, store, {
-    caches,
-    reader: deps.near ?? new PassThroughReader(redis),
-    ttlMs: config.seckill.listCacheTtlSeconds * 1000,
-    nullTtlMs: config.cache.nullTtlSeconds * 1000,
-    jitterPercent: config.cache.ttlJitterPercent,
-    waitMs: config.cache.rebuildWaitMs,
-  }, config.seckill.maxBuckets);
+  const voucherService = new VoucherService(
+    vouchers,
+    store,
+    {
+      caches,
+      reader: deps.near ?? new PassThroughReader(redis),
+      ttlMs: config.seckill.listCacheTtlSeconds * 1000,
+      nullTtlMs: config.cache.nullTtlSeconds * 1000,
+      jitterPercent: config.cache.ttlJitterPercent,
+      waitMs: config.cache.rebuildWaitMs,
+    },
+    config.seckill.maxBuckets,
+  );
   return { voucherService, caches };
 }
 

@@ -147,7 +147,9 @@ export class SaleStore {
    */
   async unpublish(voucherId: string, buckets: number): Promise<void> {
     if (buckets > 1) {
-      await Promise.all(bucketsOf(buckets).map((bucket) => this.redis.del(this.keys.bucket(voucherId, bucket).voucher, this.keys.bucket(voucherId, bucket).buyers)));
+      await Promise.all(
+        bucketsOf(buckets).map((bucket) => this.redis.del(this.keys.bucket(voucherId, bucket).voucher, this.keys.bucket(voucherId, bucket).buyers)),
+      );
     }
     const { voucher, buyers } = this.keys.voucher(voucherId);
     await this.redis.del(voucher, buyers);

@@ -71,7 +71,9 @@ export class SoldOutMemory {
     const states = await Promise.all(flagged.map(([voucherId, { buckets }]) => this.readingsOf(voucherId, buckets)));
     flagged.forEach(([voucherId, { versions }], index) => {
       const readings = states[index]!;
-      const moved = readings.some((reading) => !reading.exists || reading.stock > 0 || reading.pending > 0) || readings.some((reading, at) => reading.version !== versions[at]);
+      const moved =
+        readings.some((reading) => !reading.exists || reading.stock > 0 || reading.pending > 0) ||
+        readings.some((reading, at) => reading.version !== versions[at]);
       // A flag still current when read is kept; one changed meanwhile (forgotten, flagged again) is not this round's.
       if (moved && this.flags.get(voucherId)?.versions === versions) this.flags.delete(voucherId);
     });

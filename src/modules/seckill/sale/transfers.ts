@@ -62,7 +62,9 @@ export async function readBuckets(redis: RedisClient, keys: SaleKeys, voucherId:
  */
 export function soldOutBetween(first: readonly BucketReading[], second: readonly BucketReading[]): boolean {
   const empty = (reading: BucketReading): boolean => reading.exists && reading.stock <= 0 && reading.pending <= 0;
-  return first.length === second.length && first.every((reading, index) => empty(reading) && empty(second[index]!) && reading.version === second[index]!.version);
+  return (
+    first.length === second.length && first.every((reading, index) => empty(reading) && empty(second[index]!) && reading.version === second[index]!.version)
+  );
 }
 
 export class BucketTransfers {
@@ -130,7 +132,13 @@ export class BucketTransfers {
         const [voucherId = '', from, of, to, units, takenMs] = record.split(':');
         if (nowMs - Number(takenMs) < olderThanMs) continue;
         const buckets = Number(of);
-        const given = await this.scripts.transferIn({ voucherId, bucket: { index: Number(to), of: buckets }, transferId, mode: 'refuse', units: Number(units) });
+        const given = await this.scripts.transferIn({
+          voucherId,
+          bucket: { index: Number(to), of: buckets },
+          transferId,
+          mode: 'refuse',
+          units: Number(units),
+        });
         await this.scripts.transferEnd({ voucherId, bucket: { index: Number(from), of: buckets }, transferId, mode: given ? 'settle' : 'return' });
         ended += 1;
       }

@@ -174,7 +174,12 @@ describe('a voucher sold from buckets', () => {
     const buyers = usersHomingTo(1, 2, 6);
     const outcomes: string[] = [];
     for (const userId of buyers) {
-      outcomes.push(await seckill.store.decide(order(voucherId, userId)).then(({ outcome }) => outcome, (error: { statusCode?: number }) => `http ${error.statusCode}`));
+      outcomes.push(
+        await seckill.store.decide(order(voucherId, userId)).then(
+          ({ outcome }) => outcome,
+          (error: unknown) => `http ${(error as { statusCode?: number }).statusCode ?? 'none'}`,
+        ),
+      );
     }
     expect(outcomes.filter((outcome) => outcome === 'accepted')).toHaveLength(3);
     expect(outcomes.filter((outcome) => outcome === 'sold-out')).toHaveLength(0);

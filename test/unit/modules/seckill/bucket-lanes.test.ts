@@ -25,7 +25,7 @@ describe('bucket lanes', () => {
   const keys = new SaleKeys(4);
 
   // Fixed lanes cannot be perfect for every (B, M): B = 6 on 7 masters uses 5 of them (B ≤ M otherwise holds).
-  it('puts B buckets on B different masters of a default Cluster of M ≥ B masters (M ≤ 8; B = 6 on 7: 5), on all 3 of the kit\'s for B > 3', () => {
+  it("puts B buckets on B different masters of a default Cluster of M ≥ B masters (M ≤ 8; B = 6 on 7: 5), on all 3 of the kit's for B > 3", () => {
     for (let masters = 1; masters <= 8; masters += 1) {
       const ranges = defaultRanges(masters);
       const masterOf = (slot: number): number => ranges.findIndex(([first, last]) => slot >= first && slot <= last);
@@ -41,7 +41,14 @@ describe('bucket lanes', () => {
   it("keeps each bucket's keys in its lane's one slot, named with b and B", () => {
     const bucket = keys.bucket('42', { index: 1, of: 3 });
     const tag = hashTag(bucket.stream);
-    for (const key of [bucket.voucher, bucket.buyers, bucket.queued, bucket.queuedByUser, bucket.inFlight, keys.idempotentOrder('42', '7', 'k', { index: 1, of: 3 })]) {
+    for (const key of [
+      bucket.voucher,
+      bucket.buyers,
+      bucket.queued,
+      bucket.queuedByUser,
+      bucket.inFlight,
+      keys.idempotentOrder('42', '7', 'k', { index: 1, of: 3 }),
+    ]) {
       expect(hashTag(key)).toBe(tag);
     }
     expect(bucket.voucher).toMatch(/:voucher:42:b1of3$/);
