@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Makes sure Redis and MariaDB run on loopback and the app's database exists.
+# Makes sure Redis, MariaDB and RabbitMQ run on loopback and the app's database exists.
 #
 # - Installs them from Debian packages (apt-get) when the binaries are missing.
 # - Starts each one only when nothing answers on its port; a server that is already running
-#   (127.0.0.1:6379, 127.0.0.1:3306) is used as it is.
+#   (127.0.0.1:6379, 127.0.0.1:3306, 127.0.0.1:5672) is used as it is.
+# - RabbitMQ carries the sale's orders with SECKILL_QUEUE=rabbitmq; its tests make a vhost of their
+#   own with rabbitmqctl (guest/guest, which RabbitMQ lets in from loopback only).
 # - Lets root log in over TCP without a password (Debian's default is socket-only auth).
 # - Creates the database named in MYSQL_URL (default hmdp).
 # Idempotent: on a machine where all this holds, it only checks and returns in well under a second.
@@ -11,6 +13,7 @@ set -euo pipefail
 
 REDIS_PORT=6379
 MYSQL_PORT=3306
+RABBITMQ_PORT=5672
 DB_NAME=$(node -e 'const u=new URL(process.env.MYSQL_URL||"mysql://root@127.0.0.1:3306/hmdp");process.stdout.write(decodeURIComponent(u.pathname.slice(1))||"hmdp")' 2>/dev/null || echo hmdp)
 
 log() { echo "services: $*"; }
@@ -22,12 +25,12 @@ as_root() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 wait_for_port() {
-  local port=$1 name=$2
-  for _ in $(seq 1 60); do
+  local port=$1 name=$2 seconds=${3:-30}
+  for _ in $(seq 1 $((seconds * 2))); do
     port_open "$port" && return 0
     sleep 0.5
   done
-  log "$name did not start listening on 127.0.0.1:$port within 30 s" >&2
+  log "$name did not start listening on 127.0.0.1:$port within $seconds s" >&2
   return 1
 }
 
@@ -82,6 +85,16 @@ SQL
     "CREATE DATABASE IF NOT EXISTS \`$DB_NAME\` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
 }
 
+ensure_rabbitmq() {
+  if port_open "$RABBITMQ_PORT"; then return 0; fi
+  command -v rabbitmq-server >/dev/null || [ -x /usr/sbin/rabbitmq-server ] || apt_install rabbitmq-server
+  log "starting RabbitMQ on 127.0.0.1:$RABBITMQ_PORT"
+  # Loopback only, as the other services; the Erlang node takes seconds to boot, more on a first start.
+  as_root env RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$RABBITMQ_PORT" rabbitmq-server -detached
+  wait_for_port "$RABBITMQ_PORT" RabbitMQ 90
+}
+
 ensure_redis
 ensure_mariadb
-log "Redis 127.0.0.1:$REDIS_PORT and MariaDB 127.0.0.1:$MYSQL_PORT (database $DB_NAME) are ready"
+ensure_rabbitmq
+log "Redis 127.0.0.1:$REDIS_PORT, MariaDB 127.0.0.1:$MYSQL_PORT (database $DB_NAME) and RabbitMQ 127.0.0.1:$RABBITMQ_PORT are ready"

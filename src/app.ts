@@ -199,7 +199,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       }
       users.authenticate(api);
       if (social.recordVisit) api.addHook('onRoute', social.recordVisit);
-      await api.register(healthRoutes, { redis, db, probeTimeoutMs: Math.floor(config.deadlines.requestMs / 2) });
+      await api.register(healthRoutes, { redis, db, probeTimeoutMs: Math.floor(config.deadlines.requestMs / 2), broker: seckill.brokerStatus });
       await api.register(users.routes);
       await api.register(seckill.routes);
       await api.register(shops.routes);

@@ -10,7 +10,9 @@ import { buildSeckill } from '../modules/seckill/index.js';
 /**
  * The order worker (and unpaid-order canceller) as a process of its own, for deployments that
  * scale writers apart from the HTTP instances (then run those with SECKILL_WORKER=false). It
- * builds the sale exactly as an app instance does, without the HTTP server.
+ * builds the sale exactly as an app instance does, without the HTTP server. With
+ * SECKILL_QUEUE=rabbitmq it runs the outbox relay and the RabbitMQ order writers instead of the
+ * stream's worker (docs/flows/seckill-rabbitmq.md).
  * SECKILL_CONSUMER names it in the consumer group; keep it stable across restarts so a restarted
  * worker re-reads its own pending entries at once instead of waiting for XAUTOCLAIM.
  */

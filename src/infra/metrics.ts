@@ -36,7 +36,7 @@ export function createMetrics() {
     }),
     ordersWritten: new Counter({
       name: 'seckill_worker_entries_total',
-      help: 'Stream entries the order worker finished, by result (created, duplicate, user-has-order, dead-letter)',
+      help: 'Orders the order worker (stream entries) or the RabbitMQ order writers (messages) finished, by result (created, duplicate, user-has-order, dead-letter)',
       labelNames: ['result'] as const,
       registers: [registry],
     }),
@@ -115,6 +115,24 @@ export function createMetrics() {
       name: 'seckill_dead_letters',
       help: 'Entries in the dead-letter stream, by shard (orders given up after SECKILL_MAX_DELIVERIES failures; each needs a look)',
       labelNames: ['shard'] as const,
+      registers: [registry],
+    }),
+    rabbitmqUp: new Gauge({
+      name: 'seckill_rabbitmq_up',
+      help: "1 while this process's connection to RabbitMQ is open and not blocked, else 0, by address (its nodes, password hidden); absent where no sale jobs run with SECKILL_QUEUE=rabbitmq",
+      labelNames: ['address'] as const,
+      registers: [registry],
+    }),
+    rabbitmqQueueMessages: new Gauge({
+      name: 'seckill_rabbitmq_queue_messages',
+      help: 'Messages ready in the RabbitMQ order queue and dead-letter queue, by queue (read at scrape time; -1 when RabbitMQ does not answer in time)',
+      labelNames: ['queue'] as const,
+      registers: [registry],
+    }),
+    relayPublishes: new Counter({
+      name: 'seckill_relay_publishes_total',
+      help: 'Orders the outbox relay published to RabbitMQ, by outcome: confirmed (acknowledged in the stream), rejected (queue full), returned (unroutable), timeout, unavailable (the others stay in the stream and are published again)',
+      labelNames: ['outcome'] as const,
       registers: [registry],
     }),
     rateLimitRejections: new Counter({

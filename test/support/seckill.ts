@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
@@ -64,4 +65,27 @@ export async function expectSoldOutExactly(
   expect(await redisStock()).toBe(0);
   expect(acceptedOrderIds).toHaveLength(stock);
   expect(new Set(orders.map((order) => order.id))).toEqual(new Set(acceptedOrderIds));
+}
+
+/**
+ * `src/cli/order-worker.ts` in a child process on the test's database and key prefix, with stable
+ * consumer name `consumer` and a claim idle time long enough that no other consumer takes its
+ * entries over during a test (recovery is then the restarted consumer's own). `env` adds or
+ * overrides settings. The caller kills it after the test.
+ */
+export function orderWorkerProcess(testEnv: TestEnv, consumer: string, env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'silent',
+      MYSQL_URL: testEnv.mysqlUrl,
+      REDIS_KEY_PREFIX: testEnv.keyPrefix,
+      SECKILL_STREAM_SHARDS: '2',
+      SECKILL_CONSUMER: consumer,
+      SECKILL_CLAIM_IDLE_MS: '600000',
+      ...env,
+    },
+    stdio: 'ignore',
+  });
 }

@@ -68,3 +68,19 @@ export function checkSmsBody(template: string, { refuse }: Context): void {
     refuse('JSON with {{phone}}, {{code}}, {{minutes}}');
   }
 }
+
+/**
+ * `RABBITMQ_URL`: one amqp(s):// URL, or a comma-separated list of the nodes of one cluster. The
+ * nodes share the user, password and vhost (the client connects to one node at a time and moves
+ * to the next when it is lost), so those must be the same in every URL.
+ */
+export function parseRabbitmqUrls(text: string, { refuse }: Context): string[] {
+  const urls = text.split(',').map((item) => item.trim());
+  const parsed = urls.map((item) => URL.parse(item));
+  const expected =
+    'amqp:// or amqps:// URLs, comma-separated, sharing user, password and vhost (amqp://guest:guest@10.0.0.1:5672/,amqp://guest:guest@10.0.0.2:5672/)';
+  if (parsed.some((url) => url === null || !['amqp:', 'amqps:'].includes(url.protocol) || url.hostname === '')) refuse(expected);
+  const identity = (url: URL): string => `${url.protocol}${url.username}:${url.password}${url.pathname}`;
+  if (new Set(parsed.map((url) => identity(url!))).size > 1) refuse(expected);
+  return urls;
+}

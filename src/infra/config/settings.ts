@@ -4,7 +4,17 @@
  * this order, and the README's configuration table lists it in this order (npm run docs:config).
  */
 import { ConfigError, bool, custom, decimal, int, list, oneOf, optionalOneOf, secret, str, url, type Get, type SettingsTree } from './fields.js';
-import { DEFAULT_SMS_BODY, checkHeaderName, checkSmsBody, isHostPort, isOrigin, parseSigningKeys, parseTrustProxy, type SigningKey } from './parsers.js';
+import {
+  DEFAULT_SMS_BODY,
+  checkHeaderName,
+  checkSmsBody,
+  isHostPort,
+  isOrigin,
+  parseRabbitmqUrls,
+  parseSigningKeys,
+  parseTrustProxy,
+  type SigningKey,
+} from './parsers.js';
 
 /** Variables that no longer do anything: setting one stops the process with what to do instead. */
 export const RETIRED_ENV_VARS: Readonly<Record<string, string>> = {
@@ -289,7 +299,13 @@ export const SETTINGS = {
     workerEnabled: bool({ env: 'SECKILL_WORKER', default: true, doc: 'run the order worker and canceller inside the app instance' }),
     consumer: str({ env: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', doc: 'consumer name; keep stable across restarts' }),
     workerBatchSize: int({ env: 'SECKILL_WORKER_BATCH', default: 100, min: 1, max: 10_000, doc: 'entries per XREADGROUP' }),
-    maxDeliveries: int({ env: 'SECKILL_MAX_DELIVERIES', default: 5, min: 1, max: 1000, doc: 'deliveries before an entry is dead-lettered' }),
+    maxDeliveries: int({
+      env: 'SECKILL_MAX_DELIVERIES',
+      default: 5,
+      min: 1,
+      max: 1000,
+      doc: 'deliveries before an entry is dead-lettered (with `SECKILL_QUEUE=rabbitmq`, of a message before the order queue dead-letters it: `x-delivery-limit` = this − 1)',
+    }),
     claimIdleMs: int({ env: 'SECKILL_CLAIM_IDLE_MS', default: 30_000, min: 100, doc: "idle time after which another consumer's entry is claimed" }),
     paymentWindowSeconds: int({ env: 'SECKILL_PAYMENT_WINDOW_SECONDS', default: 15 * 60, min: 1, doc: 'unpaid orders are cancelled after this' }),
     releasePollMs: int({
@@ -320,6 +336,57 @@ export const SETTINGS = {
       max: 10_000,
       doc: 'longest `WAIT`; on timeout the order is still answered as accepted and counted in `seckill_replica_ack_timeouts_total`',
     }),
+    queue: oneOf({
+      env: 'SECKILL_QUEUE',
+      values: ['stream', 'rabbitmq'],
+      default: 'stream',
+      doc: 'what carries accepted orders to the MySQL writers: `stream` (the worker reads the Redis Streams) or `rabbitmq` (the streams are an outbox: a relay moves them to a RabbitMQ quorum queue, writers consume it; [seckill-rabbitmq.md](docs/flows/seckill-rabbitmq.md)). Decided per worker process; the decision in Redis is the same',
+    }),
+    /** The RabbitMQ path (SECKILL_QUEUE=rabbitmq): src/modules/seckill/broker/. */
+    rabbitmq: {
+      urls: custom<string[]>({
+        env: 'RABBITMQ_URL',
+        default: ['amqp://guest:guest@127.0.0.1:5672/'],
+        secret: true,
+        parse: parseRabbitmqUrls,
+        doc: 'RabbitMQ for `SECKILL_QUEUE=rabbitmq`: an `amqp://` URL, or the nodes of one cluster comma-separated (same user, password and vhost); the password is never logged',
+      }),
+      connectTimeoutMs: int({
+        env: 'RABBITMQ_CONNECT_TIMEOUT_MS',
+        default: 5_000,
+        min: 100,
+        max: 120_000,
+        doc: 'connecting to RabbitMQ (TCP and handshake) fails after this; the client then retries by itself, waiting up to 5 s between attempts',
+      }),
+      publishTimeoutMs: int({
+        env: 'SECKILL_RABBITMQ_PUBLISH_TIMEOUT_MS',
+        default: 5_000,
+        min: 100,
+        max: 120_000,
+        doc: "longest wait for the broker's confirm of a relayed order; unconfirmed orders stay in the stream and are published again (the writer drops the duplicate)",
+      }),
+      publishWindow: int({
+        env: 'SECKILL_RABBITMQ_PUBLISH_WINDOW',
+        default: 100,
+        min: 1,
+        max: 10_000,
+        doc: 'publishes in flight per shard: the relay reads up to this many stream entries, publishes them together and acknowledges each in the stream once the broker confirmed it',
+      }),
+      prefetch: int({
+        env: 'SECKILL_RABBITMQ_PREFETCH',
+        default: 200,
+        min: 1,
+        max: 10_000,
+        doc: 'unacknowledged orders a writer holds (`basic.qos`): what it takes at once is what it writes in one transaction; a slower writer takes less',
+      }),
+      maxLength: int({
+        env: 'SECKILL_RABBITMQ_MAX_LENGTH',
+        default: 200_000,
+        min: 1,
+        max: 100_000_000,
+        doc: 'most orders the queue holds (`x-max-length`, `x-overflow: reject-publish`): when it is full the broker refuses publishes, the relay slows down and orders wait in the stream. Fixed when the queue is first declared',
+      }),
+    },
     listCacheTtlSeconds: int({
       env: 'VOUCHER_LIST_CACHE_TTL_SECONDS',
       default: 600,

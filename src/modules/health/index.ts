@@ -6,31 +6,50 @@ import { unavailableDependency } from '../../infra/transient-errors.js';
 import { fail, ok } from '../../http/result.js';
 
 /** `stalled`: connected but silent (no answer in time); `down`: refused or dropped the connection. */
-type Status = 'up' | 'down' | 'stalled';
+export type Status = 'up' | 'down' | 'stalled';
 
 export interface HealthOptions {
   redis: RedisClient;
   db: Db;
   /** Longest wait for each probe (they run in parallel); keep it under the request deadline. */
   probeTimeoutMs?: number;
+  /**
+   * RabbitMQ's state where this process's sale jobs use it (SECKILL_QUEUE=rabbitmq), else
+   * undefined. Never a 503: orders wait in the Redis streams while it is away, so the instance still
+   * serves the sale; the answer says `degraded` and names it.
+   */
+  broker?: (timeoutMs: number) => Promise<Status> | undefined;
 }
 
 /**
  * `GET /api/health`: 200 when Redis and MySQL answer; 503 naming each one that does not, and
  * whether it is down or stalled. Answers within `probeTimeoutMs` whatever the dependencies do.
  */
-export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { redis, db, probeTimeoutMs = 1_000 }) => {
+export const healthRoutes: FastifyPluginAsyncTypebox<HealthOptions> = async (app, { redis, db, probeTimeoutMs = 1_000, broker }) => {
   app.get(
     '/health',
-    { config: { public: true }, schema: { summary: 'Whether Redis and MySQL answer (503 naming the one that is down or stalled when not)' } },
+    {
+      config: { public: true },
+      schema: {
+        summary:
+          'Whether Redis and MySQL answer (503 naming the one that is down or stalled when not), and RabbitMQ where the sale uses it (degraded, not 503, when it does not)',
+      },
+    },
     async (request, reply) => {
-      const [redisStatus, mysqlStatus] = await Promise.all([
+      const [redisStatus, mysqlStatus, brokerStatus] = await Promise.all([
         probe(() => redis.ping(), probeTimeoutMs, request.log, 'Redis'),
         probe(() => sql`SELECT 1`.execute(db), probeTimeoutMs, request.log, 'MySQL'),
+        broker?.(probeTimeoutMs),
       ]);
-      const checks = { redis: redisStatus, mysql: mysqlStatus };
-      if (redisStatus === 'up' && mysqlStatus === 'up') return ok({ status: 'up', ...checks });
-      const problems = [describe('Redis', redisStatus), describe('MySQL', mysqlStatus)].filter((problem) => problem !== undefined);
+      const checks = { redis: redisStatus, mysql: mysqlStatus, ...(brokerStatus === undefined ? {} : { rabbitmq: brokerStatus }) };
+      if (redisStatus === 'up' && mysqlStatus === 'up') {
+        if (brokerStatus === undefined || brokerStatus === 'up') return ok({ status: 'up', ...checks });
+        request.log.warn({ rabbitmq: brokerStatus }, 'health check: RabbitMQ is unavailable; orders wait in the Redis streams');
+        return ok({ status: 'degraded', ...checks });
+      }
+      const problems = [describe('Redis', redisStatus), describe('MySQL', mysqlStatus), brokerStatus && describe('RabbitMQ', brokerStatus)].filter(
+        (problem) => problem !== undefined,
+      );
       return reply
         .code(503)
         .header('retry-after', '1')

@@ -35,6 +35,7 @@ import { OrderLimits } from './orders/order-limits.js';
 import { OrderPlacement, type Locks } from './orders/order-placement.js';
 import { orderRoutes } from './orders/order-routes.js';
 import { UserOrders } from './orders/user-orders.js';
+import type { PersistOutcome } from './record/order-repository.js';
 import { VoucherRepository } from './record/voucher-repository.js';
 import { SaleStore } from './sale/sale-store.js';
 import { SoldOutMemory } from './sale/sold-out-memory.js';
@@ -44,9 +45,13 @@ import { UnpaidOrderCanceller } from './unpaid/unpaid-order-canceller.js';
 import { UnpaidQueue } from './unpaid/unpaid-queue.js';
 import { VoucherService } from './vouchers/voucher-service.js';
 import { voucherRoutes } from './vouchers/voucher-routes.js';
+import type { QueuedOrder } from './types.js';
 import { OrderStream } from './writer/order-stream.js';
 import { OrderWorker } from './writer/order-worker.js';
-import { BREAKER_STATES } from './writer/write-breaker.js';
+import { BREAKER_STATES, type WriteBreaker } from './writer/write-breaker.js';
+import type { BrokerStatus } from './broker/broker-connection.js';
+import type { PublishOutcome } from './broker/order-publisher.js';
+import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
@@ -59,9 +64,13 @@ export { OrderRepository } from './record/order-repository.js';
 export type { VoucherRepository } from './record/voucher-repository.js';
 export { SaleStore } from './sale/sale-store.js';
 export { OrderStream } from './writer/order-stream.js';
+export type { BrokerStatus } from './broker/broker-connection.js';
 
 export interface SeckillDeps {
-  config: Pick<Config, 'seckill' | 'cache' | 'rateLimit' | 'idBlockSize' | 'port' | 'purchaseGate' | 'orderEvents' | 'redisKeyPrefix' | 'nodeEnv'>;
+  config: Pick<
+    Config,
+    'seckill' | 'cache' | 'rateLimit' | 'idBlockSize' | 'port' | 'purchaseGate' | 'orderEvents' | 'redisKeyPrefix' | 'nodeEnv' | 'deadlines'
+  >;
   redis: RedisClient;
   db: Db;
   log: Log;
@@ -151,7 +160,10 @@ export function buildSeckill(deps: SeckillDeps) {
   const limits = buildOrderLimits(deps, metrics);
   const worker = buildWorker(deps, { stream, store, orders, events, metrics });
   const canceller = buildCanceller(deps, { store, orders, unpaidQueue, events, metrics });
-  watchOnScrape(metrics, log, worker, stream, voucherService);
+  // SECKILL_QUEUE=rabbitmq: the relay and the queue's writers replace the worker, built when the jobs start.
+  let rabbit: RabbitPath | undefined;
+  watchOnScrape(metrics, log, () => rabbit?.writer.breaker ?? worker.breaker, stream, voucherService);
+  watchRabbitOnScrape(metrics, () => rabbit, Math.floor(config.deadlines.requestMs / 2));
 
   const routes: FastifyPluginAsync = async (api) => {
     // Built with the routes only: the standalone worker needs no token keys.
@@ -175,7 +187,12 @@ export function buildSeckill(deps: SeckillDeps) {
   };
 
   const startJobs = (): void => {
-    worker.start();
+    if (settings.queue === 'rabbitmq') {
+      rabbit ??= buildRabbitPath({ settings, redis, stream, store, orders, log, consumer: consumerOf(deps), ...writerReports(events, metrics) });
+      rabbit.start();
+    } else {
+      worker.start();
+    }
     canceller.start();
     // Transfers whose refill died between its steps: their units back where they belong (transfers.ts).
     store.transfers.startSweeping(TRANSFER_SWEEP_EVERY_MS, (err: unknown) => log.warn({ err }, 'could not sweep the bucket transfers'));
@@ -194,6 +211,12 @@ export function buildSeckill(deps: SeckillDeps) {
     worker,
     canceller,
     unpaidQueue,
+    /** The RabbitMQ path once the jobs started with SECKILL_QUEUE=rabbitmq (tests and tools). */
+    get rabbit(): RabbitPath | undefined {
+      return rabbit;
+    },
+    /** For /api/health: RabbitMQ's state, or undefined when this process does not use it (no jobs, or the stream path). */
+    brokerStatus: (timeoutMs: number): Promise<BrokerStatus> | undefined => rabbit?.status(timeoutMs),
     routes,
     gateSettings,
     events,
@@ -213,6 +236,7 @@ export function buildSeckill(deps: SeckillDeps) {
     async close(): Promise<void> {
       soldOut.stop();
       await worker.stop();
+      await rabbit?.stop();
       await canceller.stop();
       await store.close();
       await eventHub.close();
@@ -229,23 +253,40 @@ interface JobParts {
   metrics: Metrics;
 }
 
+/** This process's name in the streams' consumer group (and on the broker's connection list). */
+function consumerOf({ config, consumerName }: SeckillDeps): string {
+  return consumerName ?? (config.seckill.consumer || `${hostname()}:${config.port}`);
+}
+
+/** What every MySQL writer of orders reports, the order worker or the RabbitMQ writers: results, `created` events, breaker calls. */
+function writerReports(events: RedisOrderEvents, metrics: Metrics) {
+  return {
+    onResult: (result: PersistOutcome | 'dead-letter' | 'failed') =>
+      result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result }),
+    onWritten: (written: QueuedOrder[]) => {
+      events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
+    },
+    onPublished: (outcome: PublishOutcome) => metrics.relayPublishes.inc({ outcome }),
+    breaker: {
+      onAttempt: (kind: 'write' | 'probe') => metrics.workerMysqlAttempts.inc({ kind }),
+      onFailure: (kind: 'write' | 'probe') => metrics.workerMysqlFailures.inc({ kind }),
+    },
+  };
+}
+
 /** The order worker of this process: stream → MySQL, with its metrics and the `created` events. */
-function buildWorker({ config, log, consumerName }: SeckillDeps, { stream, store, orders, events, metrics }: JobParts & { stream: OrderStream }): OrderWorker {
-  const settings = config.seckill;
+function buildWorker(deps: SeckillDeps, { stream, store, orders, events, metrics }: JobParts & { stream: OrderStream }): OrderWorker {
+  const settings = deps.config.seckill;
+  const { onResult, onWritten, breaker } = writerReports(events, metrics);
   return new OrderWorker(stream, store, orders, {
-    consumer: consumerName ?? (settings.consumer || `${hostname()}:${config.port}`),
+    consumer: consumerOf(deps),
     batchSize: settings.workerBatchSize,
     maxDeliveries: settings.maxDeliveries,
     claimIdleMs: settings.claimIdleMs,
-    log,
-    onResult: (result) => (result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result })),
-    onWritten: (written) => {
-      events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
-    },
-    breaker: {
-      onAttempt: (kind) => metrics.workerMysqlAttempts.inc({ kind }),
-      onFailure: (kind) => metrics.workerMysqlFailures.inc({ kind }),
-    },
+    log: deps.log,
+    onResult,
+    onWritten,
+    breaker,
   });
 }
 
@@ -321,10 +362,11 @@ function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSetting
   });
 }
 
-/** The gauges read at scrape time: the worker's breaker, the streams, and the stock of the open sales. */
-function watchOnScrape(metrics: Metrics, log: Log, worker: OrderWorker, stream: OrderStream, voucherService: VoucherService): void {
+/** The gauges read at scrape time: the MySQL writer's breaker, the streams, and the stock of the open sales. */
+function watchOnScrape(metrics: Metrics, log: Log, breakerOf: () => WriteBreaker, stream: OrderStream, voucherService: VoucherService): void {
   metrics.onScrape(async () => {
-    for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, worker.breaker.state === state ? 1 : 0);
+    const breaker = breakerOf();
+    for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, breaker.state === state ? 1 : 0);
     for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
       const labels = { shard: String(shard) };
       metrics.streamLength.set(labels, length);
@@ -341,6 +383,16 @@ function watchOnScrape(metrics: Metrics, log: Log, worker: OrderWorker, stream: 
     });
     metrics.stockLeft.reset();
     for (const { voucherId, stock } of open) metrics.stockLeft.set({ voucher_id: voucherId }, stock);
+  });
+}
+
+/** RabbitMQ as this process sees it, read at scrape time when its jobs run on it (SECKILL_QUEUE=rabbitmq); a stalled broker costs the scrape `timeoutMs` at most. */
+function watchRabbitOnScrape(metrics: Metrics, rabbitOf: () => RabbitPath | undefined, timeoutMs: number): void {
+  metrics.onScrape(async () => {
+    const rabbit = rabbitOf();
+    if (!rabbit) return;
+    metrics.rabbitmqUp.set({ address: rabbit.broker.address }, rabbit.broker.ready ? 1 : 0);
+    for (const { queue, messages } of await rabbit.queueDepths(timeoutMs)) metrics.rabbitmqQueueMessages.set({ queue }, messages ?? -1);
   });
 }
 

@@ -137,3 +137,28 @@ describe('TRUST_PROXY (issue #17)', () => {
     expect(loadConfig({}).trustProxy).toBe(false);
   });
 });
+
+describe('SECKILL_QUEUE and RabbitMQ (issue 31)', () => {
+  it('defaults to the stream path and the local broker; reads a cluster as a list of URLs', () => {
+    const defaults = loadConfig({});
+    expect(defaults.seckill.queue).toBe('stream');
+    expect(defaults.seckill.rabbitmq).toMatchObject({ urls: ['amqp://guest:guest@127.0.0.1:5672/'], prefetch: 200, publishWindow: 100, maxLength: 200_000 });
+    const cluster = loadConfig({ SECKILL_QUEUE: 'rabbitmq', RABBITMQ_URL: 'amqp://u:p@10.0.0.1:5672/sale, amqp://u:p@10.0.0.2:5673/sale' });
+    expect(cluster.seckill.queue).toBe('rabbitmq');
+    expect(cluster.seckill.rabbitmq.urls).toEqual(['amqp://u:p@10.0.0.1:5672/sale', 'amqp://u:p@10.0.0.2:5673/sale']);
+  });
+
+  it.each([
+    ['SECKILL_QUEUE', 'kafka', 'expected one of stream, rabbitmq'],
+    ['RABBITMQ_URL', 'http://127.0.0.1:5672', 'RABBITMQ_URL: expected amqp:// or amqps:// URLs'],
+    ['RABBITMQ_URL', 'amqp://u:p@a:5672/one,amqp://u:p@b:5672/two', 'RABBITMQ_URL: expected amqp:// or amqps:// URLs'],
+    ['SECKILL_RABBITMQ_PREFETCH', '0', 'SECKILL_RABBITMQ_PREFETCH'],
+  ])('rejects %s=%s with a message naming the variable', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+
+  it('never echoes the broker password in a refusal', () => {
+    expect(() => loadConfig({ RABBITMQ_URL: 'amqp://u:hunter2@a:5672/x,amqp://u:other@b:5672/x' })).toThrow(ConfigError);
+    expect(() => loadConfig({ RABBITMQ_URL: 'amqp://u:hunter2@a:5672/x,amqp://u:other@b:5672/x' })).not.toThrow(/hunter2/);
+  });
+});

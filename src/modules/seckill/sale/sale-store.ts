@@ -299,6 +299,14 @@ export class SaleStore {
     return perShard.flat().sort((a, b) => (BigInt(a.orderId) < BigInt(b.orderId) ? 1 : -1));
   }
 
+  /** An order is in MySQL (written off the stream's path, e.g. from RabbitMQ): no longer queued, by order nor by user. */
+  async forgetQueued(order: QueuedOrder): Promise<void> {
+    const { queued, queuedByUser } = this.keys.voucher(order.voucherId);
+    const replies = await this.redis.multi().hdel(queued, order.orderId).zrem(queuedByUser, queuedByUserMember(order)).exec();
+    const failure = replies?.find(([error]) => error);
+    if (failure) throw failure[0]!;
+  }
+
   /** A held order is in MySQL: no longer in flight nor queued. */
   async settle(order: QueuedOrder): Promise<void> {
     const { inFlight, queued, queuedByUser } = this.keys.saleOf(order.voucherId, this.homeOf(order.voucherId, order.userId));

@@ -4,6 +4,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import { GroupCommit } from './group-commit.js';
+import { ShardLoops } from './shard-loops.js';
 import { parseOrder, type OrderStream } from './order-stream.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { NewOrder, OrderEntry, QueuedOrder } from '../types.js';
@@ -50,9 +51,7 @@ const TRIM_INTERVAL_MS = 60_000;
  * moved to the dead-letter stream and its stock and buyer mark are given back.
  */
 export class OrderWorker {
-  private running = false;
-  private readonly readers: RedisClient[] = [];
-  private loops: Array<Promise<void>> = [];
+  private readonly shardLoops: ShardLoops;
   /** Why this worker's latest attempt at an entry failed; only such entries can be dead-lettered. */
   private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
   /** Every MySQL write goes through it; while it is open the loops read nothing and only probe. */
@@ -66,6 +65,7 @@ export class OrderWorker {
     private readonly orders: OrderRepository,
     private readonly options: OrderWorkerOptions,
   ) {
+    this.shardLoops = new ShardLoops(stream);
     this.breaker = new WriteBreaker(() => orders.ping(), {
       ...options.breaker,
       onStateChange: (state) => {
@@ -82,18 +82,16 @@ export class OrderWorker {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.loops = this.stream.keys.allShards().map((shard) => this.runShard(shard));
+    this.shardLoops.start((shard, reader) => this.runShard(shard, reader));
   }
 
   /** Stops reading, finishes the batch in hand, closes the blocking connections. */
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    for (const reader of this.readers) reader.disconnect();
-    await Promise.allSettled(this.loops);
-    this.readers.length = 0;
+    await this.shardLoops.stop();
+  }
+
+  private get running(): boolean {
+    return this.shardLoops.running;
   }
 
   /** Processes everything now pending or new in every shard once; for tests and tools. */
@@ -109,11 +107,7 @@ export class OrderWorker {
     }
   }
 
-  private async runShard(shard: number): Promise<void> {
-    // One blocking connection per shard, so the shared client (and its auto-pipelined
-    // commands) never waits behind an XREADGROUP BLOCK.
-    const reader = this.stream.connectionForBlockingReads();
-    this.readers.push(reader);
+  private async runShard(shard: number, reader: RedisClient): Promise<void> {
     let maintenanceDue = 0;
     let trimDue = Date.now() + TRIM_INTERVAL_MS;
     let recovered = false;
@@ -328,6 +322,6 @@ export class OrderWorker {
 }
 
 /** MySQL did not answer or the circuit is open: a write to retry later as it is, not order by order. */
-function isUnavailable(error: unknown): boolean {
+export function isUnavailable(error: unknown): boolean {
   return error instanceof BrokenCircuitError || isTransient(error);
 }

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
@@ -9,7 +9,7 @@ import { OrderRepository } from '../../../../src/modules/seckill/record/order-re
 import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { insertSeckillVoucher, mysqlOrders, mysqlStock, orderWorkerProcess } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
@@ -43,21 +43,8 @@ async function placeOrders(voucherId: string, first: number, count: number): Pro
 }
 
 function startWorkerProcess(consumer: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/order-worker.ts'], {
-    env: {
-      ...process.env,
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'silent',
-      MYSQL_URL: env.mysqlUrl,
-      REDIS_KEY_PREFIX: env.keyPrefix,
-      SECKILL_STREAM_SHARDS: '2',
-      SECKILL_WORKER_BATCH: '20',
-      SECKILL_CONSUMER: consumer,
-      // Long, so that recovery below is the restarted consumer re-reading its own pending list.
-      SECKILL_CLAIM_IDLE_MS: '600000',
-    },
-    stdio: 'ignore',
-  });
+  // The claim idle time stays long: recovery below is the restarted consumer re-reading its own pending list.
+  const child = orderWorkerProcess(env, consumer, { SECKILL_WORKER_BATCH: '20' });
   children.push(child);
   return child;
 }

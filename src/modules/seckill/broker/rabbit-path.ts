@@ -1,0 +1,90 @@
+import type { Config } from '../../../infra/config.js';
+import type { Log } from '../../../infra/logging.js';
+import type { RedisClient } from '../../../infra/redis.js';
+import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
+import type { SaleStore } from '../sale/sale-store.js';
+import type { QueuedOrder } from '../types.js';
+import type { OrderStream } from '../writer/order-stream.js';
+import type { WriteBreakerOptions } from '../writer/write-breaker.js';
+import { BrokerConnection, type BrokerStatus } from './broker-connection.js';
+import { DeadLetters } from './dead-letters.js';
+import { OrderPublisher, type PublishOutcome } from './order-publisher.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { QueueWriter } from './queue-writer.js';
+import { DEAD_LETTER_QUEUE, ORDER_QUEUE, saleTopology } from './rabbit-topology.js';
+
+export interface RabbitPathDeps {
+  settings: Config['seckill'];
+  redis: RedisClient;
+  stream: OrderStream;
+  store: SaleStore;
+  orders: OrderRepository;
+  log: Log;
+  /** This process's name in the stream's consumer group and on the broker's connection list. */
+  consumer: string;
+  onPublished?: (outcome: PublishOutcome) => void;
+  onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
+  onWritten?: (orders: QueuedOrder[]) => void;
+  breaker?: WriteBreakerOptions;
+}
+
+/**
+ * The sale's RabbitMQ path (SECKILL_QUEUE=rabbitmq) in a worker process: one connection, the
+ * outbox relay (streams → order queue), an order writer (order queue → MySQL) and the dead-letter
+ * consumer. Built when the jobs start, so that a process that runs none opens no connection.
+ */
+export function buildRabbitPath(deps: RabbitPathDeps) {
+  const { settings, redis, stream, store, orders, log, consumer } = deps;
+  const { rabbitmq } = settings;
+  const broker = new BrokerConnection({ urls: rabbitmq.urls, connectTimeoutMs: rabbitmq.connectTimeoutMs, name: `hmdp seckill ${consumer}` }, log);
+  const topology = saleTopology({ maxDeliveries: settings.maxDeliveries, maxLength: rabbitmq.maxLength });
+  const publisher = new OrderPublisher(broker, topology, rabbitmq.publishTimeoutMs, log);
+  const relay = new OutboxRelay(stream, store, redis, publisher, {
+    consumer,
+    window: rabbitmq.publishWindow,
+    claimIdleMs: settings.claimIdleMs,
+    log,
+    ...(deps.onPublished ? { onPublished: deps.onPublished } : {}),
+  });
+  const writer = new QueueWriter(broker, topology, redis, stream.keys, store, orders, {
+    prefetch: rabbitmq.prefetch,
+    log,
+    ...(deps.onResult ? { onResult: deps.onResult } : {}),
+    ...(deps.onWritten ? { onWritten: deps.onWritten } : {}),
+    ...(deps.breaker ? { breaker: deps.breaker } : {}),
+  });
+  const deadLetters = new DeadLetters(broker, topology, redis, stream, store, orders, {
+    maxDeliveries: settings.maxDeliveries,
+    log,
+    ...(deps.onResult ? { onResult: deps.onResult } : {}),
+    ...(deps.onWritten ? { onWritten: deps.onWritten } : {}),
+  });
+  return {
+    broker,
+    publisher,
+    relay,
+    writer,
+    deadLetters,
+    start(): void {
+      relay.start();
+      writer.start();
+      deadLetters.start();
+    },
+    /** Relay first (publishes in flight settle), then the consumers (messages in hand finish), then the connection. */
+    async stop(): Promise<void> {
+      await relay.stop();
+      await writer.stop();
+      await deadLetters.stop();
+      await publisher.close();
+      await broker.close();
+    },
+    /** For /api/health: does the broker answer a round trip in time? */
+    status: (timeoutMs: number): Promise<BrokerStatus> => broker.probe(ORDER_QUEUE, timeoutMs),
+    /** For the metrics: ready messages of the order and dead-letter queues (undefined: no answer in time). */
+    async queueDepths(timeoutMs: number): Promise<Array<{ queue: string; messages: number | undefined }>> {
+      return Promise.all([ORDER_QUEUE, DEAD_LETTER_QUEUE].map(async (queue) => ({ queue, messages: await broker.readyMessages(queue, timeoutMs) })));
+    },
+  };
+}
+
+export type RabbitPath = ReturnType<typeof buildRabbitPath>;
