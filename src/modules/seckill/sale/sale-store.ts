@@ -95,6 +95,12 @@ export class SaleStore {
    * bucket keys carry B in their names) finds no hash and reads the layout again.
    */
   private readonly layouts = new Map<string, number>();
+  /**
+   * The B of each voucher whose sale has begun, read from Redis once: fixed from then on (a change
+   * of B is refused from 10 s before the begin), so the paths after an order's acceptance (release,
+   * forgetQueued, isBuyer) read it once per voucher, not once per order.
+   */
+  private readonly fixedLayouts = new Map<string, number>();
   /** Refills and their sweep (transfers.ts). */
   readonly transfers: BucketTransfers;
 
@@ -158,11 +164,23 @@ export class SaleStore {
 
   /** The voucher's B as Redis records it now (1 when its hash has no `buckets`, or is missing); remembered for routing. */
   async bucketsOf(voucherId: string): Promise<number> {
-    const raw = await this.redis.hget(this.keys.voucher(voucherId).voucher, 'buckets');
+    const [raw, begin] = await this.redis.hmget(this.keys.voucher(voucherId).voucher, 'buckets', 'begin');
     const buckets = raw === null ? 1 : Number(raw);
     if (buckets > 1) this.layouts.set(voucherId, buckets);
     else this.layouts.delete(voucherId);
+    if (begin !== null && Date.now() >= Number(begin)) this.fixedLayouts.set(voucherId, buckets);
     return buckets;
+  }
+
+  /** The B of a voucher that has orders: remembered once its sale has begun, else read. */
+  private async fixedBucketsOf(voucherId: string): Promise<number> {
+    return this.fixedLayouts.get(voucherId) ?? this.bucketsOf(voucherId);
+  }
+
+  /** The order stream (shard, or bucket lane) an order of the voucher was accepted into. */
+  async streamShardOf(order: QueuedOrder): Promise<number> {
+    const home = this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId));
+    return home ? this.keys.laneShard(home) : this.keys.shardOf(order.voucherId);
   }
 
   /** The B this instance routes the voucher's orders by (1 unless it has seen a layout). */
@@ -301,7 +319,7 @@ export class SaleStore {
 
   /** An order is in MySQL (written off the stream's path, e.g. from RabbitMQ): no longer queued, by order nor by user. */
   async forgetQueued(order: QueuedOrder): Promise<void> {
-    const { queued, queuedByUser } = this.keys.voucher(order.voucherId);
+    const { queued, queuedByUser } = this.keys.saleOf(order.voucherId, this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId)));
     const replies = await this.redis.multi().hdel(queued, order.orderId).zrem(queuedByUser, queuedByUserMember(order)).exec();
     const failure = replies?.find(([error]) => error);
     if (failure) throw failure[0]!;
@@ -329,11 +347,11 @@ export class SaleStore {
 
   /**
    * Gives an order's unit and slot back, exactly once per order (release.lua), to the bucket that
-   * sold it: the user's home bucket, by the B Redis records (read here: a release is rare, and
-   * its instance may never have routed an order of the voucher).
+   * sold it: the user's home bucket, by the B Redis records (its instance may never have routed
+   * an order of the voucher).
    */
   async release(order: QueuedOrder): Promise<boolean> {
-    const bucket = this.homeOf(order.voucherId, order.userId, await this.bucketsOf(order.voucherId));
+    const bucket = this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId));
     const released = await this.scripts.release(bucket ? { order, bucket } : { order });
     if (released) this.onUnitsBack(order.voucherId);
     // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
@@ -395,7 +413,8 @@ export class SaleStore {
 
   /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
   async isBuyer(voucherId: string, userId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.keys.voucher(voucherId).buyers, userId)) === 1;
+    const buyers = this.keys.saleOf(voucherId, this.homeOf(voucherId, userId, await this.fixedBucketsOf(voucherId))).buyers;
+    return (await this.redis.hexists(buyers, userId)) === 1;
   }
 
   /** Which of the voucher's orders have had their unit given back (their release marker exists). */
