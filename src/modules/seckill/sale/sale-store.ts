@@ -51,8 +51,13 @@ export interface SaleSnapshot {
   queued: Map<string, { userId: string; slot: number }>;
 }
 
-/** Refills one order may trigger before it is answered "retry" (503): each moves units to its bucket or finds why not. */
-const MOST_REFILLS_PER_ORDER = 8;
+/**
+ * How long an order of a bucketed sale keeps refilling its empty home bucket before it is answered
+ * "retry" (503): units are moving, or a dead refill's units wait for the sweep. Bounded in time,
+ * not in rounds: under a burst one refill serves many waiting orders, and the first of them take
+ * its units, so an order may need several rounds while the sale still has units.
+ */
+const REFILL_PATIENCE_MS = 1_000;
 
 /** A bound Idempotency-Key: `bound` to this voucher now or before, or to another voucher. */
 export type KeyBinding = { bound: true } | { bound: false; voucherId: string };
@@ -247,16 +252,17 @@ export class SaleStore {
    * B = 1: one reserve. B > 1: reserve in the user's home bucket; when it is empty ("sold out"
    * there), refill it from the others and reserve again. Sold out only when the refill decided
    * every bucket empty with nothing pending (transfers.ts `soldOutBetween`); after
-   * MOST_REFILLS_PER_ORDER refills without a decision (units moving, or a dead refill's units
+   * REFILL_PATIENCE_MS of refills without a decision (units moving, or a dead refill's units
    * waiting for the sweep), a 503 to retry: never a false "sold out".
    */
   private async reserveRouted(order: OrderRequest, mode: ReserveMode): Promise<ReserveResult> {
     const home = this.homeOf(order.voucherId, order.userId);
     if (!home) return this.reserveOnce(order, mode);
-    for (let refills = 0; ; refills += 1) {
+    const giveUpAt = Date.now() + REFILL_PATIENCE_MS;
+    for (;;) {
       const result = await this.reserveOnce(order, mode, home);
       if (result.outcome !== 'sold-out') return result;
-      if (refills === MOST_REFILLS_PER_ORDER) throw new HttpError(503, SECKILL_MESSAGES.bucketsRefilling(), { 'retry-after': '1' });
+      if (Date.now() >= giveUpAt) throw new HttpError(503, SECKILL_MESSAGES.bucketsRefilling(), { 'retry-after': '1' });
       if ((await this.transfers.refill(order.voucherId, home)) === 'sold-out') return result;
     }
   }
