@@ -25,6 +25,18 @@ import calculateSlot from 'cluster-key-slot';
  *   {seckill:N}:in-flight             sorted set orderId -> reserve time (ms): sync orders whose request writes MySQL
  *   {seckill:N}:released:{orderId}    string marker: this order's unit was given back (7 days)
  *
+ * A voucher sold from B > 1 buckets (docs/flows/seckill-buckets.md): its shard's voucher hash holds only
+ * {buckets, begin, end} (its layout), and each bucket b lives in a bucket lane L = ⌊(b + ½)·8/B⌋, a
+ * shard of its own after the N ones (its tag {seckill:laneL.salt}, placed below; the same stream, dead
+ * letters, queued, queued-by-user, in-flight, idem and released keys as a shard, under the lane's tag):
+ *   {lane}:voucher:{voucherId}:b{b}of{B}       hash as the voucher hash above, plus pending: units its
+ *                                              refills took and have not settled
+ *   {lane}:buyer-slots:{voucherId}:b{b}of{B}   hash userId -> slot mask, of the users homing to bucket b
+ *   {lane}:transfers                           hash transferId -> "voucherId:from:of:to:units:takenMs": refills
+ *                                              taken from this lane's buckets, not yet settled (the sweep's)
+ *   {lane}:transfer-in:{transferId}            string "given" or "returned": the transfer's outcome in its
+ *                                              recipient (7 days)
+ *
  * Keys the building blocks derive from names the sale gives them (see those libraries):
  *   icr:order:{yyyyMMdd}              order id sequence (src/lib/id, prefix ORDER_ID_PREFIX)
  *   lock:{order:{userId}}[:fence]     the sync strategy's per-user lock and its fencing counter (src/lib/lock)
