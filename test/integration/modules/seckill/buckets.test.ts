@@ -14,8 +14,11 @@ import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
-import { buildTestApp, createTestEnv, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { createMetrics } from '../../../../src/infra/metrics.js';
+import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { eventually } from '../../../support/eventually.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
+import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -217,6 +220,45 @@ describe('a voucher sold from buckets', () => {
     await memory.refresh();
     expect(memory.known(voucherId)).toBe(false);
     memory.stop();
+  });
+});
+
+describe('a bucketed sale through the order route', () => {
+  it('answers every buyer on two instances: as many orders as units, the rest "Sold out", refused from memory once sold out, all written', async () => {
+    const voucherId = await bucketedSale(20, 3);
+    const buyers = await createUsersWithSessions(env, 60, 16_000_000_000);
+    const metrics = createMetrics();
+    const apps = [app, (await buildTestApp(env, undefined, { consumerName: 'buckets-b', metrics })).app];
+    try {
+      const answers = await Promise.all(buyers.map((buyer, index) => buy(apps[index % 2]!, buyer.token, voucherId)));
+      expect(answers.every((answer) => answer.statusCode === 200)).toBe(true);
+      const bodies = answers.map((answer) => answer.json() as { success: boolean; errorMsg?: string });
+      expect(bodies.filter((body) => body.success)).toHaveLength(20);
+      expect(bodies.filter((body) => !body.success).map((body) => body.errorMsg)).toEqual(Array.from({ length: 40 }, () => REFUSALS.soldOut));
+      // Every bucket empty and nothing pending: the instance flags the voucher and refuses from memory.
+      const knownRefusals = async () => (await metrics.seckillRequests.get()).values.find((value) => value.labels.outcome === 'sold-out-known')?.value ?? 0;
+      await eventually(async () => {
+        expect((await buy(apps[1]!, buyers[1]!.token, voucherId)).json()).toMatchObject({ success: false, errorMsg: REFUSALS.soldOut });
+        expect(await knownRefusals()).toBeGreaterThan(0);
+      }, 5_000);
+      expect(await unitsLeft(voucherId, 3)).toBe(0);
+      await expectWritten(voucherId, 20, 20);
+    } finally {
+      await apps[1]!.close();
+    }
+  });
+
+  it("holds a sync order in its home bucket's lane, and settles it there", async () => {
+    const voucherId = await bucketedSale(5, 2);
+    const [userId] = usersHomingTo(1, 2, 1) as [string];
+    const held = order(voucherId, userId);
+    const result = await seckill.store.decide(held, 'hold');
+    expect(result.outcome).toBe('accepted');
+    const lane = seckill.keys.bucket(voucherId, { index: 1, of: 2 });
+    expect(await env.redis.zscore(lane.inFlight, held.orderId)).not.toBeNull();
+    await seckill.store.settle({ ...held, slot: 1 });
+    expect(await env.redis.zscore(lane.inFlight, held.orderId)).toBeNull();
+    expect(await env.redis.hexists(lane.queued, held.orderId)).toBe(0);
   });
 });
 
