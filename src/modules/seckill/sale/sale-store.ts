@@ -57,7 +57,7 @@ export interface SaleSnapshot {
  * not in rounds: under a burst one refill serves many waiting orders, and the first of them take
  * its units, so an order may need several rounds while the sale still has units.
  */
-const REFILL_PATIENCE_MS = 1_000;
+const REFILL_PATIENCE_MS = 2_000;
 
 /** A bound Idempotency-Key: `bound` to this voucher now or before, or to another voucher. */
 export type KeyBinding = { bound: true } | { bound: false; voucherId: string };
