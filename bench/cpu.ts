@@ -19,10 +19,10 @@ import type { RedisClient } from '../src/infra/redis.js';
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ): 100 on every Linux this runs on. */
 const TICKS_PER_SECOND = 100;
 
-export const CPU_PARTS = ['server', 'redis', 'mariadb', 'generator'] as const;
+export const CPU_PARTS = ['server', 'redis', 'mariadb', 'broker', 'generator'] as const;
 export type CpuPart = (typeof CPU_PARTS)[number];
 
-/** µs of CPU per answered request, by process; `total` = server + redis + mariadb (what serving costs). */
+/** µs of CPU per answered request, by process; `total` = server + redis + mariadb + broker (what serving costs; broker: 0 where none is counted). */
 export type CpuPerRequest = Record<CpuPart | 'total', number>;
 
 /** Microseconds of CPU the process has used so far (user + system, all threads); NaN if it is gone. */
@@ -80,14 +80,17 @@ export interface CpuPids {
 }
 
 /** Starts counting; the returned function gives µs per request for `requests` answers since the start. */
-export function startCpuCount(pids: CpuPids & { server?: number }): (requests: number) => CpuPerRequest {
+export function startCpuCount(pids: CpuPids & { server?: number; broker?: number }): (requests: number) => CpuPerRequest {
   const read = (pid: number | undefined) => (pid === undefined ? Number.NaN : processCpuMicros(pid));
-  const before = { server: read(pids.server), redis: read(pids.redis), mariadb: read(pids.mariadb), generator: generatorMicros() };
+  // Only the targets whose orders pass through a broker count one: for the others it costs nothing.
+  const readBroker = () => (pids.broker === undefined ? 0 : processCpuMicros(pids.broker));
+  const before = { server: read(pids.server), redis: read(pids.redis), mariadb: read(pids.mariadb), broker: readBroker(), generator: generatorMicros() };
   return (requests) => {
     const used = {
       server: read(pids.server) - before.server,
       redis: read(pids.redis) - before.redis,
       mariadb: read(pids.mariadb) - before.mariadb,
+      broker: readBroker() - before.broker,
       generator: generatorMicros() - before.generator,
     };
     const per = (micros: number) => (requests > 0 ? micros / requests : Number.NaN);
@@ -95,8 +98,9 @@ export function startCpuCount(pids: CpuPids & { server?: number }): (requests: n
       server: per(used.server),
       redis: per(used.redis),
       mariadb: per(used.mariadb),
+      broker: per(used.broker),
       generator: per(used.generator),
-      total: per(used.server + used.redis + used.mariadb),
+      total: per(used.server + used.redis + used.mariadb + used.broker),
     };
   };
 }

@@ -4,7 +4,17 @@
  */
 import { parseArgs } from 'node:util';
 
-export const SCENARIOS = ['baseline', 'seckill-async', 'seckill-gated', 'seckill-sync', 'seckill-semaphore', 'shop-hot', 'id', 'lock'] as const;
+export const SCENARIOS = [
+  'baseline',
+  'seckill-async',
+  'seckill-rabbitmq',
+  'seckill-gated',
+  'seckill-sync',
+  'seckill-semaphore',
+  'shop-hot',
+  'id',
+  'lock',
+] as const;
 /** Run only when named: gulimall's design, beside ours for comparison (docs/benchmarks-history.md). */
 const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated'];
 export type ScenarioName = (typeof SCENARIOS)[number];

@@ -158,18 +158,18 @@ export interface WorkPerOrder {
    */
   ordersPerWorkerWrite: number | null;
   /** CPU µs per accepted order (the slices' CPU per answer × answers ÷ accepted orders). */
-  cpuPerOrder: { server: number; redis: number; mariadb: number; total: number };
+  cpuPerOrder: { server: number; redis: number; mariadb: number; broker: number; total: number };
 }
 
 export function workPerOrder(
-  slices: ReadonlyArray<{ requests: number; cpu?: Record<'server' | 'redis' | 'mariadb' | 'total', number>; work?: SliceWork }>,
+  slices: ReadonlyArray<{ requests: number; cpu?: Record<'server' | 'redis' | 'mariadb' | 'broker' | 'total', number>; work?: SliceWork }>,
 ): WorkPerOrder | undefined {
   const counted = slices.filter((slice): slice is typeof slice & { work: SliceWork } => slice.work !== undefined);
   if (counted.length === 0) return undefined;
   const accepted = counted.reduce((sum, slice) => sum + slice.work.accepted, 0);
   const per = (value: number) => (accepted > 0 ? value / accepted : Number.NaN);
   const total = (pick: (work: SliceWork) => number) => counted.reduce((sum, slice) => sum + pick(slice.work), 0);
-  const cpu = (part: 'server' | 'redis' | 'mariadb' | 'total') =>
+  const cpu = (part: 'server' | 'redis' | 'mariadb' | 'broker' | 'total') =>
     per(counted.reduce((sum, slice) => sum + (slice.cpu?.[part] ?? Number.NaN) * slice.requests, 0));
   const batches = counted.every((slice) => slice.work.reserveBatches !== null)
     ? counted.reduce((sum, slice) => ({ count: sum.count + slice.work.reserveBatches!.count, sum: sum.sum + slice.work.reserveBatches!.sum }), {
@@ -194,6 +194,6 @@ export function workPerOrder(
     ),
     meanReserveBatch: batches && batches.count > 0 ? batches.sum / batches.count : null,
     ordersPerWorkerWrite: writes && writes.writes > 0 ? writes.orders / writes.writes : null,
-    cpuPerOrder: { server: cpu('server'), redis: cpu('redis'), mariadb: cpu('mariadb'), total: cpu('total') },
+    cpuPerOrder: { server: cpu('server'), redis: cpu('redis'), mariadb: cpu('mariadb'), broker: cpu('broker'), total: cpu('total') },
   };
 }

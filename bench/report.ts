@@ -195,7 +195,7 @@ export function renderMarkdown(report: BenchReport): string {
   const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
   if (cpuRows.length > 0) {
     out.push(
-      'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB:',
+      'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it):',
       '',
       `| scenario | req/s per slice | ${CPU_PARTS.join(' | ')} | serving |`,
       `|---|---:|${CPU_PARTS.map(() => '---:|').join('')}---:|`,
@@ -215,17 +215,17 @@ export function renderMarkdown(report: BenchReport): string {
         'commands run by scripts included) and script calls, the mean reserve batch (orders per reserve script call, from the ' +
         "server's `seckill_reserve_batch_size`; — when it has none), orders per MySQL transaction of the server's order worker, and CPU µs by process:",
       '',
-      '| scenario | accepted orders | Redis commands | script calls | mean reserve batch | orders per worker write | server µs | Redis µs | MariaDB µs | serving µs |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      '| scenario | accepted orders | Redis commands | script calls | mean reserve batch | orders per worker write | server µs | Redis µs | MariaDB µs | broker µs | serving µs |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     );
     for (const sale of worked) {
       const work = sale.work!;
       const f = (value: number, digits = 3) => (Number.isFinite(value) ? Number(value.toPrecision(digits)).toLocaleString('en-US') : '–');
-      const { server, redis, mariadb, total } = work.cpuPerOrder;
+      const { server, redis, mariadb, broker, total } = work.cpuPerOrder;
       out.push(
         `| ${sale.scenario} | ${number(work.accepted)} | ${f(work.commandsPerOrder)} | ${f(work.scriptsPerOrder)} | ${work.meanReserveBatch === null ? '—' : f(work.meanReserveBatch)} | ` +
           `${work.ordersPerWorkerWrite === null ? '—' : f(work.ordersPerWorkerWrite)} | ` +
-          `${f(server)} | ${f(redis)} | ${f(mariadb)} | ${f(total)} |`,
+          `${f(server)} | ${f(redis)} | ${f(mariadb)} | ${f(broker)} | ${f(total)} |`,
       );
     }
     out.push('');
@@ -238,7 +238,10 @@ export function renderMarkdown(report: BenchReport): string {
         .join(', ') || 'none';
     out.push(
       `**${sale.scenario}**: ${sale.vouchers} vouchers × ${number(sale.stockPerVoucher)} stock; ${number(sale.accepted)} orders accepted, refused: ${refused}; ` +
-        `worker drained ${sale.strategy === 'async' ? `${number(sale.drainMs)} ms after the load` : '– (sync writes MySQL before answering)'}.`,
+        `worker drained ${sale.strategy === 'async' ? `${number(sale.drainMs)} ms after the load` : '– (sync writes MySQL before answering)'}` +
+        (sale.writeLag
+          ? `; acceptance to MySQL commit, p50 ≤ ${number(sale.writeLag.p50)} ms, p99 ≤ ${number(sale.writeLag.p99)} ms over ${number(sale.writeLag.count)} orders (the lag histogram's bucket bounds).`
+          : '.'),
       '',
       ...sale.checks.map((check) => `- ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`),
       '',

@@ -23,6 +23,7 @@ import { Progress } from './progress.js';
 import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
 import { prepareSale } from './seckill.js';
 import { prepareSemaphoreSale } from './seckill-semaphore.js';
+import { prepareRabbitSale } from './seckill-rabbitmq.js';
 import { attachWorld, createOwnWorld, type World } from './world.js';
 import { loadConfig } from '../src/infra/config.js';
 import { startRedisServer, type RedisServer } from '../kit/redis-servers.js';
@@ -71,6 +72,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         wanted.has('seckill-async')
           ? prepareSale('async', options, world, options.target ? undefined : profileDir && join(profileDir, 'seckill-async'))
           : undefined,
+        wanted.has('seckill-rabbitmq') && !options.target ? prepareRabbitSale(options, ownRedis?.url ?? options.redisUrl) : undefined,
         wanted.has('seckill-gated') ? prepareSale('async', options, world, undefined, true) : undefined,
         wanted.has('seckill-sync') ? prepareSale('sync', options, world) : undefined,
         wanted.has('seckill-semaphore') ? prepareSemaphoreSale(options, world) : undefined,
@@ -80,7 +82,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       for (const result of settled) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
       const failure = settled.find((result) => result.status === 'rejected');
       if (failure) throw failure.reason;
-      const [baseline, async, gated, sync, semaphore, shopHot] = fulfilledValues(settled);
+      const [baseline, async, rabbit, gated, sync, semaphore, shopHot] = fulfilledValues(settled);
       const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
       const measurements = await measureAll(
         prepared.flatMap((scenario) => scenario.targets),
@@ -90,6 +92,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       progress.step('checking the sales');
       if (baseline) report.baseline = await baseline.finish(measurements);
       if (async) report.seckill.push(await async.finish(measurements));
+      if (rabbit) report.seckill.push(await rabbit.finish(measurements));
       if (gated) report.seckill.push(await gated.finish(measurements));
       if (sync) report.seckill.push(await sync.finish(measurements));
       if (semaphore) report.seckill.push(await semaphore.finish(measurements));

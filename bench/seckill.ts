@@ -15,7 +15,7 @@ import type { BenchUser, World } from './world.js';
 import type { PhaseResult, RequestSource } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { TokenSigner } from '../src/lib/signed-token/index.js';
-import { BENCH_PURCHASE_TOKEN_KEYS, startServer } from './processes.js';
+import { BENCH_PURCHASE_TOKEN_KEYS, scrapeMetrics, startServer } from './processes.js';
 import { startSliceWork, workPerOrder, type WorkPerOrder } from './redis-work.js';
 
 export type Strategy = 'async' | 'sync';
@@ -28,7 +28,7 @@ export interface Check {
 
 export interface SeckillResult {
   /** `seckill-gated`: the async strategy on sales gated with a purchase token (purchase-gate.ts), each order carrying one. */
-  scenario: `seckill-${Strategy}` | 'seckill-gated' | 'seckill-semaphore';
+  scenario: `seckill-${Strategy}` | 'seckill-gated' | 'seckill-rabbitmq' | 'seckill-semaphore';
   /** `semaphore`: gulimall's design, a bench route (seckill-semaphore.ts), not a strategy of the app. */
   strategy: Strategy | 'semaphore';
   saturation: PhaseResult;
@@ -45,6 +45,8 @@ export interface SeckillResult {
   drainMs: number;
   /** Redis commands, script calls, reserve batch size and CPU per accepted order over the saturation slices. */
   work?: WorkPerOrder;
+  /** From acceptance to MySQL commit, p50 and p99 in ms, over the whole run (the server's seckill_order_write_lag_seconds; bucket bounds). */
+  writeLag?: { p50: number; p99: number; count: number };
   checks: Check[];
   pass: boolean;
 }
@@ -57,18 +59,28 @@ const MAX_EXPECTED_RPS = 25_000;
  * with `--target`, is the one already running there (which must run that strategy). `finish`
  * waits for the order worker to drain and checks everything the sale promised.
  */
+/** The async strategy's orders written through RabbitMQ (`SECKILL_QUEUE=rabbitmq`) instead of the stream's worker. */
+export interface OverBroker {
+  /** RABBITMQ_URL of the server: a vhost of the run's own. */
+  url: string;
+  /** The broker's process, whose CPU is counted beside the server's. */
+  pid: number | undefined;
+}
+
 export async function prepareSale(
   strategy: Strategy,
   options: BenchOptions,
   world: World,
   cpuProfDir?: string,
   gated = false,
+  broker?: OverBroker,
 ): Promise<PreparedScenario<SeckillResult>> {
-  const name = gated ? 'seckill-gated' : (`seckill-${strategy}` as const);
+  const name = gated ? 'seckill-gated' : broker ? 'seckill-rabbitmq' : (`seckill-${strategy}` as const);
+  const queueEnv: Record<string, string> = broker ? { SECKILL_QUEUE: 'rabbitmq', RABBITMQ_URL: broker.url } : {};
   const server = options.target
     ? undefined
     : await startServer({
-        env: { ...world.env, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${name}` },
+        env: { ...world.env, ...queueEnv, SECKILL_STRATEGY: strategy, SECKILL_WORKER: 'true', SECKILL_CONSUMER: `bench-${name}` },
         ...(cpuProfDir ? { cpuProfDir } : {}),
       });
   const stop = async () => {
@@ -82,15 +94,27 @@ export async function prepareSale(
     const sale = new Sale(vouchers, world.users, undefined, gated ? purchaseTokens() : undefined);
     let drained = false;
     let drainMs = 0;
+    let writeLag: SeckillResult['writeLag'];
     const waitForWorker = async () => {
       const drainStarted = performance.now();
       drained = await waitForDrain(world, options.drainTimeoutSeconds * 1000);
       drainMs = Math.round(performance.now() - drainStarted);
+      if (server) writeLag = await scrapeWriteLag(server.url);
     };
     const url = options.target ?? server!.url;
     const sliceWork = saleSliceWork(world, url, sale, options);
     return {
-      targets: [{ name, url, ...(server ? { serverPid: server.child.pid } : {}), source: sale, afterLoad: waitForWorker, sliceWork }],
+      targets: [
+        {
+          name,
+          url,
+          ...(server ? { serverPid: server.child.pid } : {}),
+          ...(broker?.pid === undefined ? {} : { brokerPid: broker.pid }),
+          source: sale,
+          afterLoad: waitForWorker,
+          sliceWork,
+        },
+      ],
       stop,
       finish: async (measurements) => {
         const { saturation, fixedRate, slices } = measurements.get(name)!;
@@ -108,6 +132,7 @@ export async function prepareSale(
           accepted: sale.accepted.size,
           refused: sale.refused,
           drainMs,
+          ...(writeLag ? { writeLag } : {}),
           work: workPerOrder(slices),
           checks,
           pass: checks.every((check) => check.pass),
@@ -118,6 +143,24 @@ export async function prepareSale(
     await stop();
     throw error;
   }
+}
+
+/**
+ * p50 and p99 of seckill_order_write_lag_seconds from the server's /metrics: the upper bound of
+ * the bucket that holds the quantile (the histogram's resolution), in ms.
+ */
+async function scrapeWriteLag(url: string): Promise<SeckillResult['writeLag']> {
+  const response = await scrapeMetrics(url).catch(() => undefined);
+  if (!response?.ok) return undefined;
+  const text = await response.text();
+  const buckets = [...text.matchAll(/^seckill_order_write_lag_seconds_bucket\{le="([^"]+)"\} (\S+)$/gm)].map((match) => ({
+    le: match[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(match[1]),
+    count: Number(match[2]),
+  }));
+  const count = buckets.at(-1)?.count ?? 0;
+  if (count === 0) return undefined;
+  const quantile = (q: number) => (buckets.find((bucket) => bucket.count >= q * count)?.le ?? Number.POSITIVE_INFINITY) * 1000;
+  return { p50: quantile(0.5), p99: quantile(0.99), count };
 }
 
 /** Counts a sale's Redis commands per accepted order over each saturation slice (bench/redis-work.ts). */

@@ -119,6 +119,11 @@ export const mysqlOutage: FaultScenario = {
           outageSeconds,
           acceptedDuringOutage,
           non2xx: load.non2xx,
+          // Answers outside 2xx that blame MySQL: the order path never needs it, so none. (A
+          // request deadline's 503 on a starved machine is load, not MySQL, and is counted above.)
+          non2xxNamingMysql: Object.entries(setup.sale.unexpected)
+            .filter(([answer]) => /mysql|database/i.test(answer))
+            .reduce((sum, [, count]) => sum + count, 0),
           backlogAtRestore,
           caughtUpMs: caughtUpMs ?? 'timeout',
           workerFailures: outageFailures,

@@ -31,6 +31,7 @@ const LABELS: Record<string, string> = {
   outageSeconds: 'outage s',
   acceptedDuringOutage: 'accepted during outage',
   non2xx: 'non-2xx',
+  non2xxNamingMysql: 'non-2xx naming MySQL',
   workerFailures: 'worker failure log lines',
   workerFailuresPerSecond: 'failure lines / s / instance',
   connectAttempts: 'MySQL connects tried during outage',

@@ -74,6 +74,12 @@ export function createMetrics() {
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
       registers: [registry],
     }),
+    writeLag: new Histogram({
+      name: 'seckill_order_write_lag_seconds',
+      help: "From an order's acceptance in Redis (reserve.lua's time) to its commit in MySQL, as the writer that committed it sees it (the stream's worker or a RabbitMQ writer); a clock skew between Redis and the writer shifts it by as much",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
     releaseLateness: new Histogram({
       name: 'seckill_release_lateness_seconds',
       help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the release queue, on time; sweep: the periodic sweep, the safety net)',

@@ -45,7 +45,7 @@ import { UnpaidOrderCanceller } from './unpaid/unpaid-order-canceller.js';
 import { UnpaidQueue } from './unpaid/unpaid-queue.js';
 import { VoucherService } from './vouchers/voucher-service.js';
 import { voucherRoutes } from './vouchers/voucher-routes.js';
-import type { QueuedOrder } from './types.js';
+import type { AcceptedOrder } from './types.js';
 import { OrderStream } from './writer/order-stream.js';
 import { OrderWorker } from './writer/order-worker.js';
 import { BREAKER_STATES, type WriteBreaker } from './writer/write-breaker.js';
@@ -263,7 +263,9 @@ function writerReports(events: RedisOrderEvents, metrics: Metrics) {
   return {
     onResult: (result: PersistOutcome | 'dead-letter' | 'failed') =>
       result === 'failed' ? metrics.workerFailures.inc() : metrics.ordersWritten.inc({ result }),
-    onWritten: (written: QueuedOrder[]) => {
+    onWritten: (written: AcceptedOrder[]) => {
+      const now = Date.now();
+      for (const order of written) metrics.writeLag.observe(Math.max(0, now - order.acceptedMs) / 1000);
       events.changed(written.map((order) => ({ orderId: order.orderId, userId: order.userId, voucherId: order.voucherId, state: 'created' as const })));
     },
     onPublished: (outcome: PublishOutcome) => metrics.relayPublishes.inc({ outcome }),

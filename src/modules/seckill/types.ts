@@ -64,9 +64,12 @@ export interface UserQueuedOrder {
 }
 
 /** A stream entry whose fields make a valid order. */
+/** A queued order with the time the sale accepted it (Redis time, ms): what the stream carries. */
+export type AcceptedOrder = QueuedOrder & { acceptedMs: number };
+
 export interface OrderEntry {
   id: string;
-  order: QueuedOrder & { acceptedMs: number };
+  order: AcceptedOrder;
 }
 
 /** An order as MySQL takes it. */

@@ -55,7 +55,7 @@ describe('bench Redis work', () => {
       reserveBatches: batches,
       workerWrites: { writes: 4, orders: accepted },
     });
-    const cpu = (server: number) => ({ server, redis: 1, mariadb: 1, total: server + 2 });
+    const cpu = (server: number) => ({ server, redis: 1, mariadb: 1, broker: 0, total: server + 2 });
     const slices = [
       { requests: 200, cpu: cpu(10), work: work(100, 500, { count: 10, sum: 100 }) },
       { requests: 100, cpu: cpu(40), work: work(100, 300, { count: 10, sum: 100 }) },
@@ -67,7 +67,7 @@ describe('bench Redis work', () => {
       byCommand: { hset: 3, evalsha: 1 },
       meanReserveBatch: 10,
       ordersPerWorkerWrite: 25,
-      cpuPerOrder: { server: 30, redis: 1.5, mariadb: 1.5, total: 33 },
+      cpuPerOrder: { server: 30, redis: 1.5, mariadb: 1.5, broker: 0, total: 33 },
     });
     expect(workPerOrder([{ ...slices[0]!, work: work(100, 500, null) }])?.meanReserveBatch).toBeNull();
     expect(workPerOrder([{ requests: 1 }])).toBeUndefined();

@@ -5,7 +5,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { QueuedOrder } from '../types.js';
+import type { AcceptedOrder, QueuedOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { BrokerConnection } from './broker-connection.js';
 import { decodeOrderMessage, type SaleTopology } from './rabbit-topology.js';
@@ -17,7 +17,7 @@ export interface DeadLettersOptions {
   retryDelayMs?: number;
   log: Log;
   onResult?: (result: PersistOutcome | 'dead-letter') => void;
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
 }
 
 /** Dead letters handled at once: they are rare, and each costs a MySQL transaction. */
@@ -79,7 +79,7 @@ export class DeadLetters {
     const written = await this.retrying(() => this.writeOnceMore(order));
     if (typeof written === 'string') {
       if (written === 'user-has-order') await this.retrying(() => this.store.release(order));
-      else await this.retrying(() => this.store.forgetQueued(order));
+      else await this.retrying(() => this.store.forgetQueued([order]));
       this.options.log.warn({ order, outcome: written }, 'dead letters: a dead-lettered order was written after all (or was already)');
       this.options.onResult?.(written);
       if (written === 'created') this.options.onWritten?.([order]);

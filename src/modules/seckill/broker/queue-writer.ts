@@ -5,7 +5,7 @@ import type { RedisClient } from '../../../infra/redis.js';
 import type { SaleKeys } from '../keys.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { NewOrder, QueuedOrder } from '../types.js';
+import type { AcceptedOrder, NewOrder, QueuedOrder } from '../types.js';
 import { GroupCommit } from '../writer/group-commit.js';
 import { isUnavailable } from '../writer/order-worker.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from '../writer/write-breaker.js';
@@ -21,7 +21,7 @@ export interface QueueWriterOptions {
   /** Told of every finished message (created, duplicate, user-has-order) and failed attempt, as the order worker tells its entries. */
   onResult?: (result: PersistOutcome | 'failed') => void;
   /** Told of the orders each write put in MySQL (they are `created` now). */
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
   breaker?: WriteBreakerOptions;
 }
 
@@ -47,6 +47,8 @@ export class QueueWriter {
   private consumer: Consumer | undefined;
   readonly breaker: WriteBreaker;
   readonly writes: GroupCommit<NewOrder>;
+  /** The queued records of written orders, removed together (SaleStore.forgetQueued). */
+  private readonly forgetting: GroupCommit<QueuedOrder>;
 
   constructor(
     private readonly broker: BrokerConnection,
@@ -69,6 +71,9 @@ export class QueueWriter {
       maxItems: options.prefetch,
       isTransient: isUnavailable,
     });
+    // The written orders leave the queued records together too: one MULTI per shard for the
+    // messages written meanwhile, not one per message. A failure fails them all (each retries).
+    this.forgetting = new GroupCommit((written) => this.store.forgetQueued(written), { maxItems: options.prefetch, isTransient: () => true });
   }
 
   start(): void {
@@ -116,7 +121,7 @@ export class QueueWriter {
       await this.untilDone(() => this.store.release(order));
     }
     // In MySQL now: no longer queued (GET order reads MySQL first, so this may lag without harm).
-    await this.untilDone(() => this.store.forgetQueued(order));
+    await this.untilDone(() => this.forgetting.submit([order]));
     this.options.onResult?.(outcome);
     if (outcome === 'created') this.options.onWritten?.([order]);
     return ConsumerStatus.ACK;

@@ -3,7 +3,7 @@ import type { Log } from '../../../infra/logging.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { QueuedOrder } from '../types.js';
+import type { AcceptedOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { WriteBreakerOptions } from '../writer/write-breaker.js';
 import { BrokerConnection, type BrokerStatus } from './broker-connection.js';
@@ -24,7 +24,7 @@ export interface RabbitPathDeps {
   consumer: string;
   onPublished?: (outcome: PublishOutcome) => void;
   onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
   breaker?: WriteBreakerOptions;
 }
 

@@ -323,12 +323,29 @@ export class SaleStore {
     return perShard.flat().sort((a, b) => (BigInt(a.orderId) < BigInt(b.orderId) ? 1 : -1));
   }
 
-  /** An order is in MySQL (written off the stream's path, e.g. from RabbitMQ): no longer queued, by order nor by user. */
-  async forgetQueued(order: QueuedOrder): Promise<void> {
-    const { queued, queuedByUser } = this.keys.saleOf(order.voucherId, this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId)));
-    const replies = await this.redis.multi().hdel(queued, order.orderId).zrem(queuedByUser, queuedByUserMember(order)).exec();
-    const failure = replies?.find(([error]) => error);
-    if (failure) throw failure[0]!;
+  /**
+   * Orders are in MySQL (written off the stream's path, e.g. from RabbitMQ): no longer queued, by
+   * order nor by user. One MULTI per stream (a shard's, or a bucketed order's lane: its keys share
+   * a hash slot) for all of them.
+   */
+  async forgetQueued(orders: readonly QueuedOrder[]): Promise<void> {
+    const byShard = new Map<number, QueuedOrder[]>();
+    for (const order of orders) {
+      const shard = await this.streamShardOf(order);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), order]);
+    }
+    await Promise.all(
+      [...byShard].map(async ([shard, ofShard]) => {
+        const { queued, queuedByUser } = this.keys.shard(shard);
+        const replies = await this.redis
+          .multi()
+          .hdel(queued, ...ofShard.map((order) => order.orderId))
+          .zrem(queuedByUser, ...ofShard.map(queuedByUserMember))
+          .exec();
+        const failure = replies?.find(([error]) => error);
+        if (failure) throw failure[0]!;
+      }),
+    );
   }
 
   /** A held order is in MySQL: no longer in flight nor queued. */

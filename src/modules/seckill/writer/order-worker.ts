@@ -7,7 +7,7 @@ import { GroupCommit } from './group-commit.js';
 import { ShardLoops } from './shard-loops.js';
 import { parseOrder, type OrderStream } from './order-stream.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import type { NewOrder, OrderEntry, QueuedOrder } from '../types.js';
+import type { AcceptedOrder, NewOrder, OrderEntry } from '../types.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
 
 export interface OrderWorkerOptions {
@@ -31,7 +31,7 @@ export interface OrderWorkerOptions {
   /** Told of every finished entry (created, duplicate, user-has-order, dead-letter) and failure. */
   onResult?: (result: PersistOutcome | 'dead-letter' | 'failed') => void;
   /** Told of the orders each write put in MySQL (order-events.ts: they are `created` now). */
-  onWritten?: (orders: QueuedOrder[]) => void;
+  onWritten?: (orders: AcceptedOrder[]) => void;
   /** The circuit breaker on MySQL writes: thresholds, backoff and its observers (metrics). */
   breaker?: WriteBreakerOptions;
 }

@@ -137,6 +137,9 @@ function sample(text: string, name: string, labels: string): number {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
+/** How many written orders' lags the scrape counts (a histogram without labels). */
+const writeLagCount = (text: string): number => Number(/^seckill_order_write_lag_seconds_count (\S+)$/m.exec(text)?.[1] ?? 0);
+
 describe('metrics', () => {
   it('counts outcomes, worker results and request durations at GET /metrics', async () => {
     const app = instances[0]!;
@@ -158,6 +161,9 @@ describe('metrics', () => {
       ),
     );
     expect(written.reduce((sum, value) => sum + value, 0)).toBeGreaterThanOrEqual(2);
+    // Each written order's lag from acceptance to commit, by the instance that wrote it.
+    const lags = await Promise.all(instances.map(async (instance) => writeLagCount((await instance.inject({ url: '/metrics', headers: metricsAuth })).body)));
+    expect(lags.reduce((sum, value) => sum + value, 0)).toBe(written.reduce((sum, value) => sum + value, 0));
     expect(after).toMatch(/^seckill_stream_pending\{shard="0"\} \d+$/m);
     expect(after).toContain('process_cpu_user_seconds_total');
   });

@@ -121,6 +121,9 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
     const scraped = await scrapeInstances();
     expect(sumOf(scraped, 'seckill_relay_publishes_total', 'outcome="confirmed"')).toBeGreaterThanOrEqual(100);
     expect(sumOf(scraped, 'seckill_worker_entries_total', 'result="created"')).toBeGreaterThanOrEqual(100);
+    // Every order written has its lag from acceptance to commit counted, on this path too.
+    const lagCounts = scraped.map((text) => Number(/^seckill_order_write_lag_seconds_count (\S+)$/m.exec(text)?.[1] ?? 0));
+    expect(lagCounts.reduce((sum, count) => sum + count, 0)).toBe(sumOf(scraped, 'seckill_worker_entries_total', 'result="created"'));
     expect(scraped.every((text) => /^seckill_rabbitmq_up\{address="amqp:\/\/guest:\*\*\*@[^"]+"\} 1$/m.test(text))).toBe(true);
     const health = await instances[0]!.inject({ url: '/api/health' });
     expect(health.statusCode).toBe(200);
