@@ -254,7 +254,7 @@ describe('a bucketed sale through the order route', () => {
       };
       const answers = await Promise.all(buyers.map((buyer, index) => buyRetrying(apps[index % 2]!, buyer.token)));
       expect(answers.every((answer) => answer.statusCode === 200)).toBe(true);
-      const bodies = answers.map((answer) => answer.json() as { success: boolean; errorMsg?: string });
+      const bodies = answers.map((answer) => answer.json<{ success: boolean; errorMsg?: string }>());
       expect(bodies.filter((body) => body.success)).toHaveLength(20);
       expect(bodies.filter((body) => !body.success).map((body) => body.errorMsg)).toEqual(Array.from({ length: 40 }, () => REFUSALS.soldOut));
       // Every bucket empty and nothing pending: the instance flags the voucher and refuses from memory.
