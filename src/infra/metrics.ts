@@ -82,7 +82,7 @@ export function createMetrics() {
     }),
     releaseLateness: new Histogram({
       name: 'seckill_release_lateness_seconds',
-      help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the release queue, on time; sweep: the periodic sweep, the safety net)',
+      help: 'How long after the end of its payment window an unpaid order was cancelled and its unit given back, by what found it (queue: the Redis release queue, on time; rabbitmq: the RabbitMQ release queue behind the delay queue, on time; sweep: the periodic sweep, the safety net)',
       labelNames: ['by'] as const,
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers: [registry],
@@ -131,7 +131,7 @@ export function createMetrics() {
     }),
     rabbitmqQueueMessages: new Gauge({
       name: 'seckill_rabbitmq_queue_messages',
-      help: 'Messages ready in the RabbitMQ order queue and dead-letter queue, by queue (read at scrape time; -1 when RabbitMQ does not answer in time)',
+      help: 'Messages ready in the RabbitMQ queues of the sale (orders, dead letters, payment deadlines waiting in the delay queue, due orders in the release queue), by queue (read at scrape time; -1 when RabbitMQ does not answer in time)',
       labelNames: ['queue'] as const,
       registers: [registry],
     }),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import type { Metrics } from '../../src/infra/metrics.js';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
 import type { TestEnv } from './test-env.js';
 
@@ -88,4 +89,17 @@ export function orderWorkerProcess(testEnv: TestEnv, consumer: string, env: Reco
     },
     stdio: 'ignore',
   });
+}
+
+/**
+ * The cancellations an instance counted in `seckill_release_lateness_seconds{by}`, and how many of
+ * them within 1 s of their due time (the histogram's `le="1"` bucket): the lateness the code itself
+ * measured, not the test's timings.
+ */
+export async function releaseLateness(metrics: Metrics, by: 'queue' | 'rabbitmq' | 'sweep'): Promise<{ count: number; withinOneSecond: number }> {
+  const values = (await metrics.releaseLateness.get()).values.filter((value) => value.labels.by === by);
+  const count = values.find((value) => value.metricName === 'seckill_release_lateness_seconds_count')?.value ?? 0;
+  const withinOneSecond =
+    values.find((value) => value.metricName === 'seckill_release_lateness_seconds_bucket' && (value.labels as Record<string, unknown>).le === 1)?.value ?? 0;
+  return { count, withinOneSecond };
 }

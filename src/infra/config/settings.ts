@@ -379,6 +379,13 @@ export const SETTINGS = {
         max: 10_000,
         doc: 'unacknowledged orders a writer holds (`basic.qos`): what it takes at once is what it writes in one transaction; a slower writer takes less',
       }),
+      releasePrefetch: int({
+        env: 'SECKILL_RABBITMQ_RELEASE_PREFETCH',
+        default: 100,
+        min: 1,
+        max: 10_000,
+        doc: 'unpaid orders a canceller holds from the release queue `seckill.unpaid.release` (`basic.qos`): those due together are cancelled in one MySQL transaction',
+      }),
       maxLength: int({
         env: 'SECKILL_RABBITMQ_MAX_LENGTH',
         default: 200_000,

@@ -39,13 +39,13 @@ import type { PersistOutcome } from './record/order-repository.js';
 import { VoucherRepository } from './record/voucher-repository.js';
 import { SaleStore } from './sale/sale-store.js';
 import { SoldOutMemory } from './sale/sold-out-memory.js';
-import { DueTrackedOrders } from './unpaid/due-tracked-orders.js';
+import { DueTrackedOrders, type DueSchedule } from './unpaid/due-tracked-orders.js';
 import { UnpaidCancellations } from './unpaid/unpaid-cancellations.js';
 import { UnpaidOrderCanceller } from './unpaid/unpaid-order-canceller.js';
 import { UnpaidQueue } from './unpaid/unpaid-queue.js';
 import { VoucherService } from './vouchers/voucher-service.js';
 import { voucherRoutes } from './vouchers/voucher-routes.js';
-import type { AcceptedOrder } from './types.js';
+import type { AcceptedOrder, NewOrder } from './types.js';
 import { OrderStream } from './writer/order-stream.js';
 import { OrderWorker } from './writer/order-worker.js';
 import { BREAKER_STATES, type WriteBreaker } from './writer/write-breaker.js';
@@ -129,10 +129,14 @@ export function buildSeckill(deps: SeckillDeps) {
     onBatch: (size) => metrics.reserveBatchSize.observe(size),
   });
   const stream = new OrderStream(redis, keys);
-  // Every order written to MySQL (worker batch or sync request) is scheduled for its cancellation.
+  // SECKILL_QUEUE=rabbitmq: the relay and the queue's writers replace the worker, built when the jobs start.
+  let rabbit: RabbitPath | undefined;
+  // Every order written to MySQL (worker batch, RabbitMQ writer or sync request) is scheduled for its cancellation.
   const unpaidQueue = new UnpaidQueue(redis, keys, settings.paymentWindowSeconds * 1000);
-  const orders = new DueTrackedOrders(db, unpaidQueue, (err: unknown) =>
-    log.warn({ err }, 'could not schedule an order in the release queue; the sweep cancels it if unpaid'),
+  const orders = new DueTrackedOrders(
+    db,
+    dueScheduleOf(() => rabbit, unpaidQueue, log),
+    (err: unknown) => log.warn({ err }, "could not schedule an order's payment deadline; the sweep cancels it if unpaid"),
   );
   // The process's lock client, or one of the sale's own (it opens no connection until a lock is waited for).
   const lockClient = deps.lockClient ?? new LockClient(redis, { observer: lockWaitObserver(metrics) });
@@ -160,8 +164,6 @@ export function buildSeckill(deps: SeckillDeps) {
   const limits = buildOrderLimits(deps, metrics);
   const worker = buildWorker(deps, { stream, store, orders, events, metrics });
   const canceller = buildCanceller(deps, { store, orders, unpaidQueue, events, metrics });
-  // SECKILL_QUEUE=rabbitmq: the relay and the queue's writers replace the worker, built when the jobs start.
-  let rabbit: RabbitPath | undefined;
   watchOnScrape(metrics, log, () => rabbit?.writer.breaker ?? worker.breaker, stream, voucherService);
   watchRabbitOnScrape(metrics, () => rabbit, Math.floor(config.deadlines.requestMs / 2));
 
@@ -188,7 +190,17 @@ export function buildSeckill(deps: SeckillDeps) {
 
   const startJobs = (): void => {
     if (settings.queue === 'rabbitmq') {
-      rabbit ??= buildRabbitPath({ settings, redis, stream, store, orders, log, consumer: consumerOf(deps), ...writerReports(events, metrics) });
+      rabbit ??= buildRabbitPath({
+        settings,
+        redis,
+        stream,
+        store,
+        orders,
+        log,
+        consumer: consumerOf(deps),
+        ...writerReports(events, metrics),
+        cancelDue: (due) => canceller.cancelDue(due, 'rabbitmq'),
+      });
       rabbit.start();
     } else {
       worker.start();
@@ -292,7 +304,39 @@ function buildWorker(deps: SeckillDeps, { stream, store, orders, events, metrics
   });
 }
 
-/** The canceller of unpaid orders: the release queue (on time) and the sweep (safety net). */
+/**
+ * Where the orders this process writes wait for the end of their payment window: RabbitMQ's delay
+ * queue once the jobs run on it (SECKILL_QUEUE=rabbitmq), else the Redis release queue. Deadlines
+ * the broker does not confirm (unreachable, stalled) go to the Redis queue too, which every
+ * canceller polls: still cancelled on time, not at the next sweep. A deadline in both is harmless
+ * (the cancellation is conditional, the release once per order).
+ */
+function dueScheduleOf(rabbitOf: () => RabbitPath | undefined, unpaidQueue: UnpaidQueue, log: Log): DueSchedule {
+  let lastWarning = 0;
+  return {
+    async schedule(written: readonly NewOrder[]): Promise<void> {
+      const delays = rabbitOf()?.delays;
+      if (!delays) return unpaidQueue.schedule(written);
+      try {
+        await delays.schedule(written);
+      } catch (err) {
+        if (Date.now() - lastWarning >= 5_000) {
+          lastWarning = Date.now();
+          log.warn({ err }, 'payment deadlines not confirmed by RabbitMQ; scheduled in the Redis release queue instead');
+        }
+        await unpaidQueue.schedule(written);
+      }
+    },
+  };
+}
+
+/**
+ * The canceller of unpaid orders: the Redis release queue (on time), RabbitMQ's release queue when
+ * the jobs run on it (`cancelDue`, on time) and the sweep (safety net). The Redis queue is polled in
+ * both modes: with SECKILL_QUEUE=rabbitmq it holds the deadlines the broker did not confirm and those
+ * of processes without a broker connection (stream-mode workers during a switch, sync writes in a
+ * process that runs no jobs).
+ */
 function buildCanceller(
   { config, db, log }: SeckillDeps,
   { store, orders, unpaidQueue, events, metrics }: JobParts & { unpaidQueue: UnpaidQueue },
@@ -301,7 +345,8 @@ function buildCanceller(
   return new UnpaidOrderCanceller(orders, store, {
     paymentWindowSeconds: settings.paymentWindowSeconds,
     intervalMs: Math.min(30_000, Math.max(1_000, (settings.paymentWindowSeconds * 1000) / 4)),
-    releaseQueue: { queue: unpaidQueue, cancellations: new UnpaidCancellations(db), pollMs: settings.releasePollMs },
+    cancellations: new UnpaidCancellations(db),
+    releaseQueue: { queue: unpaidQueue, pollMs: settings.releasePollMs },
     log,
     onCancelled: (order, latenessMs, by) => {
       metrics.releaseLateness.observe({ by }, Math.max(0, latenessMs) / 1000);

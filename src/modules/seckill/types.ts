@@ -4,7 +4,7 @@ import type { VoucherOrderTable, VoucherTable } from '../../infra/schema.js';
 /*
  * Every shape of an order, in the order of its life: asked for (OrderRequest), decided in Redis
  * (ReserveResult), queued (QueuedOrder, UserQueuedOrder), carried by the stream (OrderEntry),
- * written (NewOrder, OrderRow, UserOrderRow), due for cancellation (DueOrder), changed
+ * written (NewOrder, OrderRow, UserOrderRow), due for cancellation (DueOrder, ClaimedOrder), changed
  * (OrderChange) and shown (OrderView, OrderListItem).
  */
 
@@ -90,10 +90,14 @@ export type OrderRow = Selectable<VoucherOrderTable>;
 export type UserOrderRow = Pick<OrderRow, 'id' | 'voucher_id' | 'status' | 'create_time' | 'pay_time'> &
   Pick<Selectable<VoucherTable>, 'title' | 'shop_id' | 'pay_value'>;
 
-/** An order of the release queue, as claimed: who bought what, and when its payment window ended (Redis clock). */
+/** An order whose payment window ends at `dueMs` (acceptance + window): who bought what, and when it is due. */
 export interface DueOrder extends QueuedOrder {
-  member: string;
   dueMs: number;
+}
+
+/** An order of the Redis release queue as claimed: its sorted set member with it. */
+export interface ClaimedOrder extends DueOrder {
+  member: string;
 }
 
 /** One order's new state, as published to its owner's channel. */

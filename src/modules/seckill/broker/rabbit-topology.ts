@@ -1,6 +1,6 @@
 import type { AsyncMessage, Cmd, Envelope, MethodParams } from 'rabbitmq-client';
 import { parseOrder } from '../writer/order-stream.js';
-import type { OrderEntry } from '../types.js';
+import type { DueOrder, OrderEntry } from '../types.js';
 
 /**
  * The sale's RabbitMQ objects, declared by whoever uses them first (the relay's publisher and the
@@ -82,4 +82,69 @@ export function decodeOrderMessage(message: Pick<AsyncMessage, 'body'>): (OrderE
   if (typeof entryId !== 'string' || !Array.isArray(fields) || !fields.every((field) => typeof field === 'string')) return null;
   const order = parseOrder(entryId, fields);
   return order === null ? null : { id: entryId, order, fields };
+}
+
+/**
+ * The payment deadlines of SECKILL_QUEUE=rabbitmq (unpaid-delays.ts, release-consumer.ts):
+ *
+ *   seckill.unpaid.delay     quorum queue without consumers: each written order waits here until its
+ *                            payment window ends (per-message `expiration`), then is dead-lettered,
+ *                            at least once (needs x-overflow reject-publish), to
+ *   seckill.unpaid.due       fanout exchange of the orders now due (an order published after its due
+ *                            time goes here at once), bound to
+ *   seckill.unpaid.release   quorum queue consumed by every canceller: a conditional cancel per order
+ */
+export const DELAY_QUEUE = 'seckill.unpaid.delay';
+export const DUE_EXCHANGE = 'seckill.unpaid.due';
+export const RELEASE_QUEUE = 'seckill.unpaid.release';
+
+/** The declarations of the delay publisher and the release queue's consumers. */
+export function unpaidTopology() {
+  const delayQueue: QueueDeclaration = {
+    queue: DELAY_QUEUE,
+    durable: true,
+    arguments: {
+      'x-queue-type': 'quorum',
+      'x-dead-letter-exchange': DUE_EXCHANGE,
+      // An expired order stays in the delay queue until the release queue confirmed it: a node lost in between loses no deadline.
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-overflow': 'reject-publish',
+    },
+  };
+  const releaseQueue: QueueDeclaration = { queue: RELEASE_QUEUE, durable: true, arguments: { 'x-queue-type': 'quorum' } };
+  return {
+    delayQueue,
+    releaseQueue,
+    exchanges: [{ exchange: DUE_EXCHANGE, type: 'fanout' as const, durable: true }],
+    queues: [delayQueue, releaseQueue],
+    queueBindings: [{ queue: RELEASE_QUEUE, exchange: DUE_EXCHANGE, routingKey: '' }],
+  };
+}
+
+export type UnpaidTopology = ReturnType<typeof unpaidTopology>;
+
+/** The body of a payment deadline: the order, its acceptance (Redis time, ms) and its due time (acceptance + window). */
+type DueMessage = DueOrder & { acceptedMs: number };
+
+/**
+ * A written order's deadline as a persistent message: to the delay queue, expiring at its due time,
+ * or, when that time has passed (an order written late, after an outage), to the due exchange at once.
+ */
+export function dueMessage(order: DueMessage, nowMs: number): { envelope: Envelope; body: DueMessage } {
+  const waitMs = Math.ceil(order.dueMs - nowMs);
+  const common = { durable: true, mandatory: true, messageId: order.orderId, contentType: 'application/json' };
+  const envelope: Envelope =
+    waitMs > 0 ? { ...common, routingKey: DELAY_QUEUE, expiration: String(waitMs) } : { ...common, exchange: DUE_EXCHANGE, routingKey: '' };
+  return { envelope, body: order };
+}
+
+/** The due order a release message carries, or null when its body is none. */
+export function decodeDueMessage(message: Pick<AsyncMessage, 'body'>): DueOrder | null {
+  const body = message.body as Partial<DueMessage> | null;
+  if (body === null || typeof body !== 'object') return null;
+  const { orderId, userId, voucherId, slot, dueMs } = body;
+  const ids = [orderId, userId, voucherId];
+  if (!ids.every((id) => typeof id === 'string' && /^\d+$/.test(id))) return null;
+  if (!Number.isInteger(slot) || (slot as number) < 1 || !Number.isFinite(dueMs)) return null;
+  return { orderId: orderId!, userId: userId!, voucherId: voucherId!, slot: slot!, dueMs: dueMs! };
 }

@@ -5,19 +5,24 @@ import type { UnpaidQueue } from './unpaid-queue.js';
 import type { DueOrder, QueuedOrder } from '../types.js';
 import type { UnpaidCancellations } from './unpaid-cancellations.js';
 
+/** What found an order due: the Redis release queue, RabbitMQ's release queue (SECKILL_QUEUE=rabbitmq) or the sweep. */
+export type FoundBy = 'queue' | 'rabbitmq' | 'sweep';
+
 export interface CancellerOptions {
   paymentWindowSeconds: number;
   /** Period of the sweep, the safety net (orders whose schedule was lost, Redis having failed). */
   intervalMs: number;
   batchSize?: number;
-  /** The release queue, polled every `pollMs` (~150 ms): orders are cancelled on time, not at the next sweep. */
-  releaseQueue?: { queue: UnpaidQueue; cancellations: UnpaidCancellations; pollMs: number };
+  /** Cancels the due orders a queue hands over, many per transaction. */
+  cancellations: UnpaidCancellations;
+  /** The Redis release queue, polled every `pollMs` (~150 ms): orders are cancelled on time, not at the next sweep. */
+  releaseQueue?: { queue: UnpaidQueue; pollMs: number };
   log: Log;
   /**
    * Told of every order this instance cancelled (order-events.ts, the lateness metric): how long
-   * after its due time, and whether the queue or the sweep found it.
+   * after its due time, and what found it.
    */
-  onCancelled?: (order: { orderId: string; userId: string; voucherId: string }, latenessMs: number, by: 'queue' | 'sweep') => void;
+  onCancelled?: (order: { orderId: string; userId: string; voucherId: string }, latenessMs: number, by: FoundBy) => void;
 }
 
 /**
@@ -28,9 +33,10 @@ export interface CancellerOptions {
  * 2. Redis: release.lua (stock + 1, buyer mark removed) guarded by a per-order marker, then
  *    `stock_released = 1`. A crash between 1 and 2 is finished by the next sweep of step 2.
  *
- * Two ways find the orders: the release queue (unpaid-queue.ts), polled every ~150 ms, whose
- * claim script hands each due order to one instance; and the periodic sweep of MySQL, which
- * catches what the queue lacks.
+ * Three ways find the orders: the Redis release queue (unpaid-queue.ts), polled every ~150 ms,
+ * whose claim script hands each due order to one instance; with SECKILL_QUEUE=rabbitmq, RabbitMQ's
+ * release queue, whose consumer (broker/release-consumer.ts) hands its orders to `cancelDue`; and
+ * the periodic sweep of MySQL, which catches what the queues lack.
  */
 export class UnpaidOrderCanceller {
   private timer: NodeJS.Timeout | undefined;
@@ -121,7 +127,7 @@ export class UnpaidOrderCanceller {
         for (;;) {
           const claimed = await releaseQueue.queue.claim(shard, limit);
           if (claimed.length > 0) {
-            cancelled += await this.cancelDue(claimed, releaseQueue.cancellations);
+            cancelled += await this.cancelDue(claimed, 'queue');
             await releaseQueue.queue.done(
               shard,
               claimed.map((order) => order.member),
@@ -134,9 +140,15 @@ export class UnpaidOrderCanceller {
     return counts.reduce((sum, count) => sum + count, 0);
   }
 
-  /** One claimed batch: cancelled in MySQL in one transaction, then each unit given back in Redis. */
-  private async cancelDue(claimed: DueOrder[], cancellations: UnpaidCancellations): Promise<number> {
-    const byId = new Map(claimed.map((order) => [order.orderId, order]));
+  /**
+   * Due orders a queue handed over: those still unpaid are cancelled in MySQL in one transaction,
+   * then each unit is given back in Redis (release.lua, once per order); returns how many this call
+   * cancelled. Paid or already cancelled orders are left as they are. Throws when MySQL fails (the
+   * caller keeps the orders and tries again; a second call is a no-op for what the first did).
+   */
+  async cancelDue(due: readonly DueOrder[], by: Exclude<FoundBy, 'sweep'>): Promise<number> {
+    const { cancellations } = this.options;
+    const byId = new Map(due.map((order) => [order.orderId, order]));
     const cancelled = (await cancellations.cancelMany([...byId.keys()])).map(({ orderId }) => byId.get(orderId)!);
     const released = await Promise.all(
       cancelled.map((order) =>
@@ -147,7 +159,7 @@ export class UnpaidOrderCanceller {
       ),
     );
     await cancellations.markReleased(released.filter((orderId) => orderId !== undefined));
-    for (const order of cancelled) this.options.onCancelled?.(order, Date.now() - order.dueMs, 'queue');
+    for (const order of cancelled) this.options.onCancelled?.(order, Date.now() - order.dueMs, by);
     return cancelled.length;
   }
 

@@ -1,7 +1,7 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import { defineScripts, readLua, type Scripts } from '../../../lib/redis-scripts/index.js';
 import { unpaidDueKey, type SaleKeys } from '../keys.js';
-import type { DueOrder, NewOrder } from '../types.js';
+import type { ClaimedOrder, NewOrder } from '../types.js';
 
 interface ReleaseScripts {
   /** Orders newly scheduled; per order its acceptance time (ms, or '') and its member. */
@@ -15,7 +15,8 @@ const lua = (name: string): string => readLua(import.meta.url, `lua/${name}.lua`
 /**
  * The release queue: orders written to MySQL, by the end of their payment window, one sorted set
  * per shard (`{seckill:N}:unpaid-due`, see keys.ts). Written when an order reaches MySQL (see
- * `DueTrackedOrders`), claimed by every instance's canceller a few times a second.
+ * `DueTrackedOrders`; with SECKILL_QUEUE=rabbitmq only when the broker does not confirm the
+ * order's deadline, broker/unpaid-delays.ts), claimed by every instance's canceller a few times a second.
  */
 export class UnpaidQueue {
   private readonly scripts: Scripts<ReleaseScripts>;
@@ -45,9 +46,9 @@ export class UnpaidQueue {
   }
 
   /** Takes up to `limit` due orders of the shard for this instance, for `leaseMs`. */
-  async claim(shard: number, limit: number): Promise<DueOrder[]> {
+  async claim(shard: number, limit: number): Promise<ClaimedOrder[]> {
     const reply = await this.scripts.claimUnpaid(unpaidDueKey(shard), limit, this.leaseMs);
-    const claimed: DueOrder[] = [];
+    const claimed: ClaimedOrder[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
       const member = reply[i]!;
       const [orderId = '', userId = '', voucherId = '', slot = '1'] = member.split(':');

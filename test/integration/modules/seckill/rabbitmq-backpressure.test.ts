@@ -39,6 +39,7 @@ beforeAll(async () => {
     orders: seckill.orders,
     log,
     consumer: 'relay',
+    cancelDue: (due) => seckill.canceller.cancelDue(due, 'rabbitmq'),
     onPublished: (outcome) => outcomes.push(outcome),
   });
 });

@@ -138,6 +138,7 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
       orders: placer.orders,
       log,
       consumer: 'crashy',
+      cancelDue: (due) => placer.canceller.cancelDue(due, 'rabbitmq'),
     });
     const shard = placer.keys.shardOf(voucherId);
     await placer.stream.ensureGroup(shard);

@@ -6,7 +6,7 @@ import { buildSeckill, type Seckill } from '../../../../src/modules/seckill/inde
 import { unpaidDueKey } from '../../../../src/modules/seckill/keys.js';
 import { UnpaidQueue } from '../../../../src/modules/seckill/unpaid/unpaid-queue.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { insertSeckillVoucher, mysqlOrders, mysqlStock, releaseLateness as lateness } from '../../../support/seckill.js';
 
 /** The payment window of this file: long enough to place and write every order before the first is due. */
 const WINDOW_SECONDS = 3;
@@ -56,14 +56,6 @@ async function dueTimes(instance: Seckill, voucherId: string): Promise<Map<strin
   const due = new Map<string, number>();
   for (let i = 0; i < flat.length; i += 2) due.set(flat[i]!.split(':')[0]!, Number(flat[i + 1]));
   return due;
-}
-
-async function lateness(metrics: Metrics, by: 'queue' | 'sweep'): Promise<{ count: number; withinOneSecond: number }> {
-  const values = (await metrics.releaseLateness.get()).values.filter((value) => value.labels.by === by);
-  const count = values.find((value) => value.metricName === 'seckill_release_lateness_seconds_count')?.value ?? 0;
-  const withinOneSecond =
-    values.find((value) => value.metricName === 'seckill_release_lateness_seconds_bucket' && (value.labels as Record<string, unknown>).le === 1)?.value ?? 0;
-  return { count, withinOneSecond };
 }
 
 describe('the release queue', () => {
