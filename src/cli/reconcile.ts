@@ -77,7 +77,7 @@ if (typeof options === 'string') {
     config = loadConfig();
     db = await openDb(config, 2);
     redis = await openRedis(config);
-    const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards));
+    const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards, config.seckill.maxBuckets > 1));
     const report = await reconcileSeckill(
       { db, store },
       {

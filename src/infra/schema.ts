@@ -131,6 +131,8 @@ export interface SeckillVoucherTable {
   purchase_gate: Defaulted<string>;
   /** A captcha sale's cost, ALTCHA maxNumber (migration 0010, src/modules/seckill/gate/captcha-challenges.ts). */
   captcha_max_number: Defaulted<number>;
+  /** Redis buckets the stock is sold from, 1..8 (migration 0011, docs/flows/seckill-buckets.md). */
+  buckets: Defaulted<number>;
   create_time: CreateTime;
   update_time: UpdateTime;
 }

@@ -285,6 +285,17 @@ export const SETTINGS = {
       max: 1024,
       doc: 'order streams (`{seckill:N}` hash tags); fixed for a deployment',
     }),
+    /**
+     * Most buckets an administrator may sell one voucher from (docs/flows/seckill-buckets.md). Above 1,
+     * the deployment has 8 bucket lanes (8 more order streams); 1 turns buckets off and adds none.
+     */
+    maxBuckets: int({
+      env: 'SECKILL_MAX_BUCKETS',
+      default: 8,
+      min: 1,
+      max: 8,
+      doc: "most buckets one voucher's stock may be split over (`buckets` of a seckill voucher); above 1 adds 8 bucket-lane order streams",
+    }),
     workerEnabled: bool({ env: 'SECKILL_WORKER', default: true, doc: 'run the order worker and canceller inside the app instance' }),
     consumer: str({ env: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', doc: 'consumer name; keep stable across restarts' }),
     workerBatchSize: int({ env: 'SECKILL_WORKER_BATCH', default: 100, min: 1, max: 10_000, doc: 'entries per XREADGROUP' }),

@@ -9,6 +9,7 @@ import * as limitPerUser from './0007_limit_per_user.js';
 import * as purchaseGate from './0008_purchase_gate.js';
 import * as orderAcceptTime from './0009_order_accept_time.js';
 import * as captchaCost from './0010_captcha_cost.js';
+import * as buckets from './0011_buckets.js';
 
 /**
  * Migrations in order. Listed statically (not read from the directory) so they work the same
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008_purchase_gate': purchaseGate,
   '0009_order_accept_time': orderAcceptTime,
   '0010_captcha_cost': captchaCost,
+  '0011_buckets': buckets,
 };
 
 export const migrationProvider: MigrationProvider = {

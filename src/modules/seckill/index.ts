@@ -96,6 +96,8 @@ export interface SeckillDeps {
 
 export type Seckill = ReturnType<typeof buildSeckill>;
 
+/** How often the jobs sweep the bucket transfers left pending (each is the sweep's TRANSFER_SWEEP_AFTER_MS after its take). */
+const TRANSFER_SWEEP_EVERY_MS = 5_000;
 /** At most this many open sales in `seckill_stock_left` (the ones ending soonest): a bounded series count. */
 const STOCK_GAUGE_VOUCHERS = 50;
 /** A captcha challenge unanswered this long expires (longer than altcha-lib's 90 s solver timeout, which the highest cost is set within). */
@@ -110,9 +112,14 @@ export function buildSeckill(deps: SeckillDeps) {
   const { config, redis, db, log } = deps;
   const metrics = deps.metrics ?? createMetrics();
   const settings = config.seckill;
-  const keys = new SaleKeys(settings.streamShards);
+  const keys = new SaleKeys(settings.streamShards, settings.maxBuckets > 1);
   const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
-  const soldOut = new SoldOutMemory(redis, keys, (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'));
+  const soldOut = new SoldOutMemory(
+    redis,
+    keys,
+    (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'),
+    (voucherId) => store.routedBuckets(voucherId),
+  );
   const store = new SaleStore(redis, keys, {
     replicaAcks: { acks: settings.replicaAcks, timeoutMs: settings.replicaTimeoutMs, onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks) },
     // A voucher Redis does not know is published from MySQL on its first order.
@@ -200,6 +207,8 @@ export function buildSeckill(deps: SeckillDeps) {
       worker.start();
     }
     canceller.start();
+    // Transfers whose refill died between its steps: their units back where they belong (transfers.ts).
+    store.transfers.startSweeping(TRANSFER_SWEEP_EVERY_MS, (err: unknown) => log.warn({ err }, 'could not sweep the bucket transfers'));
   };
 
   return {
@@ -356,14 +365,19 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sto
     onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
     ...(deps.near ? { reader: deps.near } : {}),
   });
-  const voucherService = new VoucherService(vouchers, store, {
-    caches,
-    reader: deps.near ?? new PassThroughReader(redis),
-    ttlMs: config.seckill.listCacheTtlSeconds * 1000,
-    nullTtlMs: config.cache.nullTtlSeconds * 1000,
-    jitterPercent: config.cache.ttlJitterPercent,
-    waitMs: config.cache.rebuildWaitMs,
-  });
+  const voucherService = new VoucherService(
+    vouchers,
+    store,
+    {
+      caches,
+      reader: deps.near ?? new PassThroughReader(redis),
+      ttlMs: config.seckill.listCacheTtlSeconds * 1000,
+      nullTtlMs: config.cache.nullTtlSeconds * 1000,
+      jitterPercent: config.cache.ttlJitterPercent,
+      waitMs: config.cache.rebuildWaitMs,
+    },
+    config.seckill.maxBuckets,
+  );
   return { voucherService, caches };
 }
 

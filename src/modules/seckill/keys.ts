@@ -1,3 +1,5 @@
+import calculateSlot from 'cluster-key-slot';
+
 /**
  * Every Redis key of the sale, in one place: the docs link here (read with the Lua headers in each
  * room's lua/).
@@ -22,6 +24,18 @@
  *   {seckill:N}:idem:{userId}:{key}   string orderId: the order an Idempotency-Key was accepted as (1 day)
  *   {seckill:N}:in-flight             sorted set orderId -> reserve time (ms): sync orders whose request writes MySQL
  *   {seckill:N}:released:{orderId}    string marker: this order's unit was given back (7 days)
+ *
+ * A voucher sold from B > 1 buckets (docs/flows/seckill-buckets.md): its shard's voucher hash holds only
+ * {buckets, begin, end} (its layout), and each bucket b lives in a bucket lane L = ⌊(b + ½)·8/B⌋, a
+ * shard of its own after the N ones (its tag {seckill:laneL.salt}, placed below; the same stream, dead
+ * letters, queued, queued-by-user, in-flight, idem and released keys as a shard, under the lane's tag):
+ *   {lane}:voucher:{voucherId}:b{b}of{B}       hash as the voucher hash above, plus pending: units its
+ *                                              refills took and have not settled
+ *   {lane}:buyer-slots:{voucherId}:b{b}of{B}   hash userId -> slot mask, of the users homing to bucket b
+ *   {lane}:transfers                           hash transferId -> "voucherId:from:of:to:units:takenMs": refills
+ *                                              taken from this lane's buckets, not yet settled (the sweep's)
+ *   {lane}:transfer-in:{transferId}            string "given" or "returned": the transfer's outcome in its
+ *                                              recipient (7 days)
  *
  * Keys the building blocks derive from names the sale gives them (see those libraries):
  *   icr:order:{yyyyMMdd}              order id sequence (src/lib/id, prefix ORDER_ID_PREFIX)
@@ -104,11 +118,59 @@ export interface VoucherKeys extends ShardKeys {
   buyers: string;
 }
 
+/**
+ * Bucket lanes: a voucher sold from B > 1 buckets (issue 30) keeps each bucket's stock, buyers and
+ * orders under a lane's hash tag, one of BUCKET_LANES tags whose Cluster hash slots sit near the
+ * centres of the eighths of the slot space (lane k: slot 1024 + 2048k, within ±LANE_SLOT_SPREAD).
+ * Bucket b of B uses lane ⌊(b + ½)·8/B⌋: B points spread evenly over the slot space. A Cluster made
+ * by `redis-cli --cluster create` gives its M masters equal contiguous ranges, and for every
+ * B ≤ M ≤ 8 but one those lanes fall in B different ranges (B = 6 on 7 masters: 5;
+ * test/unit/modules/seckill/bucket-lanes.test.ts checks each pair), so B buckets land on B masters, with no topology read at run time: the layout
+ * stays a pure function of (voucher, B), which a resharding cannot change under a running sale.
+ * The lanes are shared by every bucketed voucher (8 more order streams per deployment, not 8 per
+ * voucher), and are numbered as shards after the `shards` ones, so every loop over
+ * `allShards()` (the worker, the relay, a user's queued orders) reads them too.
+ */
+export const BUCKET_LANES = 8;
+/** A voucher's buckets: 1 (today's layout) up to BUCKET_LANES. */
+export const MAX_BUCKETS = BUCKET_LANES;
+const SLOTS = 16_384;
+const LANE_SLOT_SPREAD = 128;
+
+/** The lane tags, found once: the first salt whose tag's slot is within LANE_SLOT_SPREAD of its eighth's centre. */
+const LANE_TAGS: readonly string[] = Array.from({ length: BUCKET_LANES }, (_, lane) => {
+  const centre = ((2 * lane + 1) * SLOTS) / (2 * BUCKET_LANES);
+  for (let salt = 0; ; salt += 1) {
+    const body = `seckill:lane${lane}.${salt}`;
+    if (Math.abs(calculateSlot(body) - centre) <= LANE_SLOT_SPREAD) return `{${body}}`;
+  }
+});
+
+/** The lane (0..BUCKET_LANES-1) of bucket `bucket` of `buckets`. */
+export const laneOf = (bucket: number, buckets: number): number => Math.floor(((bucket + 0.5) * BUCKET_LANES) / buckets);
+
+/** A bucket of a voucher sold from `of` buckets. */
+export interface BucketRef {
+  index: number;
+  of: number;
+}
+
+/**
+ * A user's home bucket among `buckets`: FNV-1a of the user id, mod buckets. Every order of a user
+ * for a voucher goes there, so the per-user limit and the Idempotency-Key stay one-slot checks,
+ * and an unpaid order's unit goes back to the bucket that sold it.
+ */
+export function homeBucket(userId: string, buckets: number): number {
+  if (buckets <= 1) return 0;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < userId.length; i += 1) hash = Math.imul(hash ^ userId.charCodeAt(i), 0x01000193) >>> 0;
+  return hash % buckets;
+}
+
 /** Up to 15 digits: a safe integer, so Number's remainder is exact (and far cheaper than BigInt's). */
 const SAFE_DIGITS = /^\d{1,15}$/;
 
-function shardKeysOf(shard: number): ShardKeys {
-  const tag = shardTag(shard);
+function shardKeysOf(shard: number, tag = shardTag(shard)): ShardKeys {
   return {
     tag,
     stream: `${tag}:orders`,
@@ -127,17 +189,64 @@ export class SaleKeys {
   /** Built once: every order asks for its shard's keys. */
   private readonly shardKeys: readonly ShardKeys[];
 
-  constructor(readonly shards: number) {
-    this.shardKeys = Array.from({ length: shards }, (_, shard) => Object.freeze(shardKeysOf(shard)));
+  /** Shards plus, when buckets are on, the BUCKET_LANES lanes (numbered shards .. shards+7). */
+  private readonly streams: number;
+
+  /** `bucketLanes` false: no voucher may have more than one bucket (SECKILL_MAX_BUCKETS = 1), no lane streams. */
+  constructor(
+    readonly shards: number,
+    readonly bucketLanes = true,
+  ) {
+    this.streams = shards + (bucketLanes ? BUCKET_LANES : 0);
+    this.shardKeys = Array.from({ length: this.streams }, (_, shard) =>
+      Object.freeze(shard < shards ? shardKeysOf(shard) : shardKeysOf(shard, LANE_TAGS[shard - shards])),
+    );
+  }
+
+  /** The shard number of a bucket's lane (its stream and queued orders). */
+  laneShard(bucket: BucketRef): number {
+    if (!this.bucketLanes) throw new Error('buckets are off in this deployment (SECKILL_MAX_BUCKETS = 1)');
+    return this.shards + laneOf(bucket.index, bucket.of);
+  }
+
+  /**
+   * One bucket's keys: its hash and buyers under the lane's tag, named with B as well as b, so an
+   * instance still routing by an older B (changed before the sale began) finds no hash and reads
+   * the layout again, rather than deciding in a bucket of another layout.
+   */
+  bucket(voucherId: string, bucket: BucketRef): VoucherKeys {
+    const shardKeys = this.shard(this.laneShard(bucket));
+    const name = `${voucherId}:b${bucket.index}of${bucket.of}`;
+    return { ...shardKeys, voucher: `${shardKeys.tag}:voucher:${name}`, buyers: `${shardKeys.tag}:buyer-slots:${name}` };
+  }
+
+  /** The keys an order is decided in: its voucher's shard, or its bucket's lane. */
+  saleOf(voucherId: string, bucket?: BucketRef): VoucherKeys {
+    return bucket ? this.bucket(voucherId, bucket) : this.voucher(voucherId);
+  }
+
+  /** The lane's refills under way: transferId -> "voucherId:from:of:to:units:takenMs" (take.lua, transfer-end.lua). */
+  transfers(laneShard: number): string {
+    return `${this.shard(laneShard).tag}:transfers`;
+  }
+
+  /** The lanes' shard numbers (none when buckets are off). */
+  laneShards(): number[] {
+    return this.allShards().slice(this.shards);
+  }
+
+  /** A transfer's outcome in its recipient bucket's lane: "given" or "returned", set once (transfer-in.lua). */
+  transferMarker(recipient: BucketRef, transferId: string): string {
+    return `${this.shard(this.laneShard(recipient)).tag}:transfer-in:${transferId}`;
   }
 
   shardOf(voucherId: string): number {
     return SAFE_DIGITS.test(voucherId) ? Number(voucherId) % this.shards : Number(BigInt(voucherId) % BigInt(this.shards));
   }
 
-  /** 0 .. shards-1. */
+  /** Every order stream: the shards 0 .. shards-1, then the bucket lanes (when on). */
   allShards(): number[] {
-    return Array.from({ length: this.shards }, (_, shard) => shard);
+    return Array.from({ length: this.streams }, (_, shard) => shard);
   }
 
   shard(shard: number): ShardKeys {
@@ -149,9 +258,9 @@ export class SaleKeys {
     return { ...shardKeys, voucher: `${shardKeys.tag}:voucher:${voucherId}`, buyers: `${shardKeys.tag}:buyer-slots:${voucherId}` };
   }
 
-  /** The order id an Idempotency-Key was accepted as, in the voucher's shard. */
-  idempotentOrder(voucherId: string, userId: string, key: string): string {
-    return `${this.shard(this.shardOf(voucherId)).tag}:idem:${userId}:${key}`;
+  /** The order id an Idempotency-Key was accepted as, in the voucher's shard (or the user's home bucket's lane). */
+  idempotentOrder(voucherId: string, userId: string, key: string, bucket?: BucketRef): string {
+    return `${this.saleOf(voucherId, bucket).tag}:idem:${userId}:${key}`;
   }
 
   /** The voucher an Idempotency-Key is bound to: per user, any shard (written before reserve.lua). */
@@ -160,8 +269,8 @@ export class SaleKeys {
   }
 
   /** The marker release.lua sets when an order's unit is given back. */
-  releaseMarker(order: { orderId: string; voucherId: string }): string {
-    return `${this.shard(this.shardOf(order.voucherId)).tag}:released:${order.orderId}`;
+  releaseMarker(order: { orderId: string; voucherId: string }, bucket?: BucketRef): string {
+    return `${this.saleOf(order.voucherId, bucket).tag}:released:${order.orderId}`;
   }
 }
 

@@ -124,6 +124,28 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     en: 'You have {streams} order streams open already: close one first',
     zh: '你已打开 {streams} 个订单状态推送，请先关闭一个',
   },
+  bucketsRange: { en: 'body.buckets must be a whole number from 1 to {max}', zh: 'body.buckets 应为 1 到 {max} 的整数' },
+  bucketsRefilling: {
+    en: "This sale's units are moving between its buckets; retry in a moment",
+    zh: '该秒杀的库存正在各分桶之间调配，请稍后重试',
+  },
+  notWithBuckets: {
+    en: 'Not supported yet for a sale sold from {buckets} buckets: {what} (docs/flows/seckill-buckets.md)',
+    zh: '分 {buckets} 个桶销售的秒杀暂不支持：{what}（docs/flows/seckill-buckets.md）',
+  },
+  bucketsFixed: {
+    en: 'body.buckets can change only until {until} (10 s before the sale begins); the sale begins at {begin}',
+    zh: 'body.buckets 只能在 {until}（开售前 10 秒）之前修改；开售时间 {begin}',
+  },
+  bucketsAfterSales: {
+    en: 'body.buckets: units of this sale are sold or queued; its buckets stay as they are',
+    zh: 'body.buckets：该秒杀已有售出或排队中的订单，分桶不能再改',
+  },
+  bucketsAlone: { en: 'body.buckets is changed alone: send the other settings in another request', zh: 'body.buckets 需单独修改：其他设置请另行提交' },
+  bucketsOff: {
+    en: 'body.buckets: this deployment sells each voucher from at most {most} bucket(s) (SECKILL_MAX_BUCKETS)',
+    zh: 'body.buckets：本部署每张券最多分 {most} 个桶销售（SECKILL_MAX_BUCKETS）',
+  },
   orderEventsUnavailable: { en: 'Order events are unavailable right now: poll the order instead', zh: '订单状态推送暂不可用，请改为查询订单' },
 });
 

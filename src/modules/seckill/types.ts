@@ -41,6 +41,8 @@ export interface SaleState {
   suspended?: boolean;
   /** Live orders one user may hold (absent: 1). */
   limitPerUser?: number;
+  /** Buckets the stock is sold from (absent: 1, one hash in the voucher's shard; docs/flows/seckill-buckets.md). */
+  buckets?: number;
 }
 
 /** What reserve.lua decided for one order. */

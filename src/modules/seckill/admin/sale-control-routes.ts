@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdParams, Instant } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { CaptchaMaxNumber, LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
+import { Buckets, CaptchaMaxNumber, LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -27,7 +27,7 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
       schema: {
         ...ADMIN_ONLY,
         summary:
-          "Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha), captchaMaxNumber = the captcha's cost (from the next challenge)",
+          "Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha), captchaMaxNumber = the captcha's cost (from the next challenge), buckets = Redis buckets the stock is sold from (alone, until 10 s before the sale begins; a sale of more than one bucket takes no other change yet: 409)",
         params: IdParams,
         body: Type.Object(
           {
@@ -37,6 +37,7 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
             limitPerUser: Type.Optional(LimitPerUser),
             purchaseGate: Type.Optional(PurchaseGateMode),
             captchaMaxNumber: Type.Optional(CaptchaMaxNumber),
+            buckets: Type.Optional(Buckets),
           },
           { minProperties: 1, additionalProperties: NoOtherSetting, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
         ),

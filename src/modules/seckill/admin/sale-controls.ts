@@ -35,6 +35,8 @@ export interface SaleSettings {
   purchaseGate: GateMode;
   /** The captcha's cost (captcha-challenges.ts), used while the gate is `captcha`. Absent from audit rows written before migration 0010. */
   captchaMaxNumber: number;
+  /** Redis buckets the stock is sold from (docs/flows/seckill-buckets.md). Absent from audit rows written before migration 0011. */
+  buckets: number;
 }
 
 export interface SaleControlResult extends SaleSettings {
@@ -52,7 +54,16 @@ export interface SaleChange {
   limitPerUser?: number;
   purchaseGate?: GateMode;
   captchaMaxNumber?: number;
+  /** Changed alone, until BUCKETS_FIXED_BEFORE_BEGIN_MS before the sale begins. */
+  buckets?: number;
 }
+
+/**
+ * The buckets of a sale change only until this long before it begins: the change rewrites the
+ * sale's Redis keys (seckill-buckets.md), which must be done before any order can be accepted, and
+ * an instance routing by the older B finds no hash and reads the layout again.
+ */
+export const BUCKETS_FIXED_BEFORE_BEGIN_MS = 10_000;
 
 /** The settings of the purchase gate a change sets (MySQL alone: every instance reads them from there). */
 type GateChange = Pick<SaleChange, 'purchaseGate' | 'captchaMaxNumber'>;
@@ -98,6 +109,10 @@ export class SaleControls {
    * endTime not in the future ends the sale now (one not begun yet ends without opening).
    */
   update(voucherId: string, adminId: string, change: SaleChange): Promise<SaleControlResult> {
+    if (change.buckets !== undefined) {
+      if (Object.keys(change).length > 1) throw badRequest(SECKILL_MESSAGES.bucketsAlone());
+      return this.rebucket(voucherId, adminId, change.buckets);
+    }
     const plan = (row: Row): SaleControl => {
       const { begin, end } = plannedWindow(row, change, Date.now());
       const control: SaleControl = {};
@@ -124,6 +139,58 @@ export class SaleControls {
     }));
   }
 
+  /**
+   * Sells the sale from `buckets` buckets from now on: MySQL first (with its audit row), then Redis
+   * (the keys of the layout Redis holds removed, the new layout published from MySQL's row). Only
+   * until BUCKETS_FIXED_BEFORE_BEGIN_MS before the sale begins, and only while nothing is sold or
+   * queued (a sale moved to a later begin keeps its buckets). A retry after a failure between
+   * the writes finds MySQL done and redoes Redis.
+   */
+  private async rebucket(voucherId: string, adminId: string, buckets: number): Promise<SaleControlResult> {
+    if (buckets > 1 && !this.store.keys.bucketLanes) throw badRequest(SECKILL_MESSAGES.bucketsOff({ most: 1 }));
+    const result = await withSaleLock(this.db, voucherId, async (conn) => {
+      const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
+      if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
+      const until = row.begin_time.getTime() - BUCKETS_FIXED_BEFORE_BEGIN_MS;
+      if (Date.now() >= until) {
+        throw new HttpError(409, SECKILL_MESSAGES.bucketsFixed({ until: new Date(until).toISOString(), begin: row.begin_time.toISOString() }));
+      }
+      const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
+      const inRedis = await this.store.bucketsOf(voucherId);
+      const redisStock = await this.store.stockOf(voucherId);
+      if (row.stock !== total || (redisStock !== null && redisStock !== total)) throw new HttpError(409, SECKILL_MESSAGES.bucketsAfterSales());
+      const before = settingsOf(row, total);
+      const after: SaleSettings = { ...before, buckets };
+      const changed = before.buckets !== buckets;
+      if (changed) {
+        await conn.transaction().execute(async (trx) => {
+          await trx.updateTable('tb_seckill_voucher').set({ buckets }).where('voucher_id', '=', voucherId).execute();
+          await trx
+            .insertInto('tb_seckill_audit')
+            .values({ voucher_id: voucherId, admin_id: adminId, action: 'update', before_state: JSON.stringify(before), after_state: JSON.stringify(after) })
+            .execute();
+        });
+      }
+      if (inRedis !== buckets || redisStock === null) {
+        await this.store.unpublish(voucherId, inRedis);
+        await this.store.publish({
+          voucherId,
+          stock: row.stock,
+          begin: row.begin_time,
+          end: row.end_time,
+          total,
+          suspended: row.paused === 1,
+          limitPerUser: row.limit_per_user,
+          buckets,
+        });
+      }
+      return { voucherId, ...after, left: row.stock, changed };
+    });
+    if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
+    await this.onApplied(voucherId, result.changed);
+    return result;
+  }
+
   private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl, gate: GateChange = {}): Promise<SaleControlResult> {
     const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan, gate));
     if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
@@ -143,6 +210,10 @@ export class SaleControls {
     if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
     const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
     const control = plan(row);
+    // Pause, resume, stock, window and limit are written into the buckets by none of the scripts yet: refused, never half applied.
+    if (row.buckets > 1 && Object.keys(control).length > 0) {
+      throw new HttpError(409, SECKILL_MESSAGES.notWithBuckets({ buckets: row.buckets, what: 'pause, resume, stock, window or limit changes' }));
+    }
     const before = settingsOf(row, total);
     const after: SaleSettings = {
       stock: control.total ?? before.stock,
@@ -152,6 +223,7 @@ export class SaleControls {
       limitPerUser: control.limitPerUser ?? before.limitPerUser,
       purchaseGate: gate.purchaseGate ?? before.purchaseGate,
       captchaMaxNumber: gate.captchaMaxNumber ?? before.captchaMaxNumber,
+      buckets: before.buckets,
     };
     // Redis learns MySQL's total (if it lacks one) before MySQL changes: a retry then finds it.
     const initial = await this.store.control(voucherId, total, {});
@@ -267,6 +339,7 @@ function settingsOf(row: Row, total: number): SaleSettings {
     limitPerUser: row.limit_per_user,
     purchaseGate: toGateMode(row.purchase_gate),
     captchaMaxNumber: row.captcha_max_number,
+    buckets: row.buckets,
   };
 }
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { bothTexts } from '../../../http/messages.js';
-import { MAX_LIMIT_PER_USER } from '../keys.js';
+import { MAX_BUCKETS, MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
 import { GATE_MODES } from '../gate/gate-settings-cache.js';
@@ -22,6 +22,14 @@ export const LimitPerUser = Type.Integer({
   minimum: 1,
   maximum: MAX_LIMIT_PER_USER,
   errorMessage: bothTexts(SECKILL_MESSAGES.limitPerUserRange({ max: MAX_LIMIT_PER_USER })),
+});
+
+/** Redis buckets a sale's stock is sold from (docs/flows/seckill-buckets.md): 1 = one hash, today's layout. */
+export const Buckets = Type.Integer({
+  minimum: 1,
+  maximum: MAX_BUCKETS,
+  description: 'Redis buckets the stock is sold from, 1..8 (default 1); a hot sale over several Redis Cluster masters',
+  errorMessage: bothTexts(SECKILL_MESSAGES.bucketsRange({ max: MAX_BUCKETS })),
 });
 
 /** off: hmdp's order route; token: a purchase token first; captcha: the token after a captcha. */

@@ -74,7 +74,8 @@ export class DeadLetters {
       return ConsumerStatus.ACK;
     }
     const { id, order, fields } = decoded;
-    const shard = this.stream.keys.shardOf(order.voucherId);
+    // A bucketed voucher's order came from its bucket's lane, not from its voucher's shard.
+    const shard = await this.store.streamShardOf(order);
     const written = await this.retrying(() => this.writeOnceMore(order));
     if (typeof written === 'string') {
       if (written === 'user-has-order') await this.retrying(() => this.store.release(order));

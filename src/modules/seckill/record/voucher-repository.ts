@@ -104,5 +104,6 @@ function toSaleState(row: Selectable<SeckillVoucherTable>): SaleState {
     total: row.total_stock,
     suspended: row.paused === 1,
     limitPerUser: row.limit_per_user,
+    buckets: row.buckets,
   };
 }

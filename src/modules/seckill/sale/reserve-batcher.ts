@@ -5,7 +5,8 @@ import type { ReserveRequest } from './sale-scripts.js';
 export type DecideBatch = (batch: ReserveRequest[]) => Promise<ReserveResult[]>;
 
 export interface ReserveBatcherOptions {
-  shardOf: (voucherId: string) => number;
+  /** The stream (shard or bucket lane) a request's keys live in: one call out per lane. */
+  laneOf: (request: ReserveRequest) => number;
   decide: DecideBatch;
   /** Most orders per call (SECKILL_RESERVE_BATCH_MAX). */
   maxBatch: number;
@@ -38,7 +39,7 @@ export class ReserveBatcher {
   constructor(private readonly options: ReserveBatcherOptions) {}
 
   reserve(request: ReserveRequest): Promise<ReserveResult> {
-    const shard = this.options.shardOf(request.order.voucherId);
+    const shard = this.options.laneOf(request);
     let lane = this.lanes.get(shard);
     if (!lane) {
       lane = { waiting: [], busy: false };

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import { defineOperations, readLua, type OperationSpec } from '../../../lib/redis-scripts/index.js';
-import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, queuedByUserMember, type SaleKeys } from '../keys.js';
+import { IDEMPOTENCY_TTL_MS, RELEASE_MARKER_TTL_SECONDS, SALE_KEYS_KEPT_AFTER_END_MS, queuedByUserMember, type BucketRef, type SaleKeys } from '../keys.js';
 import type { OrderRequest, QueuedOrder, ReserveOutcome, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 
 /**
@@ -19,6 +19,15 @@ export type ReserveMode = 'stream' | 'hold';
 export interface ReserveRequest {
   order: OrderRequest;
   mode: ReserveMode;
+  /** The user's home bucket of a voucher sold from buckets; absent: the voucher's one hash (B = 1). */
+  bucket?: BucketRef;
+}
+
+/** A refill step (transfers.ts): the voucher, the bucket it runs on, the transfer. */
+export interface TransferStep {
+  voucherId: string;
+  bucket: BucketRef;
+  transferId: string;
 }
 
 /** An administrator's change to a sale; undefined fields are left as they are. */
@@ -126,17 +135,20 @@ export function saleOperations(keys: SaleKeys) {
     reserve: {
       lua: lua('reserve'),
       keys: (batch: readonly ReserveRequest[]) => {
-        const { stream, queued, inFlight, queuedByUser, tag } = keys.voucher(batch[0]!.order.voucherId);
+        const { stream, queued, inFlight, queuedByUser, tag } = keys.saleOf(batch[0]!.order.voucherId, batch[0]!.bucket);
         // Each voucher's keys once, in the order of its first order; an idem key per order that has one.
+        // A bucketed voucher's orders of one batch share a lane, so one bucket: its home users'.
         const voucherKeys = new Map<string, [string, string]>();
         const idemKeys: string[] = [];
-        for (const { order } of batch) {
+        for (const { order, bucket } of batch) {
           if (!voucherKeys.has(order.voucherId)) {
-            const { voucher, buyers, tag: voucherTag } = keys.voucher(order.voucherId);
+            const { voucher, buyers, tag: voucherTag } = keys.saleOf(order.voucherId, bucket);
             if (voucherTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${voucherTag}`);
             voucherKeys.set(order.voucherId, [voucher, buyers]);
+          } else if (keys.saleOf(order.voucherId, bucket).voucher !== voucherKeys.get(order.voucherId)![0]) {
+            throw new Error(`a reserve batch spans two buckets of voucher ${order.voucherId}`);
           }
-          if (order.idempotencyKey !== undefined) idemKeys.push(keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey));
+          if (order.idempotencyKey !== undefined) idemKeys.push(keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey, bucket));
         }
         return [stream, queued, inFlight, queuedByUser, ...[...voucherKeys.values()].flat(), ...idemKeys];
       },
@@ -170,15 +182,77 @@ export function saleOperations(keys: SaleKeys) {
         'orderId' in input ? ['one', input.orderId] : ['older', input.ageMs, input.limit],
       reply: (raw: unknown) => Number(raw),
     },
-    /** true when released now, false when released before (the marker exists). */
+    /** true when released now, false when released before (the marker exists); in the bucket that sold it, if bucketed. */
     release: {
       lua: lua('release'),
-      keys: (order: QueuedOrder) => {
-        const { voucher, buyers, queued, queuedByUser } = keys.voucher(order.voucherId);
-        return [voucher, buyers, keys.releaseMarker(order), queued, queuedByUser];
+      keys: ({ order, bucket }: { order: QueuedOrder; bucket?: BucketRef }) => {
+        const { voucher, buyers, queued, queuedByUser } = keys.saleOf(order.voucherId, bucket);
+        return [voucher, buyers, keys.releaseMarker(order, bucket), queued, queuedByUser];
       },
-      args: (order: QueuedOrder) => [order.userId, order.orderId, RELEASE_MARKER_TTL_SECONDS, order.slot, queuedByUserMember(order)],
+      args: ({ order }: { order: QueuedOrder; bucket?: BucketRef }) => [
+        order.userId,
+        order.orderId,
+        RELEASE_MARKER_TTL_SECONDS,
+        order.slot,
+        queuedByUserMember(order),
+      ],
       reply: (raw: unknown) => raw === 1,
+    },
+    /** One bucket of a bucketed sale, published unless there (publish-voucher.lua on the bucket's hash, with its share of the stock). */
+    publishBucket: {
+      lua: lua('publish-voucher'),
+      keys: ({ sale, bucket }: { sale: SaleState; bucket: BucketRef; stock: number }) => [keys.bucket(sale.voucherId, bucket).voucher],
+      args: ({ sale, stock }: { sale: SaleState; bucket: BucketRef; stock: number }) => [
+        stock,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        '',
+        sale.suspended === true ? '1' : '',
+        optional(sale.limitPerUser),
+      ],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** The layout record of a bucketed sale in its shard's voucher hash; false when that hash holds a B = 1 sale. */
+    publishLayout: {
+      lua: lua('publish-layout'),
+      keys: ({ sale }: { sale: SaleState; buckets: number }) => [keys.voucher(sale.voucherId).voucher],
+      args: ({ sale, buckets }: { sale: SaleState; buckets: number }) => [buckets, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** Units taken from the donor bucket for `to` (0: it had none). */
+    take: {
+      lua: lua('take'),
+      keys: ({ voucherId, bucket }: TransferStep & { to: number; most: number }) => [
+        keys.bucket(voucherId, bucket).voucher,
+        keys.transfers(keys.laneShard(bucket)),
+      ],
+      args: ({ voucherId, bucket, transferId, to, most }: TransferStep & { to: number; most: number }) => [
+        transferId,
+        most,
+        `${voucherId}:${bucket.index}:${bucket.of}:${to}`,
+      ],
+      reply: (raw: unknown) => Number(raw),
+    },
+    /** In the recipient: true when the units are there (now or before), false when they never will be. */
+    transferIn: {
+      lua: lua('transfer-in'),
+      keys: ({ voucherId, bucket, transferId }: TransferStep & { mode: 'give' | 'refuse'; units: number }) => [
+        keys.bucket(voucherId, bucket).voucher,
+        keys.transferMarker(bucket, transferId),
+      ],
+      args: ({ mode, units }: TransferStep & { mode: 'give' | 'refuse'; units: number }) => [mode, units, RELEASE_MARKER_TTL_SECONDS],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** In the donor: the transfer's record dropped (settle), and its units back in stock (return); the units, 0 if none recorded. */
+    transferEnd: {
+      lua: lua('transfer-end'),
+      keys: ({ voucherId, bucket }: TransferStep & { mode: 'settle' | 'return' }) => [
+        keys.bucket(voucherId, bucket).voucher,
+        keys.transfers(keys.laneShard(bucket)),
+      ],
+      args: ({ transferId, mode }: TransferStep & { mode: 'settle' | 'return' }) => [transferId, mode],
+      reply: (raw: unknown) => Number(raw),
     },
     control: {
       lua: lua('control'),

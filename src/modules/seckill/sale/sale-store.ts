@@ -1,10 +1,13 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
+import { HttpError } from '../../../http/errors.js';
 import { OutcomeUnknown } from '../errors.js';
-import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, queuedByUserMember, type SaleKeys } from '../keys.js';
+import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, homeBucket, queuedByUserMember, type BucketRef, type SaleKeys } from '../keys.js';
+import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
 import { ReserveBatcher } from './reserve-batcher.js';
+import { BucketTransfers, bucketsOf, readBuckets, TRANSFER_SWEEP_AFTER_MS } from './transfers.js';
 import {
   defineSaleScripts,
   type ControlOutcome,
@@ -48,6 +51,14 @@ export interface SaleSnapshot {
   queued: Map<string, { userId: string; slot: number }>;
 }
 
+/**
+ * How long an order of a bucketed sale keeps refilling its empty home bucket before it is answered
+ * "retry" (503): units are moving, or a dead refill's units wait for the sweep. Bounded in time,
+ * not in rounds: under a burst one refill serves many waiting orders, and the first of them take
+ * its units, so an order may need several rounds while the sale still has units.
+ */
+const REFILL_PATIENCE_MS = 2_000;
+
 /** A bound Idempotency-Key: `bound` to this voucher now or before, or to another voucher. */
 export type KeyBinding = { bound: true } | { bound: false; voucherId: string };
 
@@ -81,6 +92,22 @@ export class SaleStore {
   private readonly onBatch: ((size: number) => void) | undefined;
   private readonly source: SaleSource | undefined;
   private readonly onUnitsBack: (voucherId: string) => void;
+  /**
+   * The B of each bucketed voucher this instance has seen (absent: 1). A voucher is routed as if
+   * B were 1 until an order finds no sale in its shard's hash (a bucketed voucher's hash holds
+   * only its layout): then the layout is read and the order routed again. So a B = 1 order costs
+   * nothing more, and an instance that routes by an older B (changed before the sale began:
+   * bucket keys carry B in their names) finds no hash and reads the layout again.
+   */
+  private readonly layouts = new Map<string, number>();
+  /**
+   * The B of each voucher whose sale has begun, read from Redis once: fixed from then on (a change
+   * of B is refused from 10 s before the begin), so the paths after an order's acceptance (release,
+   * forgetQueued, isBuyer) read it once per voucher, not once per order.
+   */
+  private readonly fixedLayouts = new Map<string, number>();
+  /** Refills and their sweep (transfers.ts). */
+  readonly transfers: BucketTransfers;
 
   constructor(
     private readonly redis: RedisClient,
@@ -96,18 +123,88 @@ export class SaleStore {
     const maxBatch = options.maxBatch ?? 1;
     this.batcher =
       maxBatch > 1
-        ? new ReserveBatcher({ shardOf: (voucherId) => keys.shardOf(voucherId), decide: (batch) => this.decideBatch(batch), maxBatch, onBatch: this.onBatch })
+        ? new ReserveBatcher({
+            laneOf: ({ order, bucket }) => (bucket ? keys.laneShard(bucket) : keys.shardOf(order.voucherId)),
+            decide: (batch) => this.decideBatch(batch),
+            maxBatch,
+            onBatch: this.onBatch,
+          })
         : undefined;
+    this.transfers = new BucketTransfers(redis, keys, this.scripts);
   }
 
-  /** Publishes stock and window unless the voucher is already in Redis; true if published now. */
+  /**
+   * Publishes stock and window unless the voucher is already in Redis; true if published now. A
+   * voucher of B > 1 buckets: each bucket with its share of the stock (⌊S/B⌋, the remainder to the
+   * first ones), then the layout record in its shard's hash.
+   */
   async publish(state: SaleState): Promise<boolean> {
-    return this.scripts.publish(state);
+    const buckets = state.buckets ?? 1;
+    if (buckets <= 1) return this.scripts.publish(state);
+    const published = await Promise.all(
+      bucketsOf(buckets).map((bucket) => this.scripts.publishBucket({ sale: state, bucket, stock: shareOf(state.stock, bucket) })),
+    );
+    if (!(await this.scripts.publishLayout({ sale: state, buckets }))) {
+      throw new Error(`voucher ${state.voucherId} is published with one bucket in Redis: unpublish it before publishing ${buckets}`);
+    }
+    this.layouts.set(state.voucherId, buckets);
+    return published.some(Boolean);
   }
 
-  /** The voucher's stock in Redis; null if Redis does not know the voucher. */
+  /**
+   * Removes a sale's keys of the layout `buckets` from Redis (its hash and buyers, each bucket's,
+   * the layout record): for a change of B before the sale begins (sale-controls.ts), followed by
+   * `publish` of the new layout. Orders routed meanwhile find no sale and read the layout again.
+   */
+  async unpublish(voucherId: string, buckets: number): Promise<void> {
+    if (buckets > 1) {
+      await Promise.all(
+        bucketsOf(buckets).map((bucket) => this.redis.del(this.keys.bucket(voucherId, bucket).voucher, this.keys.bucket(voucherId, bucket).buyers)),
+      );
+    }
+    const { voucher, buyers } = this.keys.voucher(voucherId);
+    await this.redis.del(voucher, buyers);
+    this.layouts.delete(voucherId);
+  }
+
+  /** The voucher's B as Redis records it now (1 when its hash has no `buckets`, or is missing); remembered for routing. */
+  async bucketsOf(voucherId: string): Promise<number> {
+    const [raw, begin] = await this.redis.hmget(this.keys.voucher(voucherId).voucher, 'buckets', 'begin');
+    const buckets = raw === null ? 1 : Number(raw);
+    if (buckets > 1) this.layouts.set(voucherId, buckets);
+    else this.layouts.delete(voucherId);
+    if (begin !== null && Date.now() >= Number(begin)) this.fixedLayouts.set(voucherId, buckets);
+    return buckets;
+  }
+
+  /** The B of a voucher that has orders: remembered once its sale has begun, else read. */
+  private async fixedBucketsOf(voucherId: string): Promise<number> {
+    return this.fixedLayouts.get(voucherId) ?? this.bucketsOf(voucherId);
+  }
+
+  /** The order stream (shard, or bucket lane) an order of the voucher was accepted into. */
+  async streamShardOf(order: QueuedOrder): Promise<number> {
+    const home = this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId));
+    return home ? this.keys.laneShard(home) : this.keys.shardOf(order.voucherId);
+  }
+
+  /** The B this instance routes the voucher's orders by (1 unless it has seen a layout). */
+  routedBuckets(voucherId: string): number {
+    return this.layouts.get(voucherId) ?? 1;
+  }
+
+  /** The bucket that sells the user's orders of the voucher, by the routed B; undefined for B = 1. */
+  private homeOf(voucherId: string, userId: string, buckets = this.routedBuckets(voucherId)): BucketRef | undefined {
+    return buckets > 1 ? { index: homeBucket(userId, buckets), of: buckets } : undefined;
+  }
+
+  /** The voucher's stock in Redis (a bucketed one's: the sum over its buckets, pending transfers included); null if Redis does not know the voucher. */
   async stockOf(voucherId: string): Promise<number | null> {
-    const stock = await this.redis.hget(this.keys.voucher(voucherId).voucher, 'stock');
+    const [stock, buckets] = await this.redis.hmget(this.keys.voucher(voucherId).voucher, 'stock', 'buckets');
+    if (buckets !== null && Number(buckets) > 1) {
+      const readings = await readBuckets(this.redis, this.keys, voucherId, Number(buckets));
+      return readings.reduce((sum, reading) => sum + reading.stock + reading.pending, 0);
+    }
     return stock === null ? null : Number(stock);
   }
 
@@ -137,13 +234,37 @@ export class SaleStore {
    * OutcomeUnknown: the order may have been accepted, so it is never answered as refused.
    */
   async decide(order: OrderRequest, mode: ReserveMode = 'stream'): Promise<ReserveResult> {
-    const result = await this.reserveOnce(order, mode);
-    if (result.outcome !== 'unknown-voucher' || !this.source) return result;
+    const result = await this.reserveRouted(order, mode);
+    if (result.outcome !== 'unknown-voucher') return result;
+    // A bucketed voucher routed by an older (or no) layout: route by the one Redis records.
+    const routed = this.routedBuckets(order.voucherId);
+    if ((await this.bucketsOf(order.voucherId)) !== routed) return this.decide(order, mode);
+    if (!this.source) return result;
     const sale = await this.source(order.voucherId);
     if (!sale) return result;
     if (Date.now() >= sale.end.getTime()) return { outcome: 'ended' };
     await this.publish(sale);
-    return this.reserveOnce(order, mode);
+    await this.bucketsOf(order.voucherId);
+    return this.reserveRouted(order, mode);
+  }
+
+  /**
+   * B = 1: one reserve. B > 1: reserve in the user's home bucket; when it is empty ("sold out"
+   * there), refill it from the others and reserve again. Sold out only when the refill decided
+   * every bucket empty with nothing pending (transfers.ts `soldOutBetween`); after
+   * REFILL_PATIENCE_MS of refills without a decision (units moving, or a dead refill's units
+   * waiting for the sweep), a 503 to retry: never a false "sold out".
+   */
+  private async reserveRouted(order: OrderRequest, mode: ReserveMode): Promise<ReserveResult> {
+    const home = this.homeOf(order.voucherId, order.userId);
+    if (!home) return this.reserveOnce(order, mode);
+    const giveUpAt = Date.now() + REFILL_PATIENCE_MS;
+    for (;;) {
+      const result = await this.reserveOnce(order, mode, home);
+      if (result.outcome !== 'sold-out') return result;
+      if (Date.now() >= giveUpAt) throw new HttpError(503, SECKILL_MESSAGES.bucketsRefilling(), { 'retry-after': '1' });
+      if ((await this.transfers.refill(order.voucherId, home)) === 'sold-out') return result;
+    }
   }
 
   /**
@@ -152,8 +273,8 @@ export class SaleStore {
    * timeout). With batching on, the order goes in its shard's next batch (at once when none is
    * out); a failed call rejects every order of its batch.
    */
-  async reserve(order: OrderRequest, mode: ReserveMode = 'stream'): Promise<ReserveResult> {
-    const request: ReserveRequest = { order, mode };
+  async reserve(order: OrderRequest, mode: ReserveMode = 'stream', bucket?: BucketRef): Promise<ReserveResult> {
+    const request: ReserveRequest = bucket ? { order, mode, bucket } : { order, mode };
     if (this.batcher) return this.batcher.reserve(request);
     this.onBatch?.(1);
     const [result] = await this.decideBatch([request]);
@@ -167,9 +288,9 @@ export class SaleStore {
     return this.scripts.reserve(batch);
   }
 
-  private async reserveOnce(order: OrderRequest, mode: ReserveMode): Promise<ReserveResult> {
+  private async reserveOnce(order: OrderRequest, mode: ReserveMode, bucket?: BucketRef): Promise<ReserveResult> {
     try {
-      return await this.reserve(order, mode);
+      return await this.reserve(order, mode, bucket);
     } catch (error) {
       throw new OutcomeUnknown(order.orderId, order.voucherId, error);
     }
@@ -189,7 +310,7 @@ export class SaleStore {
   /** The key's order was given back before its request answered (MySQL refused it): a retry decides afresh. */
   async forgetIdempotencyKey(order: OrderRequest): Promise<void> {
     if (order.idempotencyKey === undefined) return;
-    await this.redis.del(this.keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey));
+    await this.redis.del(this.keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey, this.homeOf(order.voucherId, order.userId)));
   }
 
   /**
@@ -204,12 +325,13 @@ export class SaleStore {
 
   /**
    * Orders are in MySQL (written off the stream's path, e.g. from RabbitMQ): no longer queued, by
-   * order nor by user. One MULTI per shard (its keys share a hash slot) for all of them.
+   * order nor by user. One MULTI per stream (a shard's, or a bucketed order's lane: its keys share
+   * a hash slot) for all of them.
    */
   async forgetQueued(orders: readonly QueuedOrder[]): Promise<void> {
     const byShard = new Map<number, QueuedOrder[]>();
     for (const order of orders) {
-      const shard = this.keys.shardOf(order.voucherId);
+      const shard = await this.streamShardOf(order);
       byShard.set(shard, [...(byShard.get(shard) ?? []), order]);
     }
     await Promise.all(
@@ -228,7 +350,7 @@ export class SaleStore {
 
   /** A held order is in MySQL: no longer in flight nor queued. */
   async settle(order: QueuedOrder): Promise<void> {
-    const { inFlight, queued, queuedByUser } = this.keys.voucher(order.voucherId);
+    const { inFlight, queued, queuedByUser } = this.keys.saleOf(order.voucherId, this.homeOf(order.voucherId, order.userId));
     const replies = await this.redis.multi().zrem(inFlight, order.orderId).hdel(queued, order.orderId).zrem(queuedByUser, queuedByUserMember(order)).exec();
     const failure = replies?.find(([error]) => error);
     if (failure) throw failure[0]!;
@@ -236,7 +358,9 @@ export class SaleStore {
 
   /** Streams a held order for the worker to write (hand-off.lua); false if it was not held any more. */
   async handOff(order: QueuedOrder): Promise<boolean> {
-    return (await this.scripts.handOff({ shard: this.keys.shardOf(order.voucherId), orderId: order.orderId })) === 1;
+    const home = this.homeOf(order.voucherId, order.userId);
+    const shard = home ? this.keys.laneShard(home) : this.keys.shardOf(order.voucherId);
+    return (await this.scripts.handOff({ shard, orderId: order.orderId })) === 1;
   }
 
   /** Streams the shard's orders held longer than `ageMs` (their request died); returns how many. */
@@ -244,13 +368,23 @@ export class SaleStore {
     return this.scripts.handOff({ shard, ageMs, limit });
   }
 
-  /** Gives an order's unit and slot back, exactly once per order (release.lua). */
+  /**
+   * Gives an order's unit and slot back, exactly once per order (release.lua), to the bucket that
+   * sold it: the user's home bucket, by the B Redis records (its instance may never have routed
+   * an order of the voucher).
+   */
   async release(order: QueuedOrder): Promise<boolean> {
-    const released = await this.scripts.release(order);
+    const bucket = this.homeOf(order.voucherId, order.userId, await this.fixedBucketsOf(order.voucherId));
+    const released = await this.scripts.release(bucket ? { order, bucket } : { order });
     if (released) this.onUnitsBack(order.voucherId);
     // A held order given back is no longer in flight (hand-off.lua would drop it anyway: not queued).
-    await this.redis.zrem(this.keys.voucher(order.voucherId).inFlight, order.orderId);
+    await this.redis.zrem(this.keys.saleOf(order.voucherId, bucket).inFlight, order.orderId);
     return released;
+  }
+
+  /** Ends the transfers whose refill died between its steps (transfers.ts); returns how many. */
+  async sweepTransfers(olderThanMs = TRANSFER_SWEEP_AFTER_MS): Promise<number> {
+    return this.transfers.sweep(olderThanMs);
   }
 
   /**
@@ -302,7 +436,8 @@ export class SaleStore {
 
   /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
   async isBuyer(voucherId: string, userId: string): Promise<boolean> {
-    return (await this.redis.hexists(this.keys.voucher(voucherId).buyers, userId)) === 1;
+    const buyers = this.keys.saleOf(voucherId, this.homeOf(voucherId, userId, await this.fixedBucketsOf(voucherId))).buyers;
+    return (await this.redis.hexists(buyers, userId)) === 1;
   }
 
   /** Which of the voucher's orders have had their unit given back (their release marker exists). */
@@ -313,6 +448,12 @@ export class SaleStore {
 
   /** Closes the replica acknowledgement's connections (the shared client is closed by its owner). */
   async close(): Promise<void> {
+    this.transfers.stopSweeping();
     await this.acknowledged?.close();
   }
+}
+
+/** A bucket's share of a stock split over its voucher's buckets: ⌊S/B⌋, one more for the first S mod B. */
+export function shareOf(stock: number, bucket: BucketRef): number {
+  return Math.floor(stock / bucket.of) + (bucket.index < stock % bucket.of ? 1 : 0);
 }

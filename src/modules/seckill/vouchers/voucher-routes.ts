@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdBody, IdString, Instant } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
+import { Buckets, CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -31,7 +31,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
       schema: {
         ...ADMIN_ONLY,
         summary:
-          "Create a seckill voucher (stock, sale window, limitPerUser: live orders one user may hold, default 1; purchaseGate; captchaMaxNumber: the captcha's cost): data = its id",
+          "Create a seckill voucher (stock, sale window, limitPerUser: live orders one user may hold, default 1; purchaseGate; captchaMaxNumber: the captcha's cost; buckets: Redis buckets the stock is sold from, default 1): data = its id",
         body: Type.Object({
           ...VoucherBody,
           stock: SaleStock,
@@ -40,6 +40,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
           limitPerUser: Type.Optional(LimitPerUser),
           purchaseGate: Type.Optional(PurchaseGateMode),
           captchaMaxNumber: Type.Optional(CaptchaMaxNumber),
+          buckets: Type.Optional(Buckets),
         }),
       },
     },

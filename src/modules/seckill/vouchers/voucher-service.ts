@@ -1,7 +1,7 @@
 import { badRequest } from '../../../http/errors.js';
 import type { Cache, CacheClient } from '../../../lib/cache/index.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
-import { DEFAULT_LIMIT_PER_USER, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
+import { DEFAULT_LIMIT_PER_USER, MAX_BUCKETS, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
 import { GATE_MODES, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleStore } from '../sale/sale-store.js';
@@ -27,6 +27,8 @@ export interface SeckillInput extends VoucherInput {
   purchaseGate?: GateMode;
   /** The captcha's cost (default CAPTCHA_MAX_NUMBER.default), used while the gate is `captcha`. */
   captchaMaxNumber?: number;
+  /** Redis buckets the stock is sold from (default 1; docs/flows/seckill-buckets.md). */
+  buckets?: number;
 }
 
 export interface VoucherView {
@@ -71,6 +73,8 @@ export class VoucherService {
     private readonly vouchers: VoucherRepository,
     private readonly seckill: SaleStore,
     list: VoucherListCacheOptions,
+    /** Most buckets a voucher may be sold from (SECKILL_MAX_BUCKETS); default: all when the store's keys have bucket lanes. */
+    private readonly maxBuckets = seckill.keys.bucketLanes ? MAX_BUCKETS : 1,
   ) {
     this.reader = list.reader;
     this.listCache = list.caches.define<VoucherView[]>({
@@ -118,6 +122,8 @@ export class VoucherService {
     if (end.getTime() <= Date.now()) throw badRequest(SECKILL_MESSAGES.endInPast());
     const voucher = await this.validated(input);
     const limitPerUser = input.limitPerUser ?? DEFAULT_LIMIT_PER_USER;
+    const buckets = input.buckets ?? 1;
+    if (buckets > this.maxBuckets) throw badRequest(SECKILL_MESSAGES.bucketsOff({ most: this.maxBuckets }));
     const voucherId = await this.vouchers.insertSeckill(voucher, {
       stock: input.stock,
       total_stock: input.stock,
@@ -126,9 +132,10 @@ export class VoucherService {
       limit_per_user: limitPerUser,
       purchase_gate: input.purchaseGate ?? 'off',
       captcha_max_number: input.captchaMaxNumber ?? CAPTCHA_MAX_NUMBER.default,
+      buckets,
     });
     await this.listCache.invalidate(input.shopId);
-    await this.seckill.publish({ voucherId, stock: input.stock, begin, end, total: input.stock, limitPerUser });
+    await this.seckill.publish({ voucherId, stock: input.stock, begin, end, total: input.stock, limitPerUser, buckets });
     return voucherId;
   }
 

@@ -165,12 +165,16 @@ describe('migration 0010', () => {
     const old = await createTestEnv(ENV);
     try {
       const migrator = new Migrator({ db: old.db, provider: migrationProvider });
-      const down = await migrator.migrateDown();
-      expect(down.results?.map((result) => [result.migrationName, result.status])).toEqual([['0010_captcha_cost', 'Success']]);
+      // Back to before 0010 (the migrations after it first).
+      const down = await migrator.migrateTo('0009_order_accept_time');
+      expect(down.results?.map((result) => [result.migrationName, result.status])).toEqual([
+        ['0011_buckets', 'Success'],
+        ['0010_captcha_cost', 'Success'],
+      ]);
       const voucherId = await insertSeckillVoucher(old, { stock: 5 });
       await old.db.updateTable('tb_seckill_voucher').set({ purchase_gate: 'captcha' }).where('voucher_id', '=', voucherId).execute();
 
-      expect(await migrateToLatest(old.db)).toEqual(['0010_captcha_cost']);
+      expect(await migrateToLatest(old.db)).toEqual(['0010_captcha_cost', '0011_buckets']);
       const row = await old.db.selectFrom('tb_seckill_voucher').select('captcha_max_number').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
       expect(row.captcha_max_number).toBe(400);
       const [buyer] = await createUsersWithSessions(old, 1);

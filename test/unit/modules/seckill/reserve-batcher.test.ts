@@ -19,7 +19,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 describe('ReserveBatcher', () => {
   it('sends an order at once when no call of its shard is out, with no wait for another', () => {
     const { calls, decide } = handAnswered();
-    const batcher = new ReserveBatcher({ shardOf: (voucherId) => Number(voucherId) % 2, decide, maxBatch: 8 });
+    const batcher = new ReserveBatcher({ laneOf: ({ order }) => Number(order.voucherId) % 2, decide, maxBatch: 8 });
     void batcher.reserve(request('1'));
     expect(calls.map(({ batch }) => batch)).toEqual([['1']]);
     // Another shard's order does not wait for this one either.
@@ -30,7 +30,7 @@ describe('ReserveBatcher', () => {
   it('groups the orders that arrive while a call is out into the next call, each answered with its own result', async () => {
     const { calls, decide } = handAnswered();
     const sizes: number[] = [];
-    const batcher = new ReserveBatcher({ shardOf: () => 0, decide, maxBatch: 2, onBatch: (size) => sizes.push(size) });
+    const batcher = new ReserveBatcher({ laneOf: () => 0, decide, maxBatch: 2, onBatch: (size) => sizes.push(size) });
     const answers = ['1', '2', '3', '4'].map((id) => batcher.reserve(request(id)));
     expect(calls).toHaveLength(1);
     calls[0]!.answer([accepted(1)]);
@@ -48,7 +48,7 @@ describe('ReserveBatcher', () => {
 
   it("fails every order of a call that fails with the call's error, and carries on with the next batch", async () => {
     const { calls, decide } = handAnswered();
-    const batcher = new ReserveBatcher({ shardOf: () => 0, decide, maxBatch: 8 });
+    const batcher = new ReserveBatcher({ laneOf: () => 0, decide, maxBatch: 8 });
     const first = batcher.reserve(request('1'));
     const batch = ['2', '3'].map((id) => batcher.reserve(request(id)));
     calls[0]!.answer([accepted(1)]);
@@ -64,7 +64,7 @@ describe('ReserveBatcher', () => {
 
   it('fails an order the reply has no result for instead of guessing', async () => {
     const { calls, decide } = handAnswered();
-    const batcher = new ReserveBatcher({ shardOf: () => 0, decide, maxBatch: 8 });
+    const batcher = new ReserveBatcher({ laneOf: () => 0, decide, maxBatch: 8 });
     const first = batcher.reserve(request('1'));
     const batch = ['2', '3'].map((id) => batcher.reserve(request(id)));
     calls[0]!.answer([accepted(1)]);
@@ -82,7 +82,7 @@ describe('ReserveBatcher', () => {
       batches += 1;
       if (batches === 1) throw new Error('the metric failed');
     };
-    const batcher = new ReserveBatcher({ shardOf: () => 0, decide, maxBatch: 8, onBatch });
+    const batcher = new ReserveBatcher({ laneOf: () => 0, decide, maxBatch: 8, onBatch });
     await expect(batcher.reserve(request('1'))).rejects.toThrow('the metric failed');
     const next = batcher.reserve(request('2'));
     expect(calls.map(({ batch }) => batch)).toEqual([['2']]);

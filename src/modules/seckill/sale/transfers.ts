@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import type { RedisClient } from '../../../infra/redis.js';
+import type { BucketRef, SaleKeys } from '../keys.js';
+import type { SaleScripts } from './sale-scripts.js';
+
+/**
+ * Refills of a voucher sold from B > 1 buckets (issue 30): units move, users do not. A request
+ * whose home bucket is empty takes units from the richest other bucket and gives them to its own,
+ * in three one-slot steps keyed by a transfer id (lua/take.lua, transfer-in.lua, transfer-end.lua):
+ *
+ *   take   (donor)      stock −k, pending +k, the transfer recorded in the donor lane's `transfers`
+ *   give   (recipient)  stock +k, restocks +1, the transfer's marker set to "given" (once)
+ *   settle (donor)      the record dropped, pending −k
+ *
+ * A unit is always in some bucket's stock or pending, so a crash between the steps leaves it
+ * late, never lost: the sweep finds the records older than TRANSFER_SWEEP_AFTER_MS, sets the
+ * marker to "returned" unless the give happened (transfer-in.lua decides once, whichever comes
+ * first), and settles the transfer or returns its units to the donor.
+ */
+
+/** Most units one refill moves: a refill per REFILL_MOST_UNITS orders of a bucket at worst, and a donor keeps half its stock. */
+export const REFILL_MOST_UNITS = 64;
+/** A transfer still recorded this long after its take is the sweep's (its refill died between steps). */
+export const TRANSFER_SWEEP_AFTER_MS = 10_000;
+/** How long a request whose buckets are all empty waits for a pending transfer before it looks again. */
+const PENDING_WAIT_MS = 20;
+
+/** One bucket as read by one HMGET: stock, units it gave away and not yet settled, version (`restocks`). */
+export interface BucketReading {
+  exists: boolean;
+  stock: number;
+  pending: number;
+  version: string;
+}
+
+/** What a refill found: `retry` (units moved, or may be had: reserve again), or `sold-out` (decided below). */
+export type RefillOutcome = 'retry' | 'sold-out';
+
+export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
+
+/** Each bucket of the voucher read on its own (B slots: B commands, in parallel, not one atomic read). */
+export async function readBuckets(redis: RedisClient, keys: SaleKeys, voucherId: string, buckets: number): Promise<BucketReading[]> {
+  const replies = await Promise.all(bucketsOf(buckets).map((bucket) => redis.hmget(keys.bucket(voucherId, bucket).voucher, 'stock', 'pending', 'restocks')));
+  return replies.map(([stock, pending, version]) => ({
+    exists: stock !== null,
+    stock: Number(stock ?? 0),
+    pending: Number(pending ?? 0),
+    version: version ?? '',
+  }));
+}
+
+/**
+ * Sold out across buckets, from two rounds of readings (the second begun after the first ended):
+ * true when every bucket read empty (stock 0, nothing pending) in both and no bucket's version
+ * moved between its two readings. Why that is race-free: a bucket's stock + pending only rises by
+ * a step that bumps its version (a give, a transfer returned, a release, a raise, a repair; a
+ * take moves stock to pending inside one bucket), so a bucket empty at both readings with one
+ * version stayed empty between them. Every bucket's interval contains the instant the second
+ * round began, so at that instant every bucket held nothing; and a unit on its way between
+ * buckets is in its donor's pending until its recipient has it. So at that instant no unit was
+ * left anywhere: the voucher was sold out, and only a version bump can change that.
+ */
+export function soldOutBetween(first: readonly BucketReading[], second: readonly BucketReading[]): boolean {
+  const empty = (reading: BucketReading): boolean => reading.exists && reading.stock <= 0 && reading.pending <= 0;
+  return (
+    first.length === second.length && first.every((reading, index) => empty(reading) && empty(second[index]!) && reading.version === second[index]!.version)
+  );
+}
+
+export class BucketTransfers {
+  /** One refill out per (voucher, bucket) in this instance: the requests that find the bucket empty meanwhile wait for it. */
+  private readonly refilling = new Map<string, Promise<RefillOutcome>>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: SaleKeys,
+    private readonly scripts: SaleScripts,
+  ) {}
+
+  /** After the home bucket answered empty: units moved to it, or a reason to look again, or sold out. */
+  refill(voucherId: string, home: BucketRef): Promise<RefillOutcome> {
+    const key = `${voucherId}:${home.index}:${home.of}`;
+    let running = this.refilling.get(key);
+    if (!running) {
+      running = this.refillOnce(voucherId, home).finally(() => this.refilling.delete(key));
+      this.refilling.set(key, running);
+    }
+    return running;
+  }
+
+  private async refillOnce(voucherId: string, home: BucketRef): Promise<RefillOutcome> {
+    const first = await readBuckets(this.redis, this.keys, voucherId, home.of);
+    if (first[home.index]!.stock > 0) return 'retry';
+    const donor = richest(first, home.index);
+    if (donor !== undefined) {
+      await this.move(voucherId, { index: donor, of: home.of }, home);
+      return 'retry';
+    }
+    if (first.some((reading) => reading.pending > 0)) {
+      // Units on their way (or a dead refill's, until the sweep returns them): not sold out.
+      await new Promise((resolve) => setTimeout(resolve, PENDING_WAIT_MS));
+      return 'retry';
+    }
+    const second = await readBuckets(this.redis, this.keys, voucherId, home.of);
+    return soldOutBetween(first, second) ? 'sold-out' : 'retry';
+  }
+
+  /** take, give, settle (or return, when the recipient refused them); the units given, 0 if none. */
+  async move(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_MOST_UNITS): Promise<number> {
+    const transferId = randomUUID();
+    const units = await this.scripts.take({ voucherId, bucket: donor, transferId, to: recipient.index, most });
+    if (units === 0) return 0;
+    const given = await this.scripts.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units });
+    await this.scripts.transferEnd({ voucherId, bucket: donor, transferId, mode: given ? 'settle' : 'return' });
+    return given ? units : 0;
+  }
+
+  /**
+   * Ends every transfer recorded longer than `olderThanMs` ago (Redis time): its units stay in the
+   * recipient if they got there, else go back to the donor. Returns how many transfers it ended.
+   */
+  async sweep(olderThanMs = TRANSFER_SWEEP_AFTER_MS): Promise<number> {
+    const lanes = this.keys.laneShards();
+    if (lanes.length === 0) return 0;
+    const [seconds, micros] = await this.redis.time();
+    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    let ended = 0;
+    for (const lane of lanes) {
+      const records = await this.redis.hgetall(this.keys.transfers(lane));
+      for (const [transferId, record] of Object.entries(records)) {
+        const [voucherId = '', from, of, to, units, takenMs] = record.split(':');
+        if (nowMs - Number(takenMs) < olderThanMs) continue;
+        const buckets = Number(of);
+        const given = await this.scripts.transferIn({
+          voucherId,
+          bucket: { index: Number(to), of: buckets },
+          transferId,
+          mode: 'refuse',
+          units: Number(units),
+        });
+        await this.scripts.transferEnd({ voucherId, bucket: { index: Number(from), of: buckets }, transferId, mode: given ? 'settle' : 'return' });
+        ended += 1;
+      }
+    }
+    return ended;
+  }
+
+  /** Sweeps every `everyMs` until stopped (the instances running the sale's jobs). */
+  startSweeping(everyMs: number, onError: (error: unknown) => void): void {
+    if (this.timer || this.keys.laneShards().length === 0) return;
+    const tick = (): void => {
+      this.sweep()
+        .catch(onError)
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, everyMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, everyMs).unref();
+  }
+
+  stopSweeping(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** The other bucket with the most stock, if any has some. */
+function richest(readings: readonly BucketReading[], except: number): number | undefined {
+  let best: number | undefined;
+  readings.forEach((reading, index) => {
+    if (index !== except && reading.stock > 0 && (best === undefined || reading.stock > readings[best]!.stock)) best = index;
+  });
+  return best;
+}
