@@ -291,10 +291,10 @@ export const SETTINGS = {
      */
     maxBuckets: int({
       env: 'SECKILL_MAX_BUCKETS',
-      default: 8,
+      default: 1,
       min: 1,
       max: 8,
-      doc: "most buckets one voucher's stock may be split over (`buckets` of a seckill voucher); above 1 adds 8 bucket-lane order streams",
+      doc: "most buckets one voucher's stock may be split over (`buckets` of a seckill voucher, [buckets](docs/flows/seckill-buckets.md)); `1` (the default) keeps today's layout and streams; above 1 adds 8 bucket-lane order streams, which every worker reads",
     }),
     workerEnabled: bool({ env: 'SECKILL_WORKER', default: true, doc: 'run the order worker and canceller inside the app instance' }),
     consumer: str({ env: 'SECKILL_CONSUMER', default: '', shown: '`{hostname}:{port}`', doc: 'consumer name; keep stable across restarts' }),

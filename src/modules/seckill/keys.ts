@@ -195,7 +195,7 @@ export class SaleKeys {
   /** `bucketLanes` false: no voucher may have more than one bucket (SECKILL_MAX_BUCKETS = 1), no lane streams. */
   constructor(
     readonly shards: number,
-    readonly bucketLanes = true,
+    readonly bucketLanes = false,
   ) {
     this.streams = shards + (bucketLanes ? BUCKET_LANES : 0);
     this.shardKeys = Array.from({ length: this.streams }, (_, shard) =>

@@ -23,7 +23,7 @@ let seckill: ReturnType<typeof buildSeckill>;
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
-  env = await createTestEnv();
+  env = await createTestEnv({ SECKILL_MAX_BUCKETS: '8' });
   const config = { ...env.config, redisClusterNodes: cluster.nodes };
   redis = createRedis(config);
   seckill = buildSeckill({ config, redis, db: env.db, consumerName: 'buckets-cluster', log: pino({ level: 'silent' }) });

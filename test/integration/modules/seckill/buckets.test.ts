@@ -28,7 +28,7 @@ let admin: { authorization: string };
 let nextUser = 5_000_000;
 
 beforeAll(async () => {
-  env = await createTestEnv();
+  env = await createTestEnv({ SECKILL_MAX_BUCKETS: '8' });
   seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'buckets-test', log: pino({ level: 'silent' }) });
   app = (await buildTestApp(env)).app;
   admin = await sessionOf(env, '999001', 'admin');

@@ -22,7 +22,7 @@ function defaultRanges(masters: number): Array<[number, number]> {
 const hashTag = (key: string): string => /\{([^}]+)\}/.exec(key)![1]!;
 
 describe('bucket lanes', () => {
-  const keys = new SaleKeys(4);
+  const keys = new SaleKeys(4, true);
 
   // Fixed lanes cannot be perfect for every (B, M): B = 6 on 7 masters uses 5 of them (B ≤ M otherwise holds).
   it("puts B buckets on B different masters of a default Cluster of M ≥ B masters (M ≤ 8; B = 6 on 7: 5), on all 3 of the kit's for B > 3", () => {

@@ -48,11 +48,11 @@ describe('SaleKeys', () => {
 
   it('puts vouchers of one shard on the same stream and different shards on different slots', () => {
     expect(keys.voucher('3').stream).toBe(keys.voucher('7').stream);
-    const tags = keys.allShards().map((shard) => hashedPart(keys.shard(shard).stream));
+    const tags = new SaleKeys(4, true).allShards().map((shard) => hashedPart(new SaleKeys(4, true).shard(shard).stream));
     // The shards, then the bucket lanes (seckill-buckets.md), which every loop over the streams reads too.
     expect(tags.slice(0, 4)).toEqual(['seckill:0', 'seckill:1', 'seckill:2', 'seckill:3']);
     expect(tags.slice(4).map((tag) => tag.replace(/\.\d+$/, ''))).toEqual(Array.from({ length: 8 }, (_, lane) => `seckill:lane${lane}`));
-    expect(new SaleKeys(4, false).allShards()).toEqual([0, 1, 2, 3]);
+    expect(new SaleKeys(4).allShards()).toEqual([0, 1, 2, 3]); // buckets off (the default): the shards alone
   });
 
   it('spreads consecutive voucher ids evenly over the shards', () => {
