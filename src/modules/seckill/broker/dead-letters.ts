@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConsumerStatus, type AsyncMessage, type Consumer } from 'rabbitmq-client';
+import { ConsumerStatus, type AsyncMessage } from 'rabbitmq-client';
 import type { Log } from '../../../infra/logging.js';
-import type { RedisClient } from '../../../infra/redis.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { AcceptedOrder, QueuedOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { BrokerConnection } from './broker-connection.js';
+import { QueueConsumer } from './queue-consumer.js';
 import { decodeOrderMessage, type SaleTopology } from './rabbit-topology.js';
 
 export interface DeadLettersOptions {
@@ -33,37 +33,34 @@ const IN_HAND = 4;
  * between does it again: the release is a no-op then, the record may appear twice.
  */
 export class DeadLetters {
-  private running = false;
-  private consumer: Consumer | undefined;
+  private readonly consumer: QueueConsumer;
 
   constructor(
-    private readonly broker: BrokerConnection,
-    private readonly topology: SaleTopology,
-    private readonly redis: RedisClient,
+    broker: BrokerConnection,
+    topology: SaleTopology,
     private readonly stream: OrderStream,
     private readonly store: SaleStore,
     private readonly orders: OrderRepository,
     private readonly options: DeadLettersOptions,
-  ) {}
-
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    const { deadLetterQueue, exchanges, queueBindings } = this.topology;
-    this.consumer = this.broker.connection.createConsumer(
-      { queue: deadLetterQueue.queue, queueOptions: deadLetterQueue, exchanges, queueBindings, qos: { prefetchCount: IN_HAND }, concurrency: IN_HAND },
+  ) {
+    const { deadLetterQueue, exchanges, queueBindings } = topology;
+    this.consumer = new QueueConsumer(
+      broker,
+      { queue: deadLetterQueue, exchanges, queueBindings, inHand: IN_HAND, name: 'dead letters', log: options.log },
       (message) => this.handle(message),
     );
-    this.consumer.on('error', (err: unknown) => {
-      if (this.running) this.options.log.warn({ err }, 'dead letters: consumer error');
-    });
+  }
+
+  start(): void {
+    this.consumer.start();
   }
 
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    await this.consumer?.close();
-    this.consumer = undefined;
+    await this.consumer.stop();
+  }
+
+  private get running(): boolean {
+    return this.consumer.running;
   }
 
   private async handle(message: AsyncMessage): Promise<ConsumerStatus> {

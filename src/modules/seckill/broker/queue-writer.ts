@@ -1,8 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConsumerStatus, type AsyncMessage, type Consumer } from 'rabbitmq-client';
+import { ConsumerStatus, type AsyncMessage } from 'rabbitmq-client';
 import type { Log } from '../../../infra/logging.js';
-import type { RedisClient } from '../../../infra/redis.js';
-import type { SaleKeys } from '../keys.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { AcceptedOrder, NewOrder, QueuedOrder } from '../types.js';
@@ -10,6 +8,7 @@ import { GroupCommit } from '../writer/group-commit.js';
 import { isUnavailable } from '../writer/order-worker.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from '../writer/write-breaker.js';
 import type { BrokerConnection } from './broker-connection.js';
+import { ConsumerStopping, QueueConsumer } from './queue-consumer.js';
 import { decodeOrderMessage, type SaleTopology } from './rabbit-topology.js';
 
 export interface QueueWriterOptions {
@@ -25,11 +24,6 @@ export interface QueueWriterOptions {
   breaker?: WriteBreakerOptions;
 }
 
-/** Thrown into a message's handler when the writer stops while MySQL or Redis is away: the message goes back to the queue. */
-class WriterStopping extends Error {
-  override name = 'WriterStopping';
-}
-
 /**
  * An order writer on the RabbitMQ order queue: up to `prefetch` messages in hand (basic.qos, the
  * notes' "能者多劳": a writer that writes faster takes more), written to MySQL together through the
@@ -43,22 +37,25 @@ class WriterStopping extends Error {
  * (dead-letters.ts). A redelivered order (the relay's duplicate, an ack lost) is a no-op.
  */
 export class QueueWriter {
-  private running = false;
-  private consumer: Consumer | undefined;
+  private readonly consumer: QueueConsumer;
   readonly breaker: WriteBreaker;
   readonly writes: GroupCommit<NewOrder>;
   /** The queued records of written orders, removed together (SaleStore.forgetQueued). */
   private readonly forgetting: GroupCommit<QueuedOrder>;
 
   constructor(
-    private readonly broker: BrokerConnection,
-    private readonly topology: SaleTopology,
-    private readonly redis: RedisClient,
-    private readonly keys: SaleKeys,
+    broker: BrokerConnection,
+    topology: SaleTopology,
     private readonly store: SaleStore,
     private readonly orders: OrderRepository,
     private readonly options: QueueWriterOptions,
   ) {
+    const { orderQueue, exchanges, queueBindings } = topology;
+    this.consumer = new QueueConsumer(
+      broker,
+      { queue: orderQueue, exchanges, queueBindings, inHand: options.prefetch, requeue: true, name: 'order writer', log: options.log },
+      (message) => this.handle(message),
+    );
     this.breaker = new WriteBreaker(() => orders.ping(), {
       ...options.breaker,
       onStateChange: (state) => {
@@ -77,34 +74,16 @@ export class QueueWriter {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    const { orderQueue, exchanges, queueBindings } = this.topology;
-    this.consumer = this.broker.connection.createConsumer(
-      {
-        queue: orderQueue.queue,
-        queueOptions: orderQueue,
-        exchanges,
-        queueBindings,
-        qos: { prefetchCount: this.options.prefetch },
-        // Every message in hand is handled at once, so that those that arrive together are written together.
-        concurrency: this.options.prefetch,
-        requeue: true,
-      },
-      (message) => this.handle(message),
-    );
-    this.consumer.on('error', (err: unknown) => {
-      if (err instanceof WriterStopping) return;
-      this.options.log.warn({ err }, 'order writer: consumer error (a message went back to the queue, or the channel is being re-made)');
-    });
+    this.consumer.start();
   }
 
   /** Stops taking messages; those in hand are finished, or given back when MySQL or Redis is away. */
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    await this.consumer?.close();
-    this.consumer = undefined;
+    await this.consumer.stop();
+  }
+
+  private get running(): boolean {
+    return this.consumer.running;
   }
 
   private async handle(message: AsyncMessage): Promise<ConsumerStatus> {
@@ -158,7 +137,7 @@ export class QueueWriter {
   }
 
   private async waitForMysql(error: unknown): Promise<void> {
-    if (!this.running) throw new WriterStopping('stopping while MySQL is unavailable', { cause: error });
+    if (!this.running) throw new ConsumerStopping('stopping while MySQL is unavailable', { cause: error });
     if (!(error instanceof BrokenCircuitError)) this.options.onResult?.('failed');
     if (this.breaker.closed) await sleep(this.options.retryDelayMs ?? 1000);
     else await this.breaker.waitForProbe();
@@ -171,7 +150,7 @@ export class QueueWriter {
         await step();
         return;
       } catch (error) {
-        if (!this.running) throw new WriterStopping('stopping while Redis is unavailable', { cause: error });
+        if (!this.running) throw new ConsumerStopping('stopping while Redis is unavailable', { cause: error });
         this.options.log.warn({ err: error }, 'order writer: Redis step after the write failed; retrying');
         await sleep(this.options.retryDelayMs ?? 1000);
       }

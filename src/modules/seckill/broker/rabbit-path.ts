@@ -52,14 +52,14 @@ export function buildRabbitPath(deps: RabbitPathDeps) {
     log,
     ...(deps.onPublished ? { onPublished: deps.onPublished } : {}),
   });
-  const writer = new QueueWriter(broker, topology, redis, stream.keys, store, orders, {
+  const writer = new QueueWriter(broker, topology, store, orders, {
     prefetch: rabbitmq.prefetch,
     log,
     ...(deps.onResult ? { onResult: deps.onResult } : {}),
     ...(deps.onWritten ? { onWritten: deps.onWritten } : {}),
     ...(deps.breaker ? { breaker: deps.breaker } : {}),
   });
-  const deadLetters = new DeadLetters(broker, topology, redis, stream, store, orders, {
+  const deadLetters = new DeadLetters(broker, topology, stream, store, orders, {
     maxDeliveries: settings.maxDeliveries,
     log,
     ...(deps.onResult ? { onResult: deps.onResult } : {}),

@@ -26,7 +26,7 @@ export interface TopologySettings {
   maxLength: number;
 }
 
-type QueueDeclaration = MethodParams[Cmd.QueueDeclare] & { queue: string };
+export type QueueDeclaration = MethodParams[Cmd.QueueDeclare] & { queue: string };
 
 /** The declarations every publisher and consumer of the sale makes before its first use. */
 export function saleTopology({ maxDeliveries, maxLength }: TopologySettings) {

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConsumerStatus, type AsyncMessage, type Consumer } from 'rabbitmq-client';
+import { ConsumerStatus, type AsyncMessage } from 'rabbitmq-client';
 import type { Log } from '../../../infra/logging.js';
 import type { DueOrder } from '../types.js';
 import { GroupCommit } from '../writer/group-commit.js';
 import type { BrokerConnection } from './broker-connection.js';
+import { ConsumerStopping, QueueConsumer } from './queue-consumer.js';
 import { decodeDueMessage, type UnpaidTopology } from './rabbit-topology.js';
 
 export interface ReleaseConsumerOptions {
@@ -14,11 +15,6 @@ export interface ReleaseConsumerOptions {
   /** Wait before trying again while MySQL is away. */
   retryDelayMs?: number;
   log: Log;
-}
-
-/** Thrown into a message's handler when the consumer stops while MySQL is away: the message goes back to the queue. */
-class ConsumerStopping extends Error {
-  override name = 'ConsumerStopping';
 }
 
 /**
@@ -33,15 +29,20 @@ class ConsumerStopping extends Error {
  * to the queue, where they would come straight back.
  */
 export class ReleaseConsumer {
-  private running = false;
-  private consumer: Consumer | undefined;
+  private readonly consumer: QueueConsumer;
   private readonly cancellations: GroupCommit<DueOrder>;
 
   constructor(
-    private readonly broker: BrokerConnection,
-    private readonly topology: UnpaidTopology,
+    broker: BrokerConnection,
+    topology: UnpaidTopology,
     private readonly options: ReleaseConsumerOptions,
   ) {
+    const { releaseQueue, exchanges, queueBindings } = topology;
+    this.consumer = new QueueConsumer(
+      broker,
+      { queue: releaseQueue, exchanges, queueBindings, inHand: options.prefetch, requeue: true, name: 'release queue', log: options.log },
+      (message) => this.handle(message),
+    );
     this.cancellations = new GroupCommit(
       async (orders) => {
         await options.cancelDue(orders);
@@ -55,33 +56,16 @@ export class ReleaseConsumer {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    const { releaseQueue, exchanges, queueBindings } = this.topology;
-    this.consumer = this.broker.connection.createConsumer(
-      {
-        queue: releaseQueue.queue,
-        queueOptions: releaseQueue,
-        exchanges,
-        queueBindings,
-        qos: { prefetchCount: this.options.prefetch },
-        concurrency: this.options.prefetch,
-        requeue: true,
-      },
-      (message) => this.handle(message),
-    );
-    this.consumer.on('error', (err: unknown) => {
-      if (err instanceof ConsumerStopping) return;
-      this.options.log.warn({ err }, 'release queue: consumer error (a message went back to the queue, or the channel is being re-made)');
-    });
+    this.consumer.start();
   }
 
   /** Stops taking messages; those in hand are finished, or given back when MySQL is away. */
   async stop(): Promise<void> {
-    if (!this.running) return;
-    this.running = false;
-    await this.consumer?.close();
-    this.consumer = undefined;
+    await this.consumer.stop();
+  }
+
+  private get running(): boolean {
+    return this.consumer.running;
   }
 
   private async handle(message: AsyncMessage): Promise<ConsumerStatus> {
