@@ -50,7 +50,7 @@ import { OrderStream } from './writer/order-stream.js';
 import { OrderWorker } from './writer/order-worker.js';
 import { BREAKER_STATES, type WriteBreaker } from './writer/write-breaker.js';
 import type { BrokerStatus } from './broker/broker-connection.js';
-import type { PublishOutcome } from './broker/order-publisher.js';
+import type { PublishOutcome } from './broker/confirmed-publisher.js';
 import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 
 // What the app, the CLIs and the bench use besides buildSeckill.

@@ -5,7 +5,8 @@ import { ORDER_GROUP } from '../keys.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import { parseOrder, type OrderStream } from '../writer/order-stream.js';
 import { ShardLoops } from '../writer/shard-loops.js';
-import type { OrderPublisher, PublishOutcome } from './order-publisher.js';
+import type { PublishOutcome } from './confirmed-publisher.js';
+import type { OrderPublisher } from './order-publisher.js';
 
 export interface OutboxRelayOptions {
   /** Its name in the stream's consumer group (the order worker's: SECKILL_CONSUMER); keep it stable across restarts. */

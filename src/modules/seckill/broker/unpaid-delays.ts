@@ -1,7 +1,6 @@
-import type { Publisher } from 'rabbitmq-client';
 import type { NewOrder } from '../types.js';
 import type { BrokerConnection } from './broker-connection.js';
-import { withDeadline } from './broker-connection.js';
+import { ConfirmedPublisher } from './confirmed-publisher.js';
 import { dueMessage, type UnpaidTopology } from './rabbit-topology.js';
 
 /** Deadlines the broker did not confirm in time, refused or could not route (the caller schedules them elsewhere). */
@@ -28,26 +27,16 @@ export class DeadlineNotPublished extends Error {
  * differ by milliseconds.
  */
 export class UnpaidDelays {
-  private readonly publisher: Publisher;
-  /** Message ids the broker returned as unroutable; it confirms such a message right after returning it. */
-  private readonly returned = new Set<string>();
+  private readonly publisher: ConfirmedPublisher;
 
   constructor(
     private readonly broker: BrokerConnection,
     topology: UnpaidTopology,
     private readonly paymentWindowMs: number,
-    private readonly timeoutMs: number,
+    timeoutMs: number,
   ) {
-    this.publisher = broker.connection.createPublisher({
-      confirm: true,
-      maxAttempts: 1,
-      exchanges: topology.exchanges,
-      queues: topology.queues,
-      queueBindings: topology.queueBindings,
-      onReturn: (message) => {
-        if (message.messageId !== undefined) this.returned.add(message.messageId);
-      },
-    });
+    const { exchanges, queues, queueBindings } = topology;
+    this.publisher = new ConfirmedPublisher(broker, { exchanges, queues, queueBindings }, timeoutMs);
   }
 
   /** Publishes the orders' deadlines and resolves once the broker confirmed all; throws DeadlineNotPublished otherwise. */
@@ -72,11 +61,7 @@ export class UnpaidDelays {
       dueMs: acceptedMs + this.paymentWindowMs,
     };
     const { envelope, body } = dueMessage(due, now);
-    const sent = this.publisher.send(envelope, body).then(
-      () => !this.returned.delete(order.orderId),
-      () => false,
-    );
-    return withDeadline(sent, this.timeoutMs, false);
+    return (await this.publisher.send(envelope, body, order.orderId)) === 'confirmed';
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill, type Seckill } from '../../../../src/modules/seckill/index.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { buildRabbitPath, type RabbitPath } from '../../../../src/modules/seckill/broker/rabbit-path.js';
-import type { PublishOutcome } from '../../../../src/modules/seckill/broker/order-publisher.js';
+import type { PublishOutcome } from '../../../../src/modules/seckill/broker/confirmed-publisher.js';
 import { ORDER_QUEUE } from '../../../../src/modules/seckill/broker/rabbit-topology.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
 import { createTestVhost, type TestVhost } from '../../../support/rabbitmq.js';
