@@ -356,15 +356,16 @@ export async function measureAll(
     }
   }
 
+  const saturations = new Map(targets.map(({ name }) => [name, combine(slices.get(name)!)]));
+  // Each target's own fixed rate, known before any fixed phase runs: another target may be measured at it too.
   const rates = new Map<string, number>();
-  for (const { name } of targets) {
-    const saturationRps = combine(slices.get(name)!).rps;
-    rates.set(name, options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(saturationRps * options.rateFraction))));
+  for (const [name, { rps }] of saturations) {
+    rates.set(name, options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(rps * options.rateFraction))));
   }
   const measurements = new Map<string, Measurement>();
   for (const { name, url, source, afterLoad, serverPid, brokerPid, alsoAtRateOf } of targets) {
     const fixedPhase = (rate: number) => measureFixedRate({ name, url, source, serverPid, brokerPid }, rate, { ...options, cpuPids }, step);
-    const measured: Measurement = { saturation: combine(slices.get(name)!), fixedRate: await fixedPhase(rates.get(name)!), slices: slices.get(name)! };
+    const measured: Measurement = { saturation: saturations.get(name)!, fixedRate: await fixedPhase(rates.get(name)!), slices: slices.get(name)! };
     const matched = alsoAtRateOf === undefined ? undefined : rates.get(alsoAtRateOf);
     if (matched !== undefined) measured.matchedRate = await fixedPhase(matched);
     measurements.set(name, measured);

@@ -177,8 +177,10 @@ export class SaleStore {
     return buckets;
   }
 
-  /** The B of a voucher that has orders: remembered once its sale has begun, else read. */
+  /** The B of a voucher that has orders: remembered once its sale has begun, else read; 1 where buckets are off. */
   private async fixedBucketsOf(voucherId: string): Promise<number> {
+    // A deployment without bucket lanes sells every voucher from one bucket: nothing to read per order.
+    if (!this.keys.bucketLanes) return 1;
     return this.fixedLayouts.get(voucherId) ?? this.bucketsOf(voucherId);
   }
 
@@ -332,7 +334,9 @@ export class SaleStore {
     const byShard = new Map<number, QueuedOrder[]>();
     for (const order of orders) {
       const shard = await this.streamShardOf(order);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), order]);
+      const ofShard = byShard.get(shard);
+      if (ofShard) ofShard.push(order);
+      else byShard.set(shard, [order]);
     }
     await Promise.all(
       [...byShard].map(async ([shard, ofShard]) => {

@@ -40,7 +40,9 @@ export class UnpaidQueue {
     for (const order of orders) {
       const shard = this.keys.shardOf(order.voucherId);
       const member = `${order.orderId}:${order.userId}:${order.voucherId}:${order.slot ?? 1}`;
-      perShard.set(shard, [...(perShard.get(shard) ?? []), String(order.acceptedMs ?? ''), member]);
+      const args = perShard.get(shard);
+      if (args) args.push(String(order.acceptedMs ?? ''), member);
+      else perShard.set(shard, [String(order.acceptedMs ?? ''), member]);
     }
     await Promise.all([...perShard].map(([shard, args]) => this.scripts.scheduleUnpaid(unpaidDueKey(shard), this.paymentWindowMs, ...args)));
   }
