@@ -130,7 +130,8 @@ export class SaleStore {
             onBatch: this.onBatch,
           })
         : undefined;
-    this.transfers = new BucketTransfers(redis, keys, this.scripts);
+    // With replica acknowledgement on, each refill step waits for the replicas as a batch does.
+    this.transfers = new BucketTransfers(redis, keys, this.acknowledged?.transferSteps() ?? this.scripts);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../../infra/redis.js';
 import type { BucketRef, SaleKeys } from '../keys.js';
+import type { Operation } from '../../../lib/redis-scripts/index.js';
 import type { SaleScripts } from './sale-scripts.js';
 
 /**
@@ -35,6 +36,14 @@ export interface BucketReading {
 
 /** What a refill found: `retry` (units moved, or may be had: reserve again), or `sold-out` (decided below). */
 export type RefillOutcome = 'retry' | 'sold-out';
+
+/**
+ * The three scripts a refill runs (sale-scripts.ts): straight on the shared connection, or each
+ * followed by a WAIT for replicas when SECKILL_REPLICA_ACKS is on (acknowledged-reserve.ts).
+ */
+export type TransferSteps = {
+  [K in 'take' | 'transferIn' | 'transferEnd']: SaleScripts[K] extends Operation<infer In, infer Out> ? (input: In) => Promise<Out> : never;
+};
 
 export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
 
@@ -75,7 +84,7 @@ export class BucketTransfers {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: SaleKeys,
-    private readonly scripts: SaleScripts,
+    private readonly scripts: TransferSteps,
   ) {}
 
   /** After the home bucket answered empty: units moved to it, or a reason to look again, or sold out. */
