@@ -54,7 +54,7 @@ function printText(report: ReconcileReport, repair: boolean, where: string): voi
     const parts = [`stock redis=${drift.redisStock ?? 'missing'} expected=${drift.expectedStock} (mysql ${drift.mysqlStock})`];
     if (drift.missingBuyers.length > 0) parts.push(`missing buyers ${drift.missingBuyers.join(',')}`);
     if (drift.extraBuyers.length > 0) parts.push(`extra buyers ${drift.extraBuyers.join(',')}`);
-    if (drift.missingBuckets && drift.missingBuckets.length > 0) parts.push(`buckets missing ${drift.missingBuckets.join(',')} of ${drift.buckets}`);
+    if (drift.missingBuckets && drift.missingBuckets.length > 0) parts.push(`buckets missing ${drift.missingBuckets.join(',')} of ${drift.buckets ?? 1}`);
     console.log(`  voucher ${drift.voucherId}: ${parts.join('; ')}`);
   }
   for (const skipped of report.skipped) console.log(`  voucher ${skipped.voucherId}: NOT repaired: ${skipped.reason}`);

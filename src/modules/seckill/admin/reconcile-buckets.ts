@@ -117,7 +117,7 @@ export class BucketReconciler {
       if (written < 0) return { drift, notLive: mysql.notLive, skipped: 'the freeze lapsed before the write (repair too slow); run it again' };
     }
     // The layout record routes the orders to the buckets: written again in case Redis lost it.
-    if (!(await this.store.publishLayout({ ...voucher, stock: 0 }, buckets))) {
+    if (!(await this.store.publishLayout(voucher, buckets))) {
       return { drift, notLive: mysql.notLive, skipped: "the voucher's shard holds a one-bucket sale besides its buckets; not repaired" };
     }
     return { drift, notLive: mysql.notLive };
