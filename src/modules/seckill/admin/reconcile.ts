@@ -134,6 +134,12 @@ export async function reconcileSeckill(deps: { db: Db; store: SaleStore }, optio
 
 /** Checks one voucher and, if asked and drifted, repairs it; adds what it found to the report. */
 async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair: boolean, report: ReconcileReport): Promise<void> {
+  const buckets = voucher.buckets ?? 1;
+  if (buckets > 1 && !reconciler.readsBuckets) {
+    // Its buckets' keys are on lanes this layout does not have: skipped, never misread as drifted.
+    report.skipped.push({ voucherId: voucher.voucherId, reason: `sold from ${buckets} buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it` });
+    return;
+  }
   const { drift, transfers } = await reconciler.check(voucher);
   if (transfers.length > 0) (report.pendingTransfers ??= []).push(...transfers);
   if (drift === null) return;
@@ -166,6 +172,11 @@ class Reconciler {
       { read: (voucherId, queuedIds) => this.readMysql(voucherId, queuedIds), written: (orderIds) => this.writtenOrders(orderIds) },
       drainTimeoutMs,
     );
+  }
+
+  /** Whether this layout has the bucket lanes (SECKILL_MAX_BUCKETS > 1): else a bucketed voucher cannot be read. */
+  get readsBuckets(): boolean {
+    return this.store.keys.bucketLanes;
   }
 
   /** The given vouchers, or every seckill voucher whose Redis keys may still exist (sale not ended longer than the keep window ago). */

@@ -11,7 +11,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
-import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
+import { homeBucket, SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
@@ -204,6 +205,19 @@ describe('reconciling a bucketed sale', () => {
     expect(await scripts().take({ voucherId, bucket: bucket(1, 2), transferId: 'after-thaw', to: 0, most: 64 })).toBe(3);
     await seckill.store.sweepTransfers(0);
     expect(await check([voucherId])).toMatchObject({ drifted: [] });
+  });
+
+  it('skips a bucketed sale, with the reason, where the layout has no bucket lanes (SECKILL_MAX_BUCKETS = 1)', async () => {
+    const voucherId = await bucketedSale(10, 3);
+    await place(voucherId, usersHomingTo(0, 3, 1));
+    const withoutLanes = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+    expect(await reconcileSeckill({ db: env.db, store: withoutLanes }, { repair: true, voucherIds: [voucherId] })).toEqual({
+      vouchers: 1,
+      drifted: [],
+      repaired: 0,
+      skipped: [{ voucherId, reason: "sold from 3 buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it" }],
+    });
+    await written(voucherId, 1);
   });
 
   it('finds buyers missing from their home bucket and marks in another bucket, and repairs both', async () => {
