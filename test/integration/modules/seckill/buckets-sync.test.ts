@@ -7,7 +7,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { SaleKeys, homeBucket } from '../../../../src/modules/seckill/keys.js';
+import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { bucketsOf, readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
@@ -29,6 +31,8 @@ afterAll(async () => {
   for (const app of instances ?? []) await app.close();
   await env?.cleanup();
 });
+
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
 /** A request as a client makes it: a 503 with Retry-After (units still moving between buckets) is retried. */
 async function buyRetrying(app: FastifyInstance, token: string, voucherId: string) {
@@ -72,5 +76,38 @@ describe('a bucketed sale under the sync strategy', () => {
       expect(await env.redis.hlen(lane.queued)).toBe(0);
       expect(await env.redis.xlen(lane.stream)).toBe(0);
     }
+  }, 60_000);
+
+  it('with Redis above MySQL: MySQL refuses the surplus, its units go back to their buckets, nothing oversold; the repair then realigns Redis', async () => {
+    const stock = 30;
+    const voucherId = await insertSeckillVoucher(env, { stock });
+    await env.db.updateTable('tb_seckill_voucher').set({ buckets: 3, total_stock: stock }).where('voucher_id', '=', voucherId).execute();
+    const buyers = users.slice(0, 70);
+    // The first order publishes the sale (30 units in Redis); then MySQL loses 5 units Redis still holds.
+    expect((await buyRetrying(instances[0]!, buyers[0]!.token, voucherId)).json()).toMatchObject({ success: true });
+    await env.db
+      .updateTable('tb_seckill_voucher')
+      .set((eb) => ({ stock: eb('stock', '-', 5) }))
+      .where('voucher_id', '=', voucherId)
+      .execute();
+
+    const answers = await Promise.all(buyers.slice(1).map((user, index) => buyRetrying(instances[index % 2]!, user.token, voucherId)));
+    const bodies = answers.map((answer) => answer.json<{ success: boolean; data?: string; errorMsg?: string }>());
+    const accepted = bodies.filter((body) => body.success).map((body) => body.data!);
+    expect(bodies.filter((body) => !body.success).map((body) => body.errorMsg)).toEqual(Array.from({ length: 69 - 24 }, () => REFUSALS.soldOut));
+    expect(accepted).toHaveLength(24);
+    const orders = await mysqlOrders(env, voucherId);
+    expect(orders).toHaveLength(25);
+    expect(new Set(orders.map((row) => row.user_id)).size).toBe(25);
+    expect(await mysqlStock(env, voucherId)).toBe(0);
+    // The 5 units MySQL never had went back to the buckets that sold them: Redis holds them, and buyers none of them.
+    const store = new SaleStore(env.redis, keys);
+    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, store }, { repair, voucherIds: [voucherId] });
+    expect((await reconcile(false)).drifted).toEqual([
+      { voucherId, mysqlStock: 0, redisStock: 5, expectedStock: 0, missingBuyers: [], extraBuyers: [], buckets: 3, missingBuckets: [] },
+    ]);
+    expect(await reconcile(true)).toMatchObject({ repaired: 1, skipped: [] });
+    expect(sum((await readBuckets(env.redis, keys, voucherId, 3)).map(({ stock: left, pending }) => left + pending))).toBe(0);
+    expect((await reconcile(false)).drifted).toEqual([]);
   }, 60_000);
 });
