@@ -13,9 +13,12 @@ import calculateSlot from 'cluster-key-slot';
  *                                     suspended: an administrator's pause (control.lua); frozen_*: a repair's
  *                                     self-lapsing freeze (freeze.lua); restocks: the sold-out flags' version
  *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
- *   {seckill:N}:orders                stream {orderId, userId, voucherId, slot} of accepted orders, read by the group
- *                                     `order-writers`; trimmed every 60 s to what the group acknowledged
- *   {seckill:N}:orders:dead           stream of dead letters: the entry + sourceId, deliveries, error
+ *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`: an entry per
+ *                                     reserve batch {acceptedMs, orders "orderId:userId:voucherId:slot,..."}, or
+ *                                     one order's {orderId, userId, voucherId, slot, acceptedMs} (hand-off.lua);
+ *                                     trimmed every 60 s to what the group acknowledged
+ *   {seckill:N}:orders:dead           stream of dead letters, one per order given up: its fields + sourceId
+ *                                     (its entry), deliveries, error
  *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot:acceptedMs", accepted and not yet in MySQL
  *   {seckill:N}:queued-by-user        sorted set, all scores 0, members "userId:orderId": the queued orders by user
  *                                     (ZRANGEBYLEX "[userId:" "(userId;" lists one user's), written per batch
