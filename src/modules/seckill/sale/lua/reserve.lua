@@ -121,11 +121,14 @@ for _, sale in ipairs(sale_list) do
   end
 end
 
--- What the second pass writes.
+-- What the second pass writes, built as the orders are accepted.
 local idem_orders = {}   -- Idempotency-Key -> the order it was accepted as in this batch
 local queued = {}        -- HSET arguments of QUEUED
 local by_user = {}       -- ZADD arguments of QUEUED_BY_USER
-local accepted = {}      -- per accepted order: {i, slot}
+local streamed = {}      -- "orderId:userId:voucherId:slot" of the orders the worker writes
+local held_orders = {}   -- ZADD arguments of IN_FLIGHT: the orders whose caller writes MySQL
+local keyed = {}         -- the accepted orders with an Idempotency-Key: {key, orderId, TTL}
+local accepted_count = 0
 local accepted_at = string.format('%d', now)
 
 -- Order i's rules.
@@ -172,14 +175,23 @@ local function decide_order(i)
   sale.taken = sale.taken + 1
   sale.masks[user] = held + slot_bit
   sale.changed[user] = true
+  local voucher_id = ARGV[a + 2]
+  accepted_count = accepted_count + 1
+  local at = 2 * accepted_count
+  queued[at - 1] = order
+  queued[at] = user .. ':' .. voucher_id .. ':' .. slot .. ':' .. accepted_at
+  by_user[at - 1] = 0
+  by_user[at] = user .. ':' .. order
+  if ARGV[a + 3] == 'hold' then
+    held_orders[#held_orders + 1] = now
+    held_orders[#held_orders + 1] = order
+  else
+    streamed[#streamed + 1] = order .. ':' .. user .. ':' .. voucher_id .. ':' .. slot
+  end
   if idem_key then
     idem_orders[idem_key] = order
+    keyed[#keyed + 1] = {idem_key, order, ARGV[a + 4]}
   end
-  queued[#queued + 1] = order
-  queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot .. ':' .. accepted_at
-  by_user[#by_user + 1] = 0
-  by_user[#by_user + 1] = user .. ':' .. order
-  accepted[#accepted + 1] = {i, slot}
   return 0, slot
 end
 
@@ -208,21 +220,8 @@ if #queued > 0 then
   call_in_chunks('HSET', QUEUED, queued)
   call_in_chunks('ZADD', QUEUED_BY_USER, by_user)
 end
-local streamed = {}      -- "orderId:userId:voucherId:slot" of the orders the worker writes
-local held_orders = {}   -- ZADD arguments of IN_FLIGHT: the orders whose caller writes MySQL
-for _, order in ipairs(accepted) do
-  local i, slot = order[1], order[2]
-  local a = arg_of(i)
-  local user, order_id, voucher_id, mode = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  if idem_key_of[i] then
-    redis.call('SET', idem_key_of[i], order_id, 'PX', ARGV[a + 4])
-  end
-  if mode == 'hold' then
-    held_orders[#held_orders + 1] = now
-    held_orders[#held_orders + 1] = order_id
-  else
-    streamed[#streamed + 1] = order_id .. ':' .. user .. ':' .. voucher_id .. ':' .. slot
-  end
+for _, key in ipairs(keyed) do
+  redis.call('SET', key[1], key[2], 'PX', key[3])
 end
 -- The sync strategy's caller writes MySQL and then settles (hand-off.lua streams an order it does not).
 if #held_orders > 0 then
