@@ -21,6 +21,8 @@ import { SECKILL_MESSAGES } from '../messages.js';
  *   between the two writes, converges and changes nothing more. Redis is written on every call.
  * - Audited: a change that alters MySQL writes one tb_seckill_audit row in the same transaction;
  *   a repeated pause or an unchanged PATCH is a no-op and writes none (`changed: false`).
+ * - A sale sold from B > 1 buckets takes the same path; the store writes the change into every
+ *   bucket (sale/bucket-controls.ts: Redis's total is the sum of the buckets' totals).
  */
 
 export interface SaleSettings {
