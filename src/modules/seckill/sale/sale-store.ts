@@ -143,8 +143,9 @@ export class SaleStore {
   /**
    * Publishes stock and window unless the voucher is already in Redis; true if published now. A
    * voucher of B > 1 buckets: each bucket with its share of the stock (⌊S/B⌋, the remainder to the
-   * first ones) and of the sold units in its part of the total (bucket-controls.ts: Σ = total),
-   * then the layout record in its shard's hash.
+   * first ones) and its part of the total (that stock plus its share of the units sold before the
+   * publish: the parts add up to the total, bucket-controls.ts), then the layout record in its
+   * shard's hash.
    */
   async publish(state: SaleState): Promise<boolean> {
     const buckets = state.buckets ?? 1;
