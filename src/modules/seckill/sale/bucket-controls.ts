@@ -66,7 +66,7 @@ export class BucketControls {
    * over the whole sale: `stock` the units not sold (stock and pending), `total` Redis's total.
    */
   async apply(voucherId: string, buckets: number, mysqlTotal: number, change: SaleControl): Promise<ControlOutcome> {
-    let present = await this.seeded(voucherId, buckets, mysqlTotal);
+    const present = await this.seeded(voucherId, buckets, mysqlTotal);
     if (present.length === 0) return { outcome: 'not-published' };
     if (change.total !== undefined) {
       const total = sum(present, (state) => state.total);
@@ -75,8 +75,8 @@ export class BucketControls {
         const refused = await this.lower(voucherId, present, change.total);
         if (refused) return refused;
       }
-      present = await this.present(voucherId, buckets);
     }
+    // Each bucket already has its total (seeded above): totalIfMissing is never used here.
     const fields: SaleControl = { begin: change.begin, end: change.end, suspended: change.suspended, limitPerUser: change.limitPerUser };
     if (Object.values(fields).some((value) => value !== undefined)) {
       await Promise.all(present.map((state) => this.scripts.controlBucket({ voucherId, bucket: state.bucket, totalIfMissing: state.total, change: fields })));
