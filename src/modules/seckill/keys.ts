@@ -33,7 +33,8 @@ import calculateSlot from 'cluster-key-slot';
  * shard of its own after the N ones (its tag {seckill:laneL.salt}, placed below; the same stream, dead
  * letters, queued, queued-by-user, in-flight, idem and released keys as a shard, under the lane's tag):
  *   {lane}:voucher:{voucherId}:b{b}of{B}       hash as the voucher hash above, plus pending: units its
- *                                              refills took and have not settled
+ *                                              refills took and have not settled; its total is its part
+ *                                              of the sale's (Σ over the buckets: sale/bucket-controls.ts)
  *   {lane}:buyer-slots:{voucherId}:b{b}of{B}   hash userId -> slot mask, of the users homing to bucket b
  *   {lane}:transfers                           hash transferId -> "voucherId:from:of:to:units:takenMs": refills
  *                                              taken from this lane's buckets, not yet settled (the sweep's)
