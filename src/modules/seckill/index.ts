@@ -421,8 +421,9 @@ function watchOnScrape(metrics: Metrics, log: Log, breakerOf: () => WriteBreaker
   metrics.onScrape(async () => {
     const breaker = breakerOf();
     for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, breaker.state === state ? 1 : 0);
-    for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
+    for (const { shard, length, pending, lag, deadLetters, queued } of await stream.stats()) {
       const labels = { shard: String(shard) };
+      metrics.ordersQueued.set(labels, queued);
       metrics.streamLength.set(labels, length);
       metrics.streamPending.set(labels, pending);
       metrics.consumerLag.set(labels, lag ?? -1);

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { homeBucket, type BucketRef } from '../keys.js';
-import { shareOf, type BucketSnapshot, type SaleStore } from '../sale/sale-store.js';
-import { bucketsOf, type PendingTransfer } from '../sale/transfers.js';
+import type { BucketSnapshot, SaleStore } from '../sale/sale-store.js';
+import { bucketsOf, shareOf, type PendingTransfer } from '../sale/transfers.js';
 import type { MysqlSnapshot, PendingTransferReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile.js';
 
 /**

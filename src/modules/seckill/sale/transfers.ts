@@ -64,6 +64,11 @@ export type TransferSteps = {
 
 export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
 
+/** A bucket's share of units split over its voucher's buckets: ⌊S/B⌋, one more for the first S mod B (publish, a raise). */
+export function shareOf(units: number, bucket: BucketRef): number {
+  return Math.floor(units / bucket.of) + (bucket.index < units % bucket.of ? 1 : 0);
+}
+
 /** Each bucket of the voucher read on its own (B slots: B commands, in parallel, not one atomic read). */
 export async function readBuckets(redis: RedisClient, keys: SaleKeys, voucherId: string, buckets: number): Promise<BucketReading[]> {
   const replies = await Promise.all(bucketsOf(buckets).map((bucket) => redis.hmget(keys.bucket(voucherId, bucket).voucher, 'stock', 'pending', 'restocks')));
