@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
+import { SaleControls } from '../../../../src/modules/seckill/admin/sale-controls.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
@@ -218,6 +219,22 @@ describe('reconciling a bucketed sale', () => {
       skipped: [{ voucherId, reason: "sold from 3 buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it" }],
     });
     await written(voucherId, 1);
+  });
+
+  it("drops the buckets' totals in a repair, so that the next stock control seeds them from MySQL's total", async () => {
+    const voucherId = await bucketedSale(20, 2);
+    await place(voucherId, [...usersHomingTo(0, 2, 2), ...usersHomingTo(1, 2, 2)]);
+    await written(voucherId, 4);
+    await env.redis.hincrby(seckill.keys.bucket(voucherId, bucket(0, 2)).voucher, 'stock', -3);
+    expect(await repair([voucherId])).toMatchObject({ repaired: 1, skipped: [] });
+    const totals = async () => Promise.all([0, 1].map((index) => env.redis.hget(seckill.keys.bucket(voucherId, bucket(index, 2)).voucher, 'total')));
+    expect(await totals()).toEqual([null, null]);
+    // A raise to 30 units in all: 16 left + 10 more, and the buckets' totals sum to MySQL's.
+    expect(await new SaleControls(env.db, seckill.store).update(voucherId, '1', { stock: 30 })).toMatchObject({ stock: 30, left: 26 });
+    expect(sum((await totals()).map(Number))).toBe(30);
+    expect(sum(await unitsIn(voucherId, 2))).toBe(26);
+    expect(await mysqlStock(env, voucherId)).toBe(26);
+    expect(await check([voucherId])).toMatchObject({ drifted: [] });
   });
 
   it('finds buyers missing from their home bucket and marks in another bucket, and repairs both', async () => {
