@@ -12,9 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { BenchOptions } from './options.js';
 import type { BenchUser, World } from './world.js';
-import type { PhaseResult, RequestSource } from './load.js';
+import type { PhaseResult, RequestSource, RequestTiming, SentRequest } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { TokenSigner } from '../src/lib/signed-token/index.js';
+import { REFUSALS } from '../src/modules/seckill/index.js';
 import { BENCH_PURCHASE_TOKEN_KEYS, scrapeMetrics, startServer } from './processes.js';
 import { startSliceWork, workPerOrder, type WorkPerOrder } from './redis-work.js';
 
@@ -190,6 +191,7 @@ export async function prepareSale(
     const vouchers = await world.createVouchers(voucherCount, options.stock);
     if (gated) await world.db.updateTable('tb_seckill_voucher').set({ purchase_gate: 'token' }).where('voucher_id', 'in', vouchers).execute();
     const sale = new Sale(vouchers, world.users, undefined, gated ? purchaseTokens() : undefined);
+    sale.versionsBefore = await readVersions(world, vouchers);
     let drained = false;
     let drainMs = 0;
     let writeLag: SeckillResult['writeLag'];
@@ -297,6 +299,12 @@ export class Sale implements RequestSource {
   readonly refused: Record<string, number> = {};
   /** Answers that were not the API's {success, …} JSON (status and first bytes), counted. */
   readonly unexpected: Record<string, number> = {};
+  /** What each voucher's buyers were told, and when (the sold-out checks). */
+  readonly ledger = new SoldOutLedger();
+  /** Each voucher's `restocks` version before the load (readVersions): how many units came back during it. */
+  versionsBefore: ReadonlyMap<string, number> | undefined;
+  /** The voucher of each request sent and when it went out, until its answer comes. */
+  private readonly sent = new WeakMap<SentRequest, { voucher: string; sentAt: number }>();
   private index = 0;
 
   constructor(
@@ -314,20 +322,32 @@ export class Sale implements RequestSource {
     this.index += 1;
     const headers: { authorization: string; 'x-purchase-token'?: string } = { authorization: user.token };
     if (this.tokenOf) headers['x-purchase-token'] = this.tokenOf(user, voucher);
-    return { path: this.pathOf(voucher), headers };
+    const request = { path: this.pathOf(voucher), headers };
+    // The load generators send a request as soon as next() returns it.
+    this.sent.set(request, { voucher, sentAt: performance.now() });
+    return request;
   }
 
-  onResponse(status: number, body: string): void {
+  onResponse(status: number, body: string, _timing?: RequestTiming, request?: SentRequest): void {
+    const sent = request && this.sent.get(request);
     const accepted = /^\{"success":true,"data":"(\d+)"/.exec(body);
     if (status === 200 && accepted) {
       this.accepted.add(accepted[1]!);
+      if (sent) this.ledger.answered(sent.voucher, 'accepted', sent.sentAt);
       return;
     }
     const refusal = /"errorMsg":"([^"]*)"/.exec(body);
+    if (sent) this.ledger.answered(sent.voucher, status === 200 && refusal?.[1] === REFUSALS.soldOut ? 'sold-out' : 'other', sent.sentAt);
     const key = refusal ? `${status} ${refusal[1]!}` : `${status} ${body.slice(0, 60)}`;
     const bucket = status === 200 && refusal ? this.refused : this.unexpected;
     bucket[key] = (bucket[key] ?? 0) + 1;
   }
+}
+
+/** Each voucher's `restocks` version: every step that gives units back (release, raise, repair) adds one to it. */
+export async function readVersions(world: Pick<World, 'redis' | 'store'>, vouchers: readonly string[]): Promise<Map<string, number>> {
+  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.store.keys.voucher(voucher).voucher, 'restocks')));
+  return new Map(vouchers.map((voucher, index) => [voucher, Number(versions[index] ?? Number.NaN)]));
 }
 
 /** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
@@ -382,7 +402,7 @@ export async function checkSale(
   strategy: Strategy,
   vouchers: readonly string[],
   stock: number,
-  sale: Pick<Sale, 'accepted'>,
+  sale: Pick<Sale, 'accepted'> & Partial<Pick<Sale, 'ledger' | 'versionsBefore'>>,
 ): Promise<Check[]> {
   const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
@@ -419,6 +439,17 @@ export async function checkSale(
       detail: twice.length === 0 ? 'one order per user and voucher' : `${twice.length} vouchers with a repeated buyer`,
     },
   ];
+  if (sale.ledger && sale.versionsBefore) {
+    const after = await readVersions(world, vouchers);
+    // A version unread (a voucher Redis did not hold) could hide any give-back: counted as unbounded.
+    const givenBack = new Map(
+      vouchers.map((voucher) => {
+        const units = (after.get(voucher) ?? Number.NaN) - (sale.versionsBefore!.get(voucher) ?? Number.NaN);
+        return [voucher, Number.isFinite(units) ? units : Number.POSITIVE_INFINITY];
+      }),
+    );
+    checks.push(...soldOutChecks(sale.ledger, vouchers, stock, mysqlStock, givenBack));
+  }
   if (strategy === 'async') {
     checks.push({
       name: 'MySQL stock = Redis stock',
