@@ -11,6 +11,9 @@
  * script run and in batches (the app's default cap), side by side. Redis CPU per order is
  * /proc/<pid>/stat over the case divided by the orders; the script's wall time is Redis' own count
  * (INFO commandstats), which on a busy machine includes time Redis was descheduled.
+ *
+ * Then one voucher sold out from B = 1, 2, 3 buckets on a Redis Cluster (hot-voucher-buckets.ts):
+ * CPU per order on each master, the projected ceiling, refills, the last 1 % and the sale checks.
  */
 import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
@@ -47,7 +50,7 @@ const USAGE = `npm run bench -- hot-voucher [--seconds S] [--connections N] [--i
 
   --seconds S        each one-core case (default 8)
   --connections N    ioredis connections of the driver (default 4)
-  --in-flight N      orders awaiting an answer at once, over all connections (default 256)
+  --in-flight N      orders awaiting an answer at once: one-core cases, over all connections; bucketed sales, per bucket (default 256)
   --stock N          units of each bucketed sale (default 200000)
   --buckets LIST     the B of the bucketed sales, on a Redis Cluster of 3 masters + 3 replicas (default 1,2,3)
   --buckets-only     only the bucketed sales (not the one-core cases)
