@@ -99,6 +99,19 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   return outcome;
 }
 
+/** control.lua's ARGV: MySQL's total (where the hash has none), then the change, "" for a field left as it is. */
+function controlArgs({ totalIfMissing, change }: { totalIfMissing: number; change: SaleControl }): Array<string | number> {
+  return [
+    totalIfMissing,
+    optional(change.total),
+    optional(change.begin?.getTime()),
+    optional(change.end?.getTime()),
+    flag(change.suspended),
+    SALE_KEYS_KEPT_AFTER_END_MS,
+    optional(change.limitPerUser),
+  ];
+}
+
 /** reserve.lua's reply for one order read: its outcome and value, and the batch's time (ms) for an accepted one. */
 export function toReserveResult(code: number, value: number | string, decidedMs: number): ReserveResult {
   const outcome = toReserveOutcome(code);
@@ -288,15 +301,7 @@ export function saleOperations(keys: SaleKeys) {
         const { voucher, buyers } = keys.voucher(voucherId);
         return [voucher, buyers];
       },
-      args: ({ totalIfMissing, change }: { voucherId: string; totalIfMissing: number; change: SaleControl }) => [
-        totalIfMissing,
-        optional(change.total),
-        optional(change.begin?.getTime()),
-        optional(change.end?.getTime()),
-        flag(change.suspended),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        optional(change.limitPerUser),
-      ],
+      args: (input: { voucherId: string; totalIfMissing: number; change: SaleControl }) => controlArgs(input),
       reply: toControlOutcome,
     },
     /** control.lua on one bucket of a bucketed sale (bucket-controls.ts): `total` there is the bucket's part of the sale's total. */
@@ -306,15 +311,7 @@ export function saleOperations(keys: SaleKeys) {
         const { voucher, buyers } = keys.bucket(voucherId, bucket);
         return [voucher, buyers];
       },
-      args: ({ totalIfMissing, change }: BucketControl) => [
-        totalIfMissing,
-        optional(change.total),
-        optional(change.begin?.getTime()),
-        optional(change.end?.getTime()),
-        flag(change.suspended),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        optional(change.limitPerUser),
-      ],
+      args: (input: BucketControl) => controlArgs(input),
       reply: toControlOutcome,
     },
     /** The window in a bucketed sale's layout record; false when its shard's hash holds no layout. */
