@@ -142,6 +142,9 @@ function toUserQueuedOrders(reply: unknown): UserQueuedOrder[] {
   return orders;
 }
 
+/** A bucket as "index/of" ("" for a voucher's one hash): two orders of a voucher in one batch must name the same. */
+const bucketName = (bucket: BucketRef | undefined): string => (bucket === undefined ? '' : `${bucket.index}/${bucket.of}`);
+
 /** reserve.lua's flat reply: the batch's time (ms), then a code and a value per order. */
 function toReserveResults(raw: unknown): ReserveResult[] {
   const flat = raw as Array<number | string>;
@@ -176,31 +179,32 @@ export function saleOperations(keys: SaleKeys) {
         const { stream, queued, inFlight, queuedByUser, tag } = keys.saleOf(batch[0]!.order.voucherId, batch[0]!.bucket);
         // Each voucher's keys once, in the order of its first order; an idem key per order that has one.
         // A bucketed voucher's orders of one batch share a lane, so one bucket: its home users'.
-        const voucherKeys = new Map<string, [string, string]>();
+        const voucherKeys = new Map<string, { voucher: string; buyers: string; bucket: string }>();
         const idemKeys: string[] = [];
         for (const { order, bucket } of batch) {
-          if (!voucherKeys.has(order.voucherId)) {
+          const first = voucherKeys.get(order.voucherId);
+          if (first === undefined) {
             const { voucher, buyers, tag: voucherTag } = keys.saleOf(order.voucherId, bucket);
             if (voucherTag !== tag) throw new Error(`a reserve batch spans ${tag} and ${voucherTag}`);
-            voucherKeys.set(order.voucherId, [voucher, buyers]);
-          } else if (keys.saleOf(order.voucherId, bucket).voucher !== voucherKeys.get(order.voucherId)![0]) {
+            voucherKeys.set(order.voucherId, { voucher, buyers, bucket: bucketName(bucket) });
+          } else if (first.bucket !== bucketName(bucket)) {
             throw new Error(`a reserve batch spans two buckets of voucher ${order.voucherId}`);
           }
           if (order.idempotencyKey !== undefined) idemKeys.push(keys.idempotentOrder(order.voucherId, order.userId, order.idempotencyKey, bucket));
         }
-        return [stream, queued, inFlight, queuedByUser, ...[...voucherKeys.values()].flat(), ...idemKeys];
+        const saleKeys = [stream, queued, inFlight, queuedByUser];
+        for (const { voucher, buyers } of voucherKeys.values()) saleKeys.push(voucher, buyers);
+        return idemKeys.length === 0 ? saleKeys : saleKeys.concat(idemKeys);
       },
-      args: (batch: readonly ReserveRequest[]) => [
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        new Set(batch.map(({ order }) => order.voucherId)).size,
-        ...batch.flatMap(({ order, mode }) => [
-          order.userId,
-          order.orderId,
-          order.voucherId,
-          mode,
-          order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS,
-        ]),
-      ],
+      args: (batch: readonly ReserveRequest[]) => {
+        const vouchers = new Set<string>();
+        const perOrder: Array<string | number> = [];
+        for (const { order, mode } of batch) {
+          vouchers.add(order.voucherId);
+          perOrder.push(order.userId, order.orderId, order.voucherId, mode, order.idempotencyKey === undefined ? '' : IDEMPOTENCY_TTL_MS);
+        }
+        return [SALE_KEYS_KEPT_AFTER_END_MS, vouchers.size, ...perOrder];
+      },
       reply: toReserveResults,
     },
     queuedOfUser: {
