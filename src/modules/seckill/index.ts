@@ -56,7 +56,7 @@ import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
 export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
-export { ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
+export { ORDER_GROUP, SaleKeys, homeBucket, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';
 export { OrderLimits } from './orders/order-limits.js';
 export type { Locks } from './orders/order-placement.js';
