@@ -93,6 +93,7 @@ const LABELS: Record<string, string> = {
   unexpectedAnswers: 'non-2xx answers',
   stock: 'stock',
   falseSoldOuts: '"sold out" before the last sale',
+  outcomeUnknown503: '503 "outcome unknown"',
   unaccounted: 'units missing from Redis (stock − buyers − held)',
   strandedUnits: 'units abandoned in takes',
   strandedTransfers: 'takes abandoned',
