@@ -323,7 +323,7 @@ async function hotMasterKilled(bed: BucketBed, size: Size, stale: boolean): Prom
     {
       name: "lost ≤ orders answered without a replica's ack",
       pass: Number(figures.lost) <= ackTimeouts,
-      detail: `${figures.lost} lost, ${ackTimeouts} WAIT timeouts`,
+      detail: `${Number(figures.lost)} lost, ${ackTimeouts} WAIT timeouts`,
     },
   );
   return {
