@@ -11,6 +11,9 @@
  * script run and in batches (the app's default cap), side by side. Redis CPU per order is
  * /proc/<pid>/stat over the case divided by the orders; the script's wall time is Redis' own count
  * (INFO commandstats), which on a busy machine includes time Redis was descheduled.
+ *
+ * Then one voucher sold out from B = 1, 2, 3 buckets on a Redis Cluster (hot-voucher-buckets.ts):
+ * CPU per order on each master, the projected ceiling, refills, the last 1 % and the sale checks.
  */
 import { parseArgs } from 'node:util';
 import { readFile } from 'node:fs/promises';
@@ -19,6 +22,7 @@ import { SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
 import { loadConfig } from '../src/infra/config.js';
 import { startRedisServer } from '../kit/redis-servers.js';
 import { processCpuMicros, redisPid } from './cpu.js';
+import { measureBucketed, renderBucketed, type BucketedRow } from './hot-voucher-buckets.js';
 
 export interface HotVoucherRow {
   case: 'accepting' | 'sold out';
@@ -42,13 +46,28 @@ export interface HotVoucherRow {
   commandsPerOrder: Array<{ command: string; calls: number; micros: number }>;
 }
 
-const USAGE = `npm run bench -- hot-voucher [--seconds S] [--connections N] [--in-flight N] [--json]
+const USAGE = `npm run bench -- hot-voucher [--seconds S] [--connections N] [--in-flight N] [--stock N] [--buckets LIST] [--buckets-only] [--smoke] [--json]
 
-  --seconds S        each case (default 8)
+  --seconds S        each one-core case (default 8)
   --connections N    ioredis connections of the driver (default 4)
-  --in-flight N      orders awaiting an answer at once, over all connections (default 256)
+  --in-flight N      orders awaiting an answer at once: one-core cases, over all connections; bucketed sales, per bucket (default 256)
+  --stock N          units of each bucketed sale (default 200000)
+  --buckets LIST     the B of the bucketed sales, on a Redis Cluster of 3 masters + 3 replicas (default 1,2,3)
+  --buckets-only     only the bucketed sales (not the one-core cases)
+  --smoke            seconds in all, small numbers (the tests): --seconds 0.3 --stock 3000 --in-flight 64
 
-Each case runs one order per script run, then batched (at most SECKILL_RESERVE_BATCH_MAX orders a run, the app's setting).`;
+Each one-core case runs one order per script run, then batched (at most SECKILL_RESERVE_BATCH_MAX orders a run, the app's setting);
+the bucketed sales are batched. Exit code 1 when a bucketed sale fails a check, 2 on bad options.`;
+
+export interface HotVoucherReport {
+  command: string;
+  loadAverage: string;
+  /** One Redis core, B = 1: the cases of measureHotVoucher. */
+  rows: HotVoucherRow[];
+  /** One voucher from B buckets on a Redis Cluster (hot-voucher-buckets.ts). */
+  bucketed: BucketedRow[];
+  pass: boolean;
+}
 
 export async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -56,9 +75,13 @@ export async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       options: {
-        seconds: { type: 'string', default: '8' },
+        seconds: { type: 'string' },
         connections: { type: 'string', default: '4' },
-        'in-flight': { type: 'string', default: '256' },
+        'in-flight': { type: 'string' },
+        stock: { type: 'string' },
+        buckets: { type: 'string', default: '1,2,3' },
+        'buckets-only': { type: 'boolean', default: false },
+        smoke: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
@@ -73,20 +96,46 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const seconds = Number(values.seconds);
+  const smoke = values.smoke;
+  const seconds = Number(values.seconds ?? (smoke ? '0.3' : '8'));
   const connections = Number(values.connections);
-  const inFlight = Number(values['in-flight']);
-  if (!(seconds > 0) || !(connections >= 1) || !(inFlight >= connections)) {
-    console.error(`bench hot-voucher: bad option\n\n${USAGE}`);
+  const inFlight = Number(values['in-flight'] ?? (smoke ? '64' : '256'));
+  const stock = Number(values.stock ?? (smoke ? '3000' : '200000'));
+  const buckets = values.buckets.split(',').map(Number);
+  const goodBuckets = buckets.length > 0 && buckets.every((b) => Number.isInteger(b) && b >= 1 && b <= 3);
+  if (!(seconds > 0) || !(connections >= 1) || !(inFlight >= connections) || !(Number.isInteger(stock) && stock >= 100) || !goodBuckets) {
+    console.error(`bench hot-voucher: bad option (buckets: 1 to 3, as many as the Cluster's masters; stock: 100 or more)\n\n${USAGE}`);
     return 2;
   }
+  const report = await runHotVoucher(
+    { seconds, connections, inFlight, stock, buckets, oneCore: !values['buckets-only'] },
+    ['npm run bench -- hot-voucher', ...argv].join(' '),
+  );
+  console.log(values.json ? JSON.stringify(report, null, 2) : renderReport(report));
+  if (!report.pass) console.error('bench hot-voucher: a sale check FAILED (see the checks above)');
+  return report.pass ? 0 : 1;
+}
+
+export async function runHotVoucher(
+  options: { seconds: number; connections: number; inFlight: number; stock: number; buckets: number[]; oneCore: boolean },
+  command: string,
+): Promise<HotVoucherReport> {
   const load = async () => (await readFile('/proc/loadavg', 'utf8')).split(' ').slice(0, 3).join(' ');
   const before = await load();
-  const rows = await measureHotVoucher({ seconds, connections, inFlight });
-  const command = ['npm run bench -- hot-voucher', ...argv].join(' ');
-  if (values.json) console.log(JSON.stringify({ command, loadAverage: `${before} → ${await load()}`, rows }, null, 2));
-  else console.log(renderHotVoucher(rows, command, `${before} → ${await load()}`));
-  return 0;
+  const rows = options.oneCore ? await measureHotVoucher(options) : [];
+  const bucketed = await measureBucketed({ ...options, batchMax: loadConfig().seckill.reserveBatchMax });
+  return { command, loadAverage: `${before} → ${await load()}`, rows, bucketed, pass: bucketed.every((row) => row.pass) };
+}
+
+function renderReport(report: HotVoucherReport): string {
+  return [
+    `\`${report.command}\`; load average ${report.loadAverage} (1, 5, 15 min; start → end).`,
+    ...(report.rows.length > 0 ? ['', '### One Redis core (B = 1, a redis-server of its own)', '', renderHotVoucher(report.rows)] : []),
+    '',
+    '### One voucher from B buckets (Redis Cluster, 3 masters + 3 replicas, batched)',
+    '',
+    renderBucketed(report.bucketed),
+  ].join('\n');
 }
 
 export async function measureHotVoucher(options: { seconds: number; connections: number; inFlight: number }): Promise<HotVoucherRow[]> {
@@ -167,12 +216,10 @@ async function oneCase(
   };
 }
 
-export function renderHotVoucher(rows: HotVoucherRow[], command: string, loadAverage: string): string {
+export function renderHotVoucher(rows: HotVoucherRow[]): string {
   const n = (value: number) => value.toLocaleString('en-US');
   const decided = (row: HotVoucherRow) => (row.batchCap === 1 ? 'one at a time' : `batched (≤ ${row.batchCap})`);
   return [
-    `\`${command}\`; load average ${loadAverage} (1, 5, 15 min; start → end).`,
-    '',
     "| case | decided | orders/s | orders per script run | Redis CPU µs/order | script wall µs/order (commandstats) | Redis core busy | one core's ceiling, orders/s | driver µs/order |",
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map(

@@ -31,10 +31,20 @@ export interface RequestSource {
   method: 'GET' | 'POST';
   /** The next request's path and headers; called once per request, in order. */
   next(): { path: string; headers?: Record<string, string> };
-  /** Sees every answer (only set where the body matters: it costs the load generator time); `timing` from the fixed-rate phase only. */
-  onResponse?(status: number, body: string, timing?: RequestTiming): void;
+  /**
+   * Sees every answer (only set where the body matters: it costs the load generator time);
+   * `timing` from the fixed-rate phase only; `request`, in every phase, the object next() gave
+   * for the request answered (one request at a time per connection, so each answer is known).
+   */
+  onResponse?(status: number, body: string, timing?: RequestTiming, request?: SentRequest): void;
   /** Sees every request that got no answer (socket error, timeout): fixed-rate phase only. */
   onNoAnswer?(timing: RequestTiming): void;
+}
+
+/** A request as RequestSource.next() gave it. */
+export interface SentRequest {
+  path: string;
+  headers?: Record<string, string>;
 }
 
 /** When a fixed-rate request was due (performance.now()) and how long after that its answer (or failure) came. */
@@ -166,7 +176,7 @@ export async function fixedRate(
         histogram.recordValue(Math.max(1, Math.round(latencyMs * 1000)));
         answered += 1;
         if (statusCode < 200 || statusCode > 299) non2xx += 1;
-        source.onResponse?.(statusCode, text, { dueAt, latencyMs, request: sent });
+        source.onResponse?.(statusCode, text, { dueAt, latencyMs, request: sent }, sent);
       })
       .catch(() => {
         errors += 1;
@@ -254,15 +264,22 @@ export async function autocannonRate(
   };
 }
 
-/** The source's requests, one by one, as autocannon asks for them. */
+/**
+ * The source's requests, one by one, as autocannon asks for them. autocannon hands a connection's
+ * context to the setup of its next request and then to that request's answer (pipelining 1: one
+ * request out per connection), so the context carries the request to its answer.
+ */
 function autocannonRequest(source: RequestSource): autocannon.Request {
   return {
     method: source.method,
-    setupRequest: (request) => {
-      const { path, headers } = source.next();
-      return { ...request, path, headers: { ...request.headers, ...headers } };
+    setupRequest: (request, context) => {
+      const sent = source.next();
+      (context as { sent?: SentRequest }).sent = sent;
+      return { ...request, path: sent.path, headers: { ...request.headers, ...sent.headers } };
     },
-    ...(source.onResponse ? { onResponse: (status: number, body: string) => source.onResponse!(status, body) } : {}),
+    ...(source.onResponse
+      ? { onResponse: (status: number, body: string, context: object) => source.onResponse!(status, body, undefined, (context as { sent?: SentRequest }).sent) }
+      : {}),
   };
 }
 

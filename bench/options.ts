@@ -72,7 +72,7 @@ export class OptionsError extends Error {
 
 export const USAGE = `npm run bench -- [options]
 npm run bench -- growth [--help]         how memory, CPU and latency grow (docs/bench-growth.md)
-npm run bench -- hot-voucher [--help]    what one Redis core sustains on one voucher (docs/bench-hot-voucher.md)
+npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buckets on a Cluster (docs/bench-hot-voucher.md)
 
   --scenarios LIST        comma-separated, from: ${SCENARIOS.join(', ')}
                           (default: all but seckill-semaphore, gulimall's design, and

@@ -12,9 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { BenchOptions } from './options.js';
 import type { BenchUser, World } from './world.js';
-import type { PhaseResult, RequestSource } from './load.js';
+import type { PhaseResult, RequestSource, RequestTiming, SentRequest } from './load.js';
 import type { PreparedScenario } from './http-scenarios.js';
 import { TokenSigner } from '../src/lib/signed-token/index.js';
+import { REFUSALS } from '../src/modules/seckill/index.js';
 import { BENCH_PURCHASE_TOKEN_KEYS, scrapeMetrics, startServer } from './processes.js';
 import { startSliceWork, workPerOrder, type WorkPerOrder } from './redis-work.js';
 
@@ -49,6 +50,104 @@ export interface SeckillResult {
   writeLag?: { p50: number; p99: number; count: number };
   checks: Check[];
   pass: boolean;
+}
+
+/** What one request of a sale got, as the sold-out checks count it. */
+export type SaleAnswer = 'accepted' | 'sold-out' | 'other';
+
+/**
+ * What the buyers of a sale were told, per voucher, with the times that make the "no false sold
+ * out" check sound: when each request went out and when each "sold out" answer came back, on this
+ * process's one clock (performance.now()). Fed by the HTTP scenarios (Sale) and by
+ * `npm run bench -- hot-voucher`'s bucketed sales.
+ */
+export class SoldOutLedger {
+  private readonly byVoucher = new Map<string, VoucherAnswers>();
+
+  /** A request for `voucher` sent at `sentAt` was answered now (or at `receivedAt`). */
+  answered(voucher: string, answer: SaleAnswer, sentAt: number, receivedAt = performance.now()): void {
+    let tally = this.byVoucher.get(voucher);
+    if (!tally) {
+      tally = { accepted: 0, soldOut: 0, firstSoldOutAt: undefined, acceptedAfterSoldOut: 0 };
+      this.byVoucher.set(voucher, tally);
+    }
+    if (answer === 'accepted') {
+      tally.accepted += 1;
+      // Set once, never moved: a request answered before the first "sold out" arrived was sent before it.
+      if (tally.firstSoldOutAt !== undefined && sentAt > tally.firstSoldOutAt) tally.acceptedAfterSoldOut += 1;
+    } else if (answer === 'sold-out') {
+      tally.soldOut += 1;
+      tally.firstSoldOutAt ??= receivedAt;
+    }
+  }
+
+  of(voucher: string): VoucherAnswers | undefined {
+    return this.byVoucher.get(voucher);
+  }
+}
+
+export interface VoucherAnswers {
+  accepted: number;
+  /** "Sold out" answers. */
+  soldOut: number;
+  /** When the first "sold out" answer arrived. */
+  firstSoldOutAt: number | undefined;
+  /** Accepted orders whose request was sent after the first "sold out" answer had arrived. */
+  acceptedAfterSoldOut: number;
+}
+
+/**
+ * "Every unit sold" and "no false sold out", per voucher, from what its buyers were told
+ * (`ledger`), the units left at the end (`left`: stock not sold, in Redis or MySQL, units on their
+ * way between buckets included) and the units given back during the sale (`givenBack`: cancelled
+ * orders; a raise of the stock counts here too, where a scenario makes one).
+ *
+ * Why they are sound, that is, never fail a correct sale: a "sold out" answer is decided before it
+ * arrives, at an instant when no unit was left anywhere (B = 1: the stock read 0; B > 1: every
+ * bucket empty with nothing pending, transfers.ts `soldOutBetween`; the sold-out memory holds only
+ * such a reading), and the units left can only rise by being given back. So, for a voucher that
+ * answered "sold out" at least once (its buyers outnumbered its units):
+ * - every unit sold: at the end at most the units given back are left; more means units were
+ *   there when a buyer was told there were none, and nobody bought them;
+ * - no false sold out: a request sent after a "sold out" answer had arrived is decided after that
+ *   instant, so it can be accepted only for a unit given back in between: such acceptances are at
+ *   most the units given back.
+ * (Also sold out when every unit was accepted: then nothing may be left.) What neither sees: a
+ * false "sold out" whose unit went to a request sent before that answer arrived; telling it from
+ * a true one would need Redis' own order of the decisions.
+ */
+export function soldOutChecks(
+  ledger: SoldOutLedger,
+  vouchers: readonly string[],
+  stock: number,
+  left: ReadonlyMap<string, number | undefined>,
+  givenBack: ReadonlyMap<string, number> = new Map(),
+): Check[] {
+  const demanded = vouchers.filter((voucher) => {
+    const answers = ledger.of(voucher);
+    return answers !== undefined && (answers.soldOut > 0 || answers.accepted >= stock);
+  });
+  const unsold = demanded.filter((voucher) => (left.get(voucher) ?? 0) > (givenBack.get(voucher) ?? 0));
+  const early = vouchers.filter((voucher) => (ledger.of(voucher)?.acceptedAfterSoldOut ?? 0) > (givenBack.get(voucher) ?? 0));
+  const lateAccepted = vouchers.reduce((sum, voucher) => sum + (ledger.of(voucher)?.acceptedAfterSoldOut ?? 0), 0);
+  return [
+    {
+      name: 'every unit sold',
+      pass: unsold.length === 0,
+      detail:
+        unsold.length === 0
+          ? `${demanded.length} vouchers sold out or fully sold, none with a unit left`
+          : `${unsold.length} of ${demanded.length} sold-out vouchers have units left, e.g. ${unsold[0]!}: ${left.get(unsold[0]!) ?? '?'} left`,
+    },
+    {
+      name: 'no false sold out',
+      pass: early.length === 0,
+      detail:
+        early.length === 0
+          ? `no order accepted after its voucher answered "sold out" beyond the units given back (${lateAccepted} after, all for units given back)`
+          : `${early.length} vouchers accepted orders sent after they had answered "sold out", e.g. ${early[0]!}: ${ledger.of(early[0]!)?.acceptedAfterSoldOut ?? 0}`,
+    },
+  ];
 }
 
 /** Planning figure for how many vouchers to create: more answers per second than any scenario reaches here. */
@@ -92,6 +191,7 @@ export async function prepareSale(
     const vouchers = await world.createVouchers(voucherCount, options.stock);
     if (gated) await world.db.updateTable('tb_seckill_voucher').set({ purchase_gate: 'token' }).where('voucher_id', 'in', vouchers).execute();
     const sale = new Sale(vouchers, world.users, undefined, gated ? purchaseTokens() : undefined);
+    sale.versionsBefore = await readVersions(world, vouchers);
     let drained = false;
     let drainMs = 0;
     let writeLag: SeckillResult['writeLag'];
@@ -199,6 +299,12 @@ export class Sale implements RequestSource {
   readonly refused: Record<string, number> = {};
   /** Answers that were not the API's {success, …} JSON (status and first bytes), counted. */
   readonly unexpected: Record<string, number> = {};
+  /** What each voucher's buyers were told, and when (the sold-out checks). */
+  readonly ledger = new SoldOutLedger();
+  /** Each voucher's `restocks` version before the load (readVersions): how many units came back during it. */
+  versionsBefore: ReadonlyMap<string, number> | undefined;
+  /** The voucher of each request sent and when it went out, until its answer comes. */
+  private readonly sent = new WeakMap<SentRequest, { voucher: string; sentAt: number }>();
   private index = 0;
 
   constructor(
@@ -216,20 +322,32 @@ export class Sale implements RequestSource {
     this.index += 1;
     const headers: { authorization: string; 'x-purchase-token'?: string } = { authorization: user.token };
     if (this.tokenOf) headers['x-purchase-token'] = this.tokenOf(user, voucher);
-    return { path: this.pathOf(voucher), headers };
+    const request = { path: this.pathOf(voucher), headers };
+    // The load generators send a request as soon as next() returns it.
+    this.sent.set(request, { voucher, sentAt: performance.now() });
+    return request;
   }
 
-  onResponse(status: number, body: string): void {
+  onResponse(status: number, body: string, _timing?: RequestTiming, request?: SentRequest): void {
+    const sent = request && this.sent.get(request);
     const accepted = /^\{"success":true,"data":"(\d+)"/.exec(body);
     if (status === 200 && accepted) {
       this.accepted.add(accepted[1]!);
+      if (sent) this.ledger.answered(sent.voucher, 'accepted', sent.sentAt);
       return;
     }
     const refusal = /"errorMsg":"([^"]*)"/.exec(body);
+    if (sent) this.ledger.answered(sent.voucher, status === 200 && refusal?.[1] === REFUSALS.soldOut ? 'sold-out' : 'other', sent.sentAt);
     const key = refusal ? `${status} ${refusal[1]!}` : `${status} ${body.slice(0, 60)}`;
     const bucket = status === 200 && refusal ? this.refused : this.unexpected;
     bucket[key] = (bucket[key] ?? 0) + 1;
   }
+}
+
+/** Each voucher's `restocks` version: every step that gives units back (release, raise, repair) adds one to it. */
+export async function readVersions(world: Pick<World, 'redis' | 'store'>, vouchers: readonly string[]): Promise<Map<string, number>> {
+  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.store.keys.voucher(voucher).voucher, 'restocks')));
+  return new Map(vouchers.map((voucher, index) => [voucher, Number(versions[index] ?? Number.NaN)]));
 }
 
 /** True once every accepted order is in MySQL: nothing queued, nothing pending in any shard. */
@@ -284,7 +402,7 @@ export async function checkSale(
   strategy: Strategy,
   vouchers: readonly string[],
   stock: number,
-  sale: Pick<Sale, 'accepted'>,
+  sale: Pick<Sale, 'accepted'> & Partial<Pick<Sale, 'ledger' | 'versionsBefore'>>,
 ): Promise<Check[]> {
   const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
@@ -321,6 +439,17 @@ export async function checkSale(
       detail: twice.length === 0 ? 'one order per user and voucher' : `${twice.length} vouchers with a repeated buyer`,
     },
   ];
+  if (sale.ledger && sale.versionsBefore) {
+    const after = await readVersions(world, vouchers);
+    // A version unread (a voucher Redis did not hold) could hide any give-back: counted as unbounded.
+    const givenBack = new Map(
+      vouchers.map((voucher) => {
+        const units = (after.get(voucher) ?? Number.NaN) - (sale.versionsBefore!.get(voucher) ?? Number.NaN);
+        return [voucher, Number.isFinite(units) ? units : Number.POSITIVE_INFINITY];
+      }),
+    );
+    checks.push(...soldOutChecks(sale.ledger, vouchers, stock, mysqlStock, givenBack));
+  }
   if (strategy === 'async') {
     checks.push({
       name: 'MySQL stock = Redis stock',

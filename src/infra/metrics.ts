@@ -93,9 +93,15 @@ export function createMetrics() {
       labelNames: ['voucher_id'] as const,
       registers: [registry],
     }),
+    ordersQueued: new Gauge({
+      name: 'seckill_orders_queued',
+      help: 'Orders accepted in Redis and not yet in MySQL (the queued hash), by shard',
+      labelNames: ['shard'] as const,
+      registers: [registry],
+    }),
     streamPending: new Gauge({
       name: 'seckill_stream_pending',
-      help: 'Entries delivered to the order worker group and not yet acknowledged, by shard',
+      help: 'Entries (a batch of orders each) delivered to the order worker group and not yet acknowledged, by shard',
       labelNames: ['shard'] as const,
       registers: [registry],
     }),

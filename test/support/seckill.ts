@@ -3,11 +3,22 @@ import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
 import type { Metrics } from '../../src/infra/metrics.js';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
+import type { AcceptedOrder } from '../../src/modules/seckill/types.js';
+import { parseEntry } from '../../src/modules/seckill/writer/order-stream.js';
 import type { TestEnv } from './test-env.js';
 
 /** Fixtures of the flash sale, shared by the sale's tests, the HTTP and abuse tests and the browser tests. */
 
 export const HOUR = 3600_000;
+
+/** The orders of stream entries (reserve.lua writes one entry per batch), in order; a malformed entry fails the test. */
+export function ordersOfEntries(entries: ReadonlyArray<[id: string, fields: string[]]>): AcceptedOrder[] {
+  return entries.flatMap(([id, fields]) => {
+    const orders = parseEntry(id, fields);
+    if (orders === null) throw new Error(`stream entry ${id} holds no valid order: ${fields.join(' ')}`);
+    return orders;
+  });
+}
 
 /** A seckill voucher straight into MySQL (the HTTP path is tested in vouchers.test.ts). */
 export async function insertSeckillVoucher(

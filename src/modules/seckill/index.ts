@@ -56,7 +56,7 @@ import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
 export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
-export { ORDER_GROUP, SaleKeys, homeBucket, voucherListCacheKey } from './keys.js';
+export { homeBucket, ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';
 export { OrderLimits } from './orders/order-limits.js';
 export type { Locks } from './orders/order-placement.js';
@@ -417,8 +417,9 @@ function watchOnScrape(metrics: Metrics, log: Log, breakerOf: () => WriteBreaker
   metrics.onScrape(async () => {
     const breaker = breakerOf();
     for (const state of BREAKER_STATES) metrics.workerBreakerState.set({ state }, breaker.state === state ? 1 : 0);
-    for (const { shard, length, pending, lag, deadLetters } of await stream.stats()) {
+    for (const { shard, length, pending, lag, deadLetters, queued } of await stream.stats()) {
       const labels = { shard: String(shard) };
+      metrics.ordersQueued.set(labels, queued);
       metrics.streamLength.set(labels, length);
       metrics.streamPending.set(labels, pending);
       metrics.consumerLag.set(labels, lag ?? -1);

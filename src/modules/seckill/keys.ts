@@ -13,9 +13,12 @@ import calculateSlot from 'cluster-key-slot';
  *                                     suspended: an administrator's pause (control.lua); frozen_*: a repair's
  *                                     self-lapsing freeze (freeze.lua); restocks: the sold-out flags' version
  *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
- *   {seckill:N}:orders                stream {orderId, userId, voucherId, slot} of accepted orders, read by the group
- *                                     `order-writers`; trimmed every 60 s to what the group acknowledged
- *   {seckill:N}:orders:dead           stream of dead letters: the entry + sourceId, deliveries, error
+ *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`: an entry per
+ *                                     reserve batch {acceptedMs, orders "orderId:userId:voucherId:slot,..."}, or
+ *                                     one order's {orderId, userId, voucherId, slot, acceptedMs} (hand-off.lua);
+ *                                     trimmed every 60 s to what the group acknowledged
+ *   {seckill:N}:orders:dead           stream of dead letters, one per order given up: its fields + sourceId
+ *                                     (its entry), deliveries, error
  *   {seckill:N}:queued                hash orderId -> "userId:voucherId:slot:acceptedMs", accepted and not yet in MySQL
  *   {seckill:N}:queued-by-user        sorted set, all scores 0, members "userId:orderId": the queued orders by user
  *                                     (ZRANGEBYLEX "[userId:" "(userId;" lists one user's), written per batch
@@ -30,7 +33,8 @@ import calculateSlot from 'cluster-key-slot';
  * shard of its own after the N ones (its tag {seckill:laneL.salt}, placed below; the same stream, dead
  * letters, queued, queued-by-user, in-flight, idem and released keys as a shard, under the lane's tag):
  *   {lane}:voucher:{voucherId}:b{b}of{B}       hash as the voucher hash above, plus pending: units its
- *                                              refills took and have not settled
+ *                                              refills took and have not settled; its total is its part
+ *                                              of the sale's (Σ over the buckets: sale/bucket-controls.ts)
  *   {lane}:buyer-slots:{voucherId}:b{b}of{B}   hash userId -> slot mask, of the users homing to bucket b
  *   {lane}:transfers                           hash transferId -> "voucherId:from:of:to:units:takenMs": refills
  *                                              taken from this lane's buckets, not yet settled (the sweep's)

@@ -129,10 +129,6 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     en: "This sale's units are moving between its buckets; retry in a moment",
     zh: '该秒杀的库存正在各分桶之间调配，请稍后重试',
   },
-  notWithBuckets: {
-    en: 'Not supported yet for a sale sold from {buckets} buckets: {what} (docs/flows/seckill-buckets.md)',
-    zh: '分 {buckets} 个桶销售的秒杀暂不支持：{what}（docs/flows/seckill-buckets.md）',
-  },
   bucketsFixed: {
     en: 'body.buckets can change only until {until} (10 s before the sale begins); the sale begins at {begin}',
     zh: 'body.buckets 只能在 {until}（开售前 10 秒）之前修改；开售时间 {begin}',

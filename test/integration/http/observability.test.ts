@@ -50,6 +50,7 @@ describe('GET /metrics', () => {
     let text = await scrape(app);
     expect(value(text, 'seckill_consumer_lag', `shard="${shard}"`)).toBe(3);
     expect(value(text, 'seckill_stream_length', `shard="${shard}"`)).toBe(3);
+    expect(value(text, 'seckill_orders_queued', `shard="${shard}"`)).toBe(3);
     expect(value(text, 'seckill_dead_letters', `shard="${shard}"`)).toBe(0);
 
     // A worker's group reads one entry: 1 pending, 2 still lagging; a dead letter appears.

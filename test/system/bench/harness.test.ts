@@ -44,6 +44,10 @@ describe('npm run bench --smoke', () => {
         JSON.stringify(sale.checks),
       ).toBe(true);
       expect(sale.accepted).toBeGreaterThan(0);
+      // The sold-out checks judge every sale from its buyers' answers (bench/seckill.ts soldOutChecks).
+      expect(sale.checks.map((check) => check.name)).toEqual(expect.arrayContaining(['every unit sold', 'no false sold out']));
+      // Fed by every answer, saturation's included: the vouchers that answered "sold out" were judged.
+      expect(sale.checks.find((check) => check.name === 'every unit sold')?.detail).toMatch(/^[1-9]\d* vouchers sold out or fully sold/);
       // More buyers than stock: the sale crossed the sold-out boundary under load (the bench's
       // servers answer in English: bench/processes.ts).
       expect(sale.refused[`200 ${SECKILL_MESSAGES.soldOut.texts.en}`]).toBeGreaterThan(0);

@@ -21,6 +21,8 @@ import { SECKILL_MESSAGES } from '../messages.js';
  *   between the two writes, converges and changes nothing more. Redis is written on every call.
  * - Audited: a change that alters MySQL writes one tb_seckill_audit row in the same transaction;
  *   a repeated pause or an unchanged PATCH is a no-op and writes none (`changed: false`).
+ * - A sale sold from B > 1 buckets takes the same path; the store writes the change into every
+ *   bucket (sale/bucket-controls.ts: Redis's total is the sum of the buckets' totals).
  */
 
 export interface SaleSettings {
@@ -210,10 +212,6 @@ export class SaleControls {
     if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
     const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
     const control = plan(row);
-    // Pause, resume, stock, window and limit are written into the buckets by none of the scripts yet: refused, never half applied.
-    if (row.buckets > 1 && Object.keys(control).length > 0) {
-      throw new HttpError(409, SECKILL_MESSAGES.notWithBuckets({ buckets: row.buckets, what: 'pause, resume, stock, window or limit changes' }));
-    }
     const before = settingsOf(row, total);
     const after: SaleSettings = {
       stock: control.total ?? before.stock,
@@ -226,16 +224,16 @@ export class SaleControls {
       buckets: before.buckets,
     };
     // Redis learns MySQL's total (if it lacks one) before MySQL changes: a retry then finds it.
-    const initial = await this.store.control(voucherId, total, {});
+    const initial = await this.store.control(voucherId, total, {}, row.buckets);
     const changed = JSON.stringify(before) !== JSON.stringify(after);
     let redis;
     if (after.stock < before.stock || (initial.outcome === 'applied' && after.stock < initial.total)) {
-      redis = await this.store.control(voucherId, total, control);
+      redis = await this.store.control(voucherId, total, control, row.buckets);
       if (redis.outcome === 'below-sold') throw belowSold(redis.sold);
       if (changed) await this.write(conn, row, total, adminId, action, before, after);
     } else {
       if (changed) await this.write(conn, row, total, adminId, action, before, after);
-      redis = await this.store.control(voucherId, total, control);
+      redis = await this.store.control(voucherId, total, control, row.buckets);
       if (redis.outcome === 'below-sold') throw belowSold(redis.sold);
     }
     const left = redis.outcome === 'applied' ? redis.stock : row.stock + (after.stock - before.stock);

@@ -85,7 +85,7 @@ export class DeadLetters {
     const error = written.refused;
     const deliveries = message.headers?.['x-first-death-reason'] === 'delivery_limit' ? this.options.maxDeliveries : 1;
     await this.retrying(() => this.store.release(order));
-    await this.retrying(() => this.stream.deadLetter(shard, id, fields, deliveries, error));
+    await this.retrying(() => this.stream.deadLetter(shard, id, [fields], [order], deliveries, error));
     this.options.onResult?.('dead-letter');
     this.options.log.error({ order, deliveries, error }, 'dead letters: order given up, its unit and slot given back, recorded in the dead-letter stream');
     return ConsumerStatus.ACK;

@@ -3,7 +3,8 @@ import type { Log } from '../../../infra/logging.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import { ORDER_GROUP } from '../keys.js';
 import type { SaleStore } from '../sale/sale-store.js';
-import { parseOrder, type OrderStream } from '../writer/order-stream.js';
+import { orderFields, parseEntry, type OrderStream } from '../writer/order-stream.js';
+import type { OrderEntry } from '../types.js';
 import { ShardLoops } from '../writer/shard-loops.js';
 import type { PublishOutcome } from './confirmed-publisher.js';
 import type { OrderPublisher } from './order-publisher.js';
@@ -11,7 +12,7 @@ import type { OrderPublisher } from './order-publisher.js';
 export interface OutboxRelayOptions {
   /** Its name in the stream's consumer group (the order worker's: SECKILL_CONSUMER); keep it stable across restarts. */
   consumer: string;
-  /** Entries read, and published together, per shard (SECKILL_RABBITMQ_PUBLISH_WINDOW). */
+  /** Entries read per shard, and orders published at once (SECKILL_RABBITMQ_PUBLISH_WINDOW). */
   window: number;
   /** Entries idle this long on another consumer are taken over (that relay or worker is presumed dead). */
   claimIdleMs: number;
@@ -34,9 +35,10 @@ const MAX_BACKOFF_MS = 5_000;
 
 /**
  * The outbox relay: moves each shard's stream (reserve.lua's outbox) to the RabbitMQ order queue.
- * Per shard, one loop reads up to `window` entries with the consumer group, publishes them all at
- * once with publisher confirms, and XACKs the ones the broker confirmed. An entry is XACKed only
- * after its confirm; the queued record stays until the writer has the order in MySQL. Whatever was
+ * Per shard, one loop reads up to `window` entries with the consumer group, publishes their orders
+ * (a message per order; reserve.lua writes an entry per batch) with publisher confirms, and XACKs
+ * the entries whose every order the broker confirmed. An entry is XACKed only after those confirms;
+ * the queued record stays until the writer has the order in MySQL. Whatever was
  * not confirmed (broker away or stalled, queue full, a crash between publish and XACK) stays
  * pending and is published again: by this relay after a backoff (its own pending list, re-read from
  * the start), or by another after `claimIdleMs` (XAUTOCLAIM). A second copy is dropped by the
@@ -146,26 +148,41 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes the entries together and XACKs those the broker confirmed (one XACK); true when
-   * every one was. An entry that is not an order is dead-lettered in the stream, as the worker does.
+   * Publishes the entries' orders, a message per order, in windows of whole entries of about
+   * `window` orders, and after each window XACKs its entries whose every order the broker
+   * confirmed (one XACK: a crash re-publishes at most the window in hand); true when every one
+   * was. An entry that holds no valid order is dead-lettered in the stream, as the worker does. A
+   * window with a failure ends the round: the rest stay pending for the next.
    */
   private async relay(shard: number, entries: Entry[]): Promise<boolean> {
-    if (entries.length === 0) return true;
-    const outcomes = await Promise.all(
-      entries.map(async ([id, fields]) => {
-        const order = parseOrder(id, fields);
-        if (order === null) {
-          await this.stream.deadLetter(shard, id, fields, 1, 'malformed entry: orderId, userId and voucherId must be decimal ids');
-          return 'dead-letter' as const;
-        }
-        const outcome = await this.publisher.publish(shard, id, fields, order.orderId);
-        this.options.onPublished?.(outcome);
-        return outcome;
-      }),
+    let window: OrderEntry[] = [];
+    for (const [id, fields] of entries) {
+      const orders = parseEntry(id, fields);
+      if (orders === null) {
+        await this.stream.deadLetter(shard, id, [fields], [], 1, 'malformed entry: orderId, userId and voucherId must be decimal ids');
+        continue;
+      }
+      for (const order of orders) window.push({ id, order });
+      if (window.length < this.options.window) continue;
+      if (!(await this.publishWindow(shard, window))) return false;
+      window = [];
+    }
+    return window.length === 0 || this.publishWindow(shard, window);
+  }
+
+  /** One window's publishes, then the XACK of its entries whose orders were all confirmed; true when all were. */
+  private async publishWindow(shard: number, window: OrderEntry[]): Promise<boolean> {
+    const outcomes = await Promise.all(window.map(({ id, order }) => this.publisher.publish(shard, id, orderFields(order), order.orderId)));
+    const unconfirmed = new Set<string>();
+    outcomes.forEach((outcome, index) => {
+      this.options.onPublished?.(outcome);
+      if (outcome !== 'confirmed') unconfirmed.add(window[index]!.id);
+    });
+    await this.acknowledge(
+      shard,
+      [...new Set(window.map(({ id }) => id))].filter((id) => !unconfirmed.has(id)),
     );
-    const confirmed = entries.filter((_, index) => outcomes[index] === 'confirmed').map(([id]) => id);
-    await this.acknowledge(shard, confirmed);
-    const failed = outcomes.filter((outcome) => outcome !== 'confirmed' && outcome !== 'dead-letter');
+    const failed = outcomes.filter((outcome) => outcome !== 'confirmed');
     if (failed.length === 0) return true;
     this.options.log.warn({ shard, failed: failed.length, outcomes: countOf(failed) }, 'outbox relay: orders not confirmed by RabbitMQ stay in the stream');
     return false;

@@ -42,6 +42,22 @@ export interface SaleControl {
 export type ControlOutcome =
   { outcome: 'applied'; stock: number; total: number } | { outcome: 'not-published' } | { outcome: 'below-sold'; sold: number; total: number };
 
+/** One bucket's share of a sale being published: its stock and its part of the total (undefined: unknown, set by the first control). */
+export interface BucketShare {
+  sale: SaleState;
+  bucket: BucketRef;
+  stock: number;
+  total?: number;
+}
+
+/** An administrator's change written into one bucket; `totalIfMissing` seeds the bucket's part of the total if it has none. */
+export interface BucketControl {
+  voucherId: string;
+  bucket: BucketRef;
+  totalIfMissing: number;
+  change: SaleControl;
+}
+
 /** A sale's window, as a freeze and a repair keep it. */
 export type SaleWindow = Omit<SaleState, 'stock'>;
 
@@ -72,6 +88,19 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   const outcome = RESERVE_OUTCOMES[code];
   if (outcome === undefined) throw new Error(`reserve.lua returned unexpected ${code}`);
   return outcome;
+}
+
+/** control.lua's ARGV: MySQL's total (where the hash has none), then the change, "" for a field left as it is. */
+function controlArgs({ totalIfMissing, change }: { totalIfMissing: number; change: SaleControl }): Array<string | number> {
+  return [
+    totalIfMissing,
+    optional(change.total),
+    optional(change.begin?.getTime()),
+    optional(change.end?.getTime()),
+    flag(change.suspended),
+    SALE_KEYS_KEPT_AFTER_END_MS,
+    optional(change.limitPerUser),
+  ];
 }
 
 /** reserve.lua's reply for one order read: its outcome and value, and the batch's time (ms) for an accepted one. */
@@ -198,16 +227,19 @@ export function saleOperations(keys: SaleKeys) {
       ],
       reply: (raw: unknown) => raw === 1,
     },
-    /** One bucket of a bucketed sale, published unless there (publish-voucher.lua on the bucket's hash, with its share of the stock). */
+    /**
+     * One bucket of a bucketed sale, published unless there (publish-voucher.lua on the bucket's
+     * hash, with its share of the stock and of the total: bucket-controls.ts).
+     */
     publishBucket: {
       lua: lua('publish-voucher'),
-      keys: ({ sale, bucket }: { sale: SaleState; bucket: BucketRef; stock: number }) => [keys.bucket(sale.voucherId, bucket).voucher],
-      args: ({ sale, stock }: { sale: SaleState; bucket: BucketRef; stock: number }) => [
+      keys: ({ sale, bucket }: BucketShare) => [keys.bucket(sale.voucherId, bucket).voucher],
+      args: ({ sale, stock, total }: BucketShare) => [
         stock,
         sale.begin.getTime(),
         sale.end.getTime(),
         SALE_KEYS_KEPT_AFTER_END_MS,
-        '',
+        optional(total),
         sale.suspended === true ? '1' : '',
         optional(sale.limitPerUser),
       ],
@@ -260,16 +292,25 @@ export function saleOperations(keys: SaleKeys) {
         const { voucher, buyers } = keys.voucher(voucherId);
         return [voucher, buyers];
       },
-      args: ({ totalIfMissing, change }: { voucherId: string; totalIfMissing: number; change: SaleControl }) => [
-        totalIfMissing,
-        optional(change.total),
-        optional(change.begin?.getTime()),
-        optional(change.end?.getTime()),
-        flag(change.suspended),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        optional(change.limitPerUser),
-      ],
+      args: (input: { voucherId: string; totalIfMissing: number; change: SaleControl }) => controlArgs(input),
       reply: toControlOutcome,
+    },
+    /** control.lua on one bucket of a bucketed sale (bucket-controls.ts): `total` there is the bucket's part of the sale's total. */
+    controlBucket: {
+      lua: lua('control'),
+      keys: ({ voucherId, bucket }: BucketControl) => {
+        const { voucher, buyers } = keys.bucket(voucherId, bucket);
+        return [voucher, buyers];
+      },
+      args: (input: BucketControl) => controlArgs(input),
+      reply: toControlOutcome,
+    },
+    /** The window in a bucketed sale's layout record; false when its shard's hash holds no layout. */
+    controlLayout: {
+      lua: lua('control-layout'),
+      keys: ({ voucherId }: { voucherId: string; begin: Date; end: Date }) => [keys.voucher(voucherId).voucher],
+      args: ({ begin, end }: { voucherId: string; begin: Date; end: Date }) => [begin.getTime(), end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS],
+      reply: (raw: unknown) => raw === 1,
     },
     /** true when the freeze created the (missing) voucher, false when it existed. */
     freeze: {

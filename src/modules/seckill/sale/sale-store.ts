@@ -7,7 +7,8 @@ import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
 import { ReserveBatcher } from './reserve-batcher.js';
-import { BucketTransfers, bucketsOf, readBuckets, TRANSFER_SWEEP_AFTER_MS } from './transfers.js';
+import { BucketControls } from './bucket-controls.js';
+import { BucketTransfers, bucketsOf, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS } from './transfers.js';
 import {
   defineSaleScripts,
   type ControlOutcome,
@@ -69,20 +70,23 @@ const REFILL_PATIENCE_MS = 2_000;
 /** A bound Idempotency-Key: `bound` to this voucher now or before, or to another voucher. */
 export type KeyBinding = { bound: true } | { bound: false; voucherId: string };
 
+/** A sale hash as the voucher lists read it: a sale's (or a bucket's) stock and pending units, or a layout record's B. */
 interface LiveStock {
   stock: number | null;
+  pending: number;
+  buckets: number;
   pttl: number;
 }
 
-/** A sale hash's stock and PTTL, through the near cache's tracked connection (module-level: no closure per read). */
+/** A sale hash's stock, pending, buckets and PTTL, through the near cache's tracked connection (module-level: no closure per read). */
 async function fetchLiveStock(tracked: RedisClient, key: string): Promise<LiveStock> {
-  const [raw, pttl] = await Promise.all([tracked.hget(key, 'stock'), tracked.pttl(key)]);
-  return { stock: raw === null ? null : Number(raw), pttl };
+  const [[stock, pending, buckets], pttl] = await Promise.all([tracked.hmget(key, 'stock', 'pending', 'buckets'), tracked.pttl(key)]);
+  return { stock: stock === null ? null : Number(stock), pending: Number(pending ?? 0), buckets: Number(buckets ?? 1), pttl };
 }
 
-/** Kept while the hash exists, and no longer than its Redis TTL. */
+/** Kept while the hash holds a sale or a layout, and no longer than its Redis TTL. */
 const KEEP_LIVE_STOCK = {
-  cacheIf: ({ stock }: LiveStock): boolean => stock !== null,
+  cacheIf: ({ stock, buckets }: LiveStock): boolean => stock !== null || buckets > 1,
   ttlMs: ({ pttl }: LiveStock): number | undefined => (pttl === -1 ? undefined : pttl),
 };
 
@@ -116,6 +120,8 @@ export class SaleStore {
   private readonly fixedLayouts = new Map<string, number>();
   /** Refills and their sweep (transfers.ts). */
   readonly transfers: BucketTransfers;
+  /** An administrator's changes of a bucketed sale (bucket-controls.ts). */
+  private readonly bucketControls: BucketControls;
 
   constructor(
     private readonly redis: RedisClient,
@@ -140,18 +146,30 @@ export class SaleStore {
           })
         : undefined;
     this.transfers = new BucketTransfers(redis, keys, this.scripts);
+    this.bucketControls = new BucketControls(redis, keys, this.scripts);
   }
 
   /**
    * Publishes stock and window unless the voucher is already in Redis; true if published now. A
    * voucher of B > 1 buckets: each bucket with its share of the stock (⌊S/B⌋, the remainder to the
-   * first ones), then the layout record in its shard's hash.
+   * first ones) and its part of the total (that stock plus its share of the units sold before the
+   * publish: the parts add up to the total, bucket-controls.ts), then the layout record in its
+   * shard's hash.
    */
   async publish(state: SaleState): Promise<boolean> {
     const buckets = state.buckets ?? 1;
     if (buckets <= 1) return this.scripts.publish(state);
+    const { total } = state;
     const published = await Promise.all(
-      bucketsOf(buckets).map((bucket) => this.scripts.publishBucket({ sale: state, bucket, stock: shareOf(state.stock, bucket) })),
+      bucketsOf(buckets).map((bucket) => {
+        const stock = shareOf(state.stock, bucket);
+        return this.scripts.publishBucket({
+          sale: state,
+          bucket,
+          stock,
+          total: total === undefined || total === null ? undefined : stock + shareOf(Math.max(0, total - state.stock), bucket),
+        });
+      }),
     );
     if (!(await this.scripts.publishLayout({ sale: state, buckets }))) {
       throw new Error(`voucher ${state.voucherId} is published with one bucket in Redis: unpublish it before publishing ${buckets}`);
@@ -226,8 +244,17 @@ export class SaleStore {
    * restart publishes it).
    */
   async liveStock(voucherId: string, reader: KeyReader): Promise<number | null> {
-    const { stock } = await reader.read(SALE_STOCK_NEAR_REGION, this.keys.voucher(voucherId).voucher, fetchLiveStock, KEEP_LIVE_STOCK);
-    return stock;
+    const sale = await reader.read(SALE_STOCK_NEAR_REGION, this.keys.voucher(voucherId).voucher, fetchLiveStock, KEEP_LIVE_STOCK);
+    if (sale.buckets <= 1 || !this.keys.bucketLanes) return sale.stock;
+    // A bucketed sale: its layout record (kept: only a window change writes it), then each bucket's
+    // stock and pending units (unsold: on their way between buckets), each its own near cache entry.
+    const readings = await Promise.all(
+      bucketsOf(sale.buckets).map((bucket) =>
+        reader.read(SALE_STOCK_NEAR_REGION, this.keys.bucket(voucherId, bucket).voucher, fetchLiveStock, KEEP_LIVE_STOCK),
+      ),
+    );
+    const held = readings.filter((reading) => reading.stock !== null);
+    return held.length === 0 ? null : held.reduce((sum, reading) => sum + reading.stock! + reading.pending, 0);
   }
 
   async read(voucherId: string): Promise<SaleState | null> {
@@ -402,10 +429,18 @@ export class SaleStore {
 
   /**
    * An administrator's change (control.lua): absolute total (stock), window and suspension; a
-   * field left undefined is unchanged. `totalIfMissing` is MySQL's total before the change.
+   * field left undefined is unchanged. `totalIfMissing` is MySQL's total before the change. A
+   * bucketed sale (by its layout in Redis, else MySQL's `buckets`) is changed in every bucket
+   * (bucket-controls.ts), the answer summed over them.
    */
-  async control(voucherId: string, totalIfMissing: number, change: SaleControl): Promise<ControlOutcome> {
-    const outcome = await this.scripts.control({ voucherId, totalIfMissing, change });
+  async control(voucherId: string, totalIfMissing: number, change: SaleControl, recordedBuckets = 1): Promise<ControlOutcome> {
+    const inRedis = this.keys.bucketLanes ? await this.bucketsOf(voucherId) : 1;
+    // Redis's layout names where the keys are; without one (lost with its shard), MySQL's B still finds the buckets.
+    const buckets = inRedis > 1 || !this.keys.bucketLanes ? inRedis : recordedBuckets;
+    const outcome =
+      buckets > 1
+        ? await this.bucketControls.apply(voucherId, buckets, totalIfMissing, change)
+        : await this.scripts.control({ voucherId, totalIfMissing, change });
     if (outcome.outcome === 'applied') this.onUnitsBack(voucherId);
     return outcome;
   }
@@ -464,9 +499,4 @@ export class SaleStore {
     this.transfers.stopSweeping();
     await this.acknowledged?.close();
   }
-}
-
-/** A bucket's share of a stock split over its voucher's buckets: ⌊S/B⌋, one more for the first S mod B. */
-export function shareOf(stock: number, bucket: BucketRef): number {
-  return Math.floor(stock / bucket.of) + (bucket.index < stock % bucket.of ? 1 : 0);
 }

@@ -18,8 +18,11 @@ import type { SaleScripts } from './sale-scripts.js';
  * first), and settles the transfer or returns its units to the donor.
  */
 
-/** Most units one refill moves: a refill per REFILL_MOST_UNITS orders of a bucket at worst, and a donor keeps half its stock. */
-export const REFILL_MOST_UNITS = 64;
+/** Units a bucket's first refill moves at most (a donor always keeps half its stock, take.lua). */
+export const REFILL_FIRST_UNITS = 64;
+/** Each refill of a bucket within REFILL_STREAK_MS of its previous one may move twice as many, up to this. */
+export const REFILL_MOST_UNITS = 4_096;
+const REFILL_STREAK_MS = 1_000;
 /** A transfer still recorded this long after its take is the sweep's (its refill died between steps). */
 export const TRANSFER_SWEEP_AFTER_MS = 10_000;
 /** How long a request whose buckets are all empty waits for a pending transfer before it looks again. */
@@ -37,6 +40,11 @@ export interface BucketReading {
 export type RefillOutcome = 'retry' | 'sold-out';
 
 export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
+
+/** A bucket's share of units split over its voucher's buckets: ⌊S/B⌋, one more for the first S mod B (publish, a raise). */
+export function shareOf(units: number, bucket: BucketRef): number {
+  return Math.floor(units / bucket.of) + (bucket.index < units % bucket.of ? 1 : 0);
+}
 
 /** Each bucket of the voucher read on its own (B slots: B commands, in parallel, not one atomic read). */
 export async function readBuckets(redis: RedisClient, keys: SaleKeys, voucherId: string, buckets: number): Promise<BucketReading[]> {
@@ -67,9 +75,36 @@ export function soldOutBetween(first: readonly BucketReading[], second: readonly
   );
 }
 
+/**
+ * How many units a bucket's next refill may move. Under skewed buyers one bucket drains again and
+ * again: every order that waited on a refill retries at once, and a refill of 64 serves 64 of
+ * them while the rest find the bucket empty and wait for the next one. So a bucket refilled again
+ * within REFILL_STREAK_MS doubles its refill (slow start, as TCP's window), up to
+ * REFILL_MOST_UNITS; a bucket left alone that long starts again from REFILL_FIRST_UNITS.
+ */
+export class RefillSizes {
+  private readonly last = new Map<string, { units: number; at: number }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  next(bucketKey: string): number {
+    const now = this.now();
+    const last = this.last.get(bucketKey);
+    const units = last !== undefined && now - last.at < REFILL_STREAK_MS ? Math.min(2 * last.units, REFILL_MOST_UNITS) : REFILL_FIRST_UNITS;
+    if (this.last.size >= 10_000) this.forgetBefore(now - REFILL_STREAK_MS);
+    this.last.set(bucketKey, { units, at: now });
+    return units;
+  }
+
+  private forgetBefore(time: number): void {
+    for (const [key, { at }] of this.last) if (at < time) this.last.delete(key);
+  }
+}
+
 export class BucketTransfers {
   /** One refill out per (voucher, bucket) in this instance: the requests that find the bucket empty meanwhile wait for it. */
   private readonly refilling = new Map<string, Promise<RefillOutcome>>();
+  private readonly sizes = new RefillSizes();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -83,18 +118,18 @@ export class BucketTransfers {
     const key = `${voucherId}:${home.index}:${home.of}`;
     let running = this.refilling.get(key);
     if (!running) {
-      running = this.refillOnce(voucherId, home).finally(() => this.refilling.delete(key));
+      running = this.refillOnce(voucherId, home, key).finally(() => this.refilling.delete(key));
       this.refilling.set(key, running);
     }
     return running;
   }
 
-  private async refillOnce(voucherId: string, home: BucketRef): Promise<RefillOutcome> {
+  private async refillOnce(voucherId: string, home: BucketRef, key: string): Promise<RefillOutcome> {
     const first = await readBuckets(this.redis, this.keys, voucherId, home.of);
     if (first[home.index]!.stock > 0) return 'retry';
     const donor = richest(first, home.index);
     if (donor !== undefined) {
-      await this.move(voucherId, { index: donor, of: home.of }, home);
+      await this.move(voucherId, { index: donor, of: home.of }, home, this.sizes.next(key));
       return 'retry';
     }
     if (first.some((reading) => reading.pending > 0)) {
@@ -107,7 +142,7 @@ export class BucketTransfers {
   }
 
   /** take, give, settle (or return, when the recipient refused them); the units given, 0 if none. */
-  async move(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_MOST_UNITS): Promise<number> {
+  async move(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_FIRST_UNITS): Promise<number> {
     const transferId = randomUUID();
     const units = await this.scripts.take({ voucherId, bucket: donor, transferId, to: recipient.index, most });
     if (units === 0) return 0;

@@ -1,6 +1,6 @@
 import { duplicateRedis, type RedisClient } from '../../../infra/redis.js';
 import { ORDER_GROUP, queuedByUserMember, type SaleKeys } from '../keys.js';
-import type { OrderEntry, QueuedOrder } from '../types.js';
+import type { AcceptedOrder, OrderEntry, QueuedOrder } from '../types.js';
 import { defineStreamScripts, type StreamCounts, type StreamScripts } from './stream-scripts.js';
 
 /** A stream entry as XREADGROUP and XCLAIM return it; fields are null for an entry deleted from the stream. */
@@ -88,12 +88,15 @@ export class OrderStream {
     return { next, entries: entries.filter((entry): entry is [string, string[]] => entry[1] !== null), deleted };
   }
 
-  /** The orders are in MySQL: XACK their entries and drop them from the queued hash, in one MULTI. */
+  /**
+   * The orders are in MySQL (or given up): XACK their entries and drop them from the queued hash
+   * and the users' queued lists, in one MULTI. Every order of each entry must be among them.
+   */
   async acknowledge(shard: number, entries: OrderEntry[]): Promise<void> {
     const { stream, queued, queuedByUser } = this.keys.shard(shard);
     await this.redis
       .multi()
-      .xack(stream, ORDER_GROUP, ...entries.map((entry) => entry.id))
+      .xack(stream, ORDER_GROUP, ...new Set(entries.map((entry) => entry.id)))
       .hdel(queued, ...entries.map((entry) => entry.order.orderId))
       .zrem(queuedByUser, ...entries.map((entry) => queuedByUserMember(entry.order)))
       .exec();
@@ -104,14 +107,21 @@ export class OrderStream {
     if (ids.length > 0) await this.redis.xack(this.keys.shard(shard).stream, ORDER_GROUP, ...ids);
   }
 
-  /** Records the entry in the dead-letter stream and acknowledges it, in one MULTI. */
-  async deadLetter(shard: number, id: string, fields: string[], deliveries: number, error: string): Promise<void> {
-    const { stream, deadLetters } = this.keys.shard(shard);
-    await this.redis
-      .multi()
-      .xadd(deadLetters, '*', ...fields, 'sourceId', id, 'deliveries', String(deliveries), 'error', error.slice(0, 1000))
-      .xack(stream, ORDER_GROUP, id)
-      .exec();
+  /**
+   * Records given-up orders in the dead-letter stream, one record each (an order's fields, or
+   * the entry's raw fields when it holds no valid order), and acknowledges their entry, in one
+   * MULTI. `orders` are all the entry's orders: those written meanwhile leave the queued records too.
+   */
+  async deadLetter(shard: number, id: string, records: string[][], orders: AcceptedOrder[], deliveries: number, error: string): Promise<void> {
+    const { stream, deadLetters, queued, queuedByUser } = this.keys.shard(shard);
+    const multi = this.redis.multi();
+    for (const fields of records) multi.xadd(deadLetters, '*', ...fields, 'sourceId', id, 'deliveries', String(deliveries), 'error', error.slice(0, 1000));
+    multi.xack(stream, ORDER_GROUP, id);
+    if (orders.length > 0) {
+      multi.hdel(queued, ...orders.map((order) => order.orderId));
+      multi.zrem(queuedByUser, ...orders.map(queuedByUserMember));
+    }
+    await multi.exec();
   }
 
   /** Drops the shard's entries the group has acknowledged; returns how many. */
@@ -135,23 +145,63 @@ export class OrderStream {
   }
 }
 
+const ID = /^[1-9]\d{0,19}$/;
+const SLOT = /^[1-9]\d?$/;
+const MS = /^\d{1,15}$/;
+
 /**
- * The order of an entry reserve.lua wrote, or null when its fields are not three decimal ids and
- * a slot 1..99 (an entry without a slot was written before per-user limits: slot 1). Its
- * acceptance time is the entry's `acceptedMs`; an entry written before that field existed falls
- * back to the entry id's time (Redis time of the XADD: the acceptance itself for reserve.lua's
- * entries, the hand-off for a sync order's).
+ * The orders of a stream entry, or null when it is malformed (any order in it not three decimal
+ * ids and a slot 1..99). Two shapes:
+ * - reserve.lua's, one entry per batch: `acceptedMs`, and `orders` "orderId:userId:voucherId:slot"
+ *   joined by commas, every order accepted at that time;
+ * - one order: `orderId`, `userId`, `voucherId`, `slot`, `acceptedMs` (hand-off.lua's, the dead
+ *   letters' and the broker's messages; reserve.lua's before batch entries).
  */
-export function parseOrder(entryId: string, fields: string[]): (QueuedOrder & { acceptedMs: number }) | null {
+export function parseEntry(entryId: string, fields: string[]): AcceptedOrder[] | null {
+  const packed = fieldOf(fields, 'orders');
+  if (packed === undefined) {
+    const order = parseOrder(entryId, fields);
+    return order === null ? null : [order];
+  }
+  const accepted = fieldOf(fields, 'acceptedMs') ?? entryId.split('-')[0]!;
+  if (!MS.test(accepted)) return null;
+  const acceptedMs = Number(accepted);
+  const orders: AcceptedOrder[] = [];
+  for (const one of packed.split(',')) {
+    const [orderId = '', userId = '', voucherId = '', slot = '', extra] = one.split(':');
+    if (extra !== undefined || !ID.test(orderId) || !ID.test(userId) || !ID.test(voucherId) || !SLOT.test(slot)) return null;
+    orders.push({ orderId, userId, voucherId, slot: Number(slot), acceptedMs });
+  }
+  return orders;
+}
+
+/** One order's entry fields: what hand-off.lua writes, a dead letter records and a broker message carries. */
+export function orderFields(order: AcceptedOrder): string[] {
+  return ['orderId', order.orderId, 'userId', order.userId, 'voucherId', order.voucherId, 'slot', String(order.slot), 'acceptedMs', String(order.acceptedMs)];
+}
+
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
+}
+
+/**
+ * The order of a one-order entry, or null when its fields are not three decimal ids and a slot
+ * 1..99 (an entry without a slot was written before per-user limits: slot 1). Its acceptance time
+ * is the entry's `acceptedMs`; an entry written before that field existed falls back to the entry
+ * id's time (Redis time of the XADD: the acceptance itself for reserve.lua's entries, the hand-off
+ * for a sync order's).
+ */
+export function parseOrder(entryId: string, fields: string[]): AcceptedOrder | null {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
   const orderId = map.get('orderId');
   const userId = map.get('userId');
   const voucherId = map.get('voucherId');
-  const isId = (value: string | undefined): value is string => value !== undefined && /^[1-9]\d{0,19}$/.test(value);
+  const isId = (value: string | undefined): value is string => value !== undefined && ID.test(value);
   const slot = map.get('slot') ?? '1';
-  if (!/^[1-9]\d?$/.test(slot)) return null;
+  if (!SLOT.test(slot)) return null;
   const accepted = map.get('acceptedMs') ?? entryId.split('-')[0]!;
-  if (!/^\d{1,15}$/.test(accepted)) return null;
+  if (!MS.test(accepted)) return null;
   return isId(orderId) && isId(userId) && isId(voucherId) ? { orderId, userId, voucherId, slot: Number(slot), acceptedMs: Number(accepted) } : null;
 }

@@ -5,7 +5,7 @@ import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
 import { GroupCommit } from './group-commit.js';
 import { ShardLoops } from './shard-loops.js';
-import { parseOrder, type OrderStream } from './order-stream.js';
+import { orderFields, parseEntry, type OrderStream } from './order-stream.js';
 import type { SaleStore } from '../sale/sale-store.js';
 import type { AcceptedOrder, NewOrder, OrderEntry } from '../types.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
@@ -38,6 +38,13 @@ export interface OrderWorkerOptions {
 
 type Entry = [id: string, fields: string[]];
 
+/** An entry's failed attempt: why, whether for a passing reason only, and the orders it did not write. */
+interface EntryFailure {
+  message: string;
+  transient: boolean;
+  failed: ReadonlySet<string>;
+}
+
 /** How often acknowledged entries are trimmed from a shard's stream. */
 const TRIM_INTERVAL_MS = 60_000;
 
@@ -52,8 +59,8 @@ const TRIM_INTERVAL_MS = 60_000;
  */
 export class OrderWorker {
   private readonly shardLoops: ShardLoops;
-  /** Why this worker's latest attempt at an entry failed; only such entries can be dead-lettered. */
-  private readonly lastErrors = new Map<string, { message: string; transient: boolean }>();
+  /** Why this worker's latest attempt at an entry failed, and which of its orders; only such entries can be dead-lettered. */
+  private readonly lastErrors = new Map<string, EntryFailure>();
   /** Every MySQL write goes through it; while it is open the loops read nothing and only probe. */
   readonly breaker: WriteBreaker;
   /** The shards' batches of new orders, written together when they are ready together (one transaction). */
@@ -221,20 +228,32 @@ export class OrderWorker {
     } while (cursor !== '0-0' && this.running);
   }
 
+  /**
+   * The entries' orders, written in chunks of about `batchSize` orders (whole entries: an entry is
+   * acknowledged once all its orders are in MySQL). reserve.lua writes an entry per batch, so a
+   * read of `batchSize` entries may hold many times that many orders.
+   */
   private async handleBatch(shard: number, entries: Entry[]): Promise<void> {
-    const orders: OrderEntry[] = [];
+    let chunk: OrderEntry[] = [];
     for (const [id, fields] of entries) {
-      const order = parseOrder(id, fields);
-      if (order !== null) {
-        orders.push({ id, order });
+      const orders = parseEntry(id, fields);
+      if (orders === null) {
+        this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false, failed: new Set() });
+        await this.deadLetter(shard, [id, fields], 1);
         continue;
       }
-      this.lastErrors.set(id, { message: 'malformed entry: orderId, userId and voucherId must be decimal ids', transient: false });
-      await this.deadLetter(shard, [id, fields], 1);
+      for (const order of orders) chunk.push({ id, order });
+      if (chunk.length >= this.options.batchSize) {
+        await this.writeChunk(shard, chunk);
+        chunk = [];
+      }
     }
-    if (orders.length === 0) return;
+    if (chunk.length > 0) await this.writeChunk(shard, chunk);
+  }
+
+  private async writeChunk(shard: number, orders: OrderEntry[]): Promise<void> {
     const together = await this.writeTogether(shard, orders);
-    if (together === 'each-alone') await Promise.all(orders.map((entry) => this.handleEntry(shard, entry)));
+    if (together === 'each-alone') await Promise.all([...byEntry(orders)].map(([id, entryOrders]) => this.handleEntry(shard, id, entryOrders)));
   }
 
   /**
@@ -250,7 +269,8 @@ export class OrderWorker {
       await this.writes.submit(entries.map((entry) => entry.order));
     } catch (error) {
       if (!isUnavailable(error)) return 'each-alone';
-      for (const { id } of entries) this.lastErrors.set(id, { message: String(error), transient: true });
+      for (const [id, orders] of byEntry(entries))
+        this.lastErrors.set(id, { message: String(error), transient: true, failed: new Set(orders.map((entry) => entry.order.orderId)) });
       if (!(error instanceof BrokenCircuitError)) {
         this.options.onResult?.('failed');
         this.options.log.warn({ err: error, shard, count: entries.length }, 'order worker: writing a batch failed; its entries stay pending');
@@ -271,8 +291,29 @@ export class OrderWorker {
     return 'written';
   }
 
-  private async handleEntry(shard: number, entry: OrderEntry): Promise<void> {
-    const { id, order } = entry;
+  /** An entry's orders one at a time; the entry is acknowledged when every one of them is in MySQL (or dropped). */
+  private async handleEntry(shard: number, id: string, orders: OrderEntry[]): Promise<void> {
+    const failed = new Set<string>();
+    let failure: Omit<EntryFailure, 'failed'> | undefined;
+    for (const { order } of orders) {
+      const error = await this.writeAlone(order);
+      if (error === null) continue;
+      failed.add(order.orderId);
+      // An entry is poison only when each of its failures is its orders' own: one that may yet be written is never given up.
+      failure = { message: failure?.message ?? error.message, transient: (failure?.transient ?? false) || error.transient };
+    }
+    if (failure !== undefined) {
+      this.lastErrors.set(id, { ...failure, failed });
+      return;
+    }
+    this.lastErrors.delete(id);
+    await this.stream.acknowledge(shard, orders).catch((error: unknown) => {
+      this.options.log.warn({ err: error, entry: id }, 'order worker: acknowledging written orders failed; they stay pending');
+    });
+  }
+
+  /** One order's write; null when it is in MySQL now (or dropped), else why not. */
+  private async writeAlone(order: OrderEntry['order']): Promise<{ message: string; transient: boolean } | null> {
     try {
       const outcome = await this.breaker.write(() => this.orders.persist(order));
       if (outcome === 'user-has-order') {
@@ -280,19 +321,15 @@ export class OrderWorker {
         this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
         await this.store.release(order);
       }
-      await this.stream.acknowledge(shard, [entry]);
-      this.lastErrors.delete(id);
       this.options.onResult?.(outcome);
       if (outcome === 'created') this.options.onWritten?.([order]);
+      return null;
     } catch (error) {
       // The circuit is open: MySQL was not even tried; the entry waits for it to close.
-      if (error instanceof BrokenCircuitError) {
-        this.lastErrors.set(id, { message: 'MySQL circuit open', transient: true });
-        return;
-      }
+      if (error instanceof BrokenCircuitError) return { message: 'MySQL circuit open', transient: true };
       this.options.onResult?.('failed');
-      this.lastErrors.set(id, { message: String(error), transient: isTransient(error) });
-      this.options.log.warn({ err: error, entry: id, order }, 'order worker: writing the order failed; it stays pending');
+      this.options.log.warn({ err: error, order }, 'order worker: writing the order failed; it stays pending');
+      return { message: String(error), transient: isTransient(error) };
     }
   }
 
@@ -307,18 +344,32 @@ export class OrderWorker {
   }
 
   /**
-   * Gives the unit back (idempotent), then records the entry in the dead-letter stream and
-   * acknowledges it in one MULTI. A crash in between only means doing it again.
+   * Gives back the units of the entry's orders that failed (idempotent), then records them in the
+   * dead-letter stream and acknowledges the entry in one MULTI; its other orders are in MySQL. A
+   * crash in between only means doing it again.
    */
   private async deadLetter(shard: number, [id, fields]: Entry, deliveries: number): Promise<void> {
-    const error = this.lastErrors.get(id)?.message ?? 'unknown';
-    const order = parseOrder(id, fields);
-    if (order !== null) await this.store.release(order);
-    await this.stream.deadLetter(shard, id, fields, deliveries, error);
+    const failure = this.lastErrors.get(id);
+    const error = failure?.message ?? 'unknown';
+    const orders = parseEntry(id, fields) ?? [];
+    const given = orders.filter((order) => failure?.failed.has(order.orderId) ?? true);
+    for (const order of given) await this.store.release(order);
+    await this.stream.deadLetter(shard, id, orders.length === 0 ? [fields] : given.map(orderFields), orders, deliveries, error);
     this.lastErrors.delete(id);
-    this.options.onResult?.('dead-letter');
-    this.options.log.error({ entry: id, fields, deliveries, error }, 'order worker: entry moved to the dead-letter stream');
+    for (let i = 0; i < Math.max(1, given.length); i++) this.options.onResult?.('dead-letter');
+    this.options.log.error({ entry: id, orders: given, deliveries, error }, 'order worker: orders moved to the dead-letter stream');
   }
+}
+
+/** The orders grouped by their entry, in order. */
+function byEntry(orders: readonly OrderEntry[]): Map<string, OrderEntry[]> {
+  const entries = new Map<string, OrderEntry[]>();
+  for (const entry of orders) {
+    const group = entries.get(entry.id);
+    if (group === undefined) entries.set(entry.id, [entry]);
+    else group.push(entry);
+  }
+  return entries;
 }
 
 /** MySQL did not answer or the circuit is open: a write to retry later as it is, not order by order. */

@@ -10,6 +10,8 @@ export interface StreamCounts {
   /** Not yet delivered; null when Redis cannot tell. */
   lag: number | null;
   deadLetters: number;
+  /** Orders accepted in Redis and not yet in MySQL (the queued hash): an entry may hold a batch of them. */
+  queued: number;
 }
 
 const lua = (name: string): string => readLua(import.meta.url, `lua/${name}.lua`);
@@ -33,11 +35,11 @@ function streamOperations(keys: SaleKeys) {
     },
     streamStats: {
       lua: lua('stream-stats'),
-      keys: (shard: number) => [keys.shard(shard).stream, keys.shard(shard).deadLetters],
+      keys: (shard: number) => [keys.shard(shard).stream, keys.shard(shard).deadLetters, keys.shard(shard).queued],
       args: () => [ORDER_GROUP],
       reply: (raw: unknown): StreamCounts => {
-        const [length, pending, lag, deadLetters] = raw as [number, number, number, number];
-        return { length, pending, lag: lag < 0 ? null : lag, deadLetters };
+        const [length, pending, lag, deadLetters, queued] = raw as [number, number, number, number, number];
+        return { length, pending, lag: lag < 0 ? null : lag, deadLetters, queued };
       },
     },
   } satisfies Record<string, OperationSpec<never, unknown>>;

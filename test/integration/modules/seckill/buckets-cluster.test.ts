@@ -3,12 +3,14 @@
  * buckets' keys land on B different masters, each reserve.lua call touches one slot, and a sale
  * with demand above stock (nine buyers in ten homing to one bucket) sells every unit, none twice
  * to a user and none answered "sold out" while a unit was left, with MySQL holding exactly the
- * accepted orders once the worker has drained the lanes.
+ * accepted orders once the worker has drained the lanes; the administrator's controls reach every
+ * bucket, one slot per script call.
  */
 import calculateSlot from 'cluster-key-slot';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
+import { SaleControls } from '../../../../src/modules/seckill/admin/sale-controls.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket } from '../../../../src/modules/seckill/keys.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
@@ -113,4 +115,33 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(new Set(orders.map((row) => row.user_id)).size).toBe(stock);
     expect(await mysqlStock(env, voucherId)).toBe(0);
   }, 60_000);
+
+  it('pauses, resumes, raises and lowers a sale of 3 buckets on 3 masters: every bucket refuses while paused, total = sold + units left', async () => {
+    const voucherId = await bucketedSale(9, 3);
+    const controls = new SaleControls(env.db, seckill.store);
+    let nextUser = 7_100_000;
+    let nextOrder = 8_500_000_000;
+    /** A new buyer homing to each bucket. */
+    const buyers = (): string[] =>
+      [0, 1, 2].map((bucket) => {
+        while (homeBucket(String(nextUser), 3) !== bucket) nextUser += 1;
+        return String(nextUser++);
+      });
+    const place = async (users: string[]) =>
+      (await Promise.all(users.map((userId) => seckill.store.decide({ orderId: String(nextOrder++), userId, voucherId })))).map(({ outcome }) => outcome);
+
+    expect(await place(buyers())).toEqual(['accepted', 'accepted', 'accepted']);
+    expect((await controls.pause(voucherId, '1')).paused).toBe(true);
+    expect(await place(buyers())).toEqual(['suspended', 'suspended', 'suspended']);
+    await controls.resume(voucherId, '1');
+    expect(await place(buyers())).toEqual(['accepted', 'accepted', 'accepted']);
+
+    expect(await controls.update(voucherId, '1', { stock: 15 })).toMatchObject({ stock: 15, left: 9 });
+    await expect(controls.update(voucherId, '1', { stock: 5 })).rejects.toMatchObject({ statusCode: 400 });
+    expect(await controls.update(voucherId, '1', { stock: 8 })).toMatchObject({ stock: 8, left: 2 });
+    const readings = await readBuckets(redis, seckill.keys, voucherId, 3);
+    expect(readings.reduce((sum, reading) => sum + reading.stock + reading.pending, 0)).toBe(2);
+    const totals = await Promise.all([0, 1, 2].map((index) => redis.hget(seckill.keys.bucket(voucherId, { index, of: 3 }).voucher, 'total')));
+    expect(totals.reduce((sum, total) => sum + Number(total), 0)).toBe(8);
+  }, 30_000);
 });

@@ -10,7 +10,7 @@ import { buildSeckill, type Seckill } from '../../../../src/modules/seckill/inde
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { buildRabbitPath } from '../../../../src/modules/seckill/broker/rabbit-path.js';
 import { ORDER_QUEUE } from '../../../../src/modules/seckill/broker/rabbit-topology.js';
-import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
+import { orderFields, parseEntry } from '../../../../src/modules/seckill/writer/order-stream.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { brokerRelay, createTestVhost, type BrokerRelay, type TestVhost } from '../../../support/rabbitmq.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, orderWorkerProcess } from '../../../support/seckill.js';
@@ -143,13 +143,14 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
     const shard = placer.keys.shardOf(voucherId);
     await placer.stream.ensureGroup(shard);
     const entries = await placer.stream.read(shard, 'crashy', '>', 100);
-    expect(entries).toHaveLength(30);
-    const outcomes = await Promise.all(entries.map(([id, fields]) => crashed.publisher.publish(shard, id, fields, parseOrder(id, fields)!.orderId)));
+    const published = entries.flatMap(([id, fields]) => parseEntry(id, fields)!.map((order) => ({ id, order })));
+    expect(published).toHaveLength(30);
+    const outcomes = await Promise.all(published.map(({ id, order }) => crashed.publisher.publish(shard, id, orderFields(order), order.orderId)));
     expect(outcomes.every((outcome) => outcome === 'confirmed')).toBe(true);
     await crashed.publisher.close();
     await crashed.broker.close();
     const { stream } = placer.keys.shard(shard);
-    expect(((await env.redis.xpending(stream, ORDER_GROUP)) as [number])[0]).toBe(30);
+    expect(((await env.redis.xpending(stream, ORDER_GROUP)) as [number])[0]).toBe(entries.length);
     expect(await readyMessages(ORDER_QUEUE)).toBe(30);
 
     // Restarted under the same name: its relay publishes its pending entries again; its writer gets every order twice.

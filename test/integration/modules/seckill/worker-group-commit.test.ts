@@ -20,7 +20,7 @@ import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker
 import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
 import { startRedisServer, type RedisServer } from '../../../../kit/redis-servers.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { insertSeckillVoucher, mysqlOrders, mysqlStock, ordersOfEntries } from '../../../support/seckill.js';
 
 const SHARDS = 4;
 const PAYMENT_WINDOW_MS = 15 * 60_000;
@@ -151,7 +151,7 @@ async function backlog(): Promise<{ pending: number; queued: number }> {
 async function streamedOrders() {
   const orders = [];
   for (const shard of seckill.keys.allShards()) {
-    for (const [id, fields] of await env.redis.xrange(seckill.keys.shard(shard).stream, '-', '+')) orders.push(parseOrder(id, fields)!);
+    orders.push(...ordersOfEntries(await env.redis.xrange(seckill.keys.shard(shard).stream, '-', '+')));
   }
   return orders;
 }

@@ -9,7 +9,7 @@ import { OrderRepository } from '../../../../src/modules/seckill/record/order-re
 import { OrderWorker } from '../../../../src/modules/seckill/writer/order-worker.js';
 import { ORDER_GROUP } from '../../../../src/modules/seckill/keys.js';
 import { createTestEnv, type TestEnv } from '../../../support/test-env.js';
-import { insertSeckillVoucher, mysqlOrders, mysqlStock, orderWorkerProcess } from '../../../support/seckill.js';
+import { insertSeckillVoucher, mysqlOrders, mysqlStock, orderWorkerProcess, ordersOfEntries } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
@@ -23,7 +23,13 @@ beforeAll(async () => {
     SECKILL_CLAIM_IDLE_MS: '500',
     SECKILL_WORKER_BATCH: '20',
   });
-  seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'in-test', log: pino({ level: 'silent' }) });
+  seckill = buildSeckill({
+    config: env.config,
+    redis: env.redis,
+    db: env.db,
+    consumerName: 'in-test',
+    log: pino({ level: process.env.DEBUG_LOG ?? 'silent' }),
+  });
 });
 
 afterAll(async () => {
@@ -50,16 +56,29 @@ function startWorkerProcess(consumer: string): ChildProcess {
 }
 
 /** Delivers entries to a consumer that never acknowledges them: what a crash right after XREADGROUP leaves. */
-async function deliverWithoutAck(consumer: string, count: number): Promise<number> {
-  let delivered = 0;
+async function deliverWithoutAck(consumer: string, count: number): Promise<{ entries: number; orders: number }> {
+  const delivered = { entries: 0, orders: 0 };
   for (const shard of [0, 1]) {
     await seckill.stream.ensureGroup(shard);
     const reply = (await env.redis.xreadgroup('GROUP', ORDER_GROUP, consumer, 'COUNT', count, 'STREAMS', seckill.keys.shard(shard).stream, '>')) as Array<
-      [string, unknown[]]
+      [string, Array<[string, string[]]>]
     > | null;
-    delivered += reply?.[0]?.[1].length ?? 0;
+    const entries = reply?.[0]?.[1] ?? [];
+    delivered.entries += entries.length;
+    delivered.orders += ordersOfEntries(entries).length;
   }
   return delivered;
+}
+
+/** The orders of a shard's entries pending for a consumer. */
+async function pendingOrders(shard: number, consumer: string): Promise<{ orderId: string; deliveries: number }[]> {
+  const { stream } = seckill.keys.shard(shard);
+  const pending = (await env.redis.xpending(stream, ORDER_GROUP, '-', '+', 1000, consumer)) as Array<[string, string, number, number]>;
+  const orders = [];
+  for (const [id, , , deliveries] of pending) {
+    for (const order of ordersOfEntries(await env.redis.xrange(stream, id, id))) orders.push({ orderId: order.orderId, deliveries });
+  }
+  return orders;
 }
 
 async function pendingCount(): Promise<number> {
@@ -86,7 +105,7 @@ describe('order worker recovery', () => {
     const stock = 5000;
     const voucherId = await insertSeckillVoucher(env, { stock });
     const accepted = await placeOrders(voucherId, 1, 3000);
-    expect(await deliverWithoutAck('crashy', 40)).toBe(40); // crashed once already, right after a read (one voucher: one shard)
+    expect((await deliverWithoutAck('crashy', 40)).entries).toBe(40); // crashed once already, right after a read (one voucher: one shard)
 
     const first = startWorkerProcess('crashy');
     let atKill = 0;
@@ -112,11 +131,13 @@ describe('order worker recovery', () => {
   it('entries left pending by a consumer that died are claimed by another after the idle time (XAUTOCLAIM)', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 100 });
     const accepted = await placeOrders(voucherId, 20_001, 60);
-    expect(await deliverWithoutAck('ghost', 100)).toBe(60);
+    expect((await deliverWithoutAck('ghost', 100)).orders).toBe(60);
     // Trimming never drops an entry that is still pending.
     const shard = seckill.keys.shardOf(voucherId);
     await seckill.stream.trimAcknowledged(shard);
-    expect(await env.redis.xlen(seckill.keys.shard(shard).stream)).toBeGreaterThanOrEqual(60);
+    expect(ordersOfEntries(await env.redis.xrange(seckill.keys.shard(shard).stream, '-', '+')).filter((order) => order.voucherId === voucherId)).toHaveLength(
+      60,
+    );
     seckill.worker.start();
     try {
       await expectExactlyOnce(voucherId, accepted, 100);
@@ -132,16 +153,16 @@ describe('order worker recovery', () => {
     const options = { consumer: 'outage', batchSize: 20, maxDeliveries: 2, claimIdleMs: 60_000, retryDelayMs: 1, log };
     const deadDb = createDb({ mysqlUrl: 'mysql://root@127.0.0.1:1/nothing', poolSize: 1 });
     const shard = seckill.keys.shardOf(voucherId);
-    const { deadLetters, stream } = seckill.keys.shard(shard);
+    const { deadLetters } = seckill.keys.shard(shard);
     try {
       const broken = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(deadDb), options);
       for (let round = 0; round < 6; round += 1) {
         await broken.drainOnce();
         await sleep(5);
       }
-      const pending = (await env.redis.xpending(stream, ORDER_GROUP, '-', '+', 100, 'outage')) as Array<[string, string, number, number]>;
-      expect(pending).toHaveLength(5);
-      expect(Math.min(...pending.map(([, , , deliveries]) => deliveries))).toBeGreaterThan(options.maxDeliveries);
+      const pending = await pendingOrders(shard, 'outage');
+      expect(pending.map((order) => order.orderId).sort()).toEqual([...accepted].sort());
+      expect(Math.min(...pending.map((order) => order.deliveries))).toBeGreaterThan(options.maxDeliveries);
       expect(await env.redis.xlen(deadLetters)).toBe(0);
     } finally {
       await deadDb.destroy();
@@ -184,5 +205,43 @@ describe('order worker recovery', () => {
     expect(await env.redis.hexists(seckill.keys.voucher(voucherId).buyers, '30001')).toBe(0); // may buy again
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     expect(await pendingCount()).toBe(0);
+  });
+
+  it('a batch entry with one poison order: the others are written, only the poison one is dead-lettered and given back, the entry acknowledged', async () => {
+    // Two vouchers of one shard: a healthy one, and one whose MySQL has no stock left while Redis sells a unit.
+    const healthy = await insertSeckillVoucher(env, { stock: 10 });
+    let poisoned: string;
+    do poisoned = await insertSeckillVoucher(env, { stock: 0 });
+    while (seckill.keys.shardOf(healthy) !== seckill.keys.shardOf(poisoned));
+    await seckill.store.publish({ voucherId: poisoned, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
+    const [good] = await placeOrders(healthy, 50_001, 1);
+    const [poison] = await placeOrders(poisoned, 50_002, 1);
+    // Their entries made into one, as reserve.lua writes a batch: what the worker reads is one entry of two orders.
+    const shard = seckill.keys.shardOf(healthy);
+    const { stream, deadLetters, queued } = seckill.keys.shard(shard);
+    await seckill.stream.ensureGroup(shard);
+    const ours = (await env.redis.xrange(stream, '-', '+')).filter(([, fields]) =>
+      ordersOfEntries([['0-1', fields]]).some((order) => [good, poison].includes(order.orderId)),
+    );
+    const orders = ordersOfEntries(ours);
+    expect(orders.map((order) => order.orderId).sort()).toEqual([good, poison].sort());
+    await env.redis.xdel(stream, ...ours.map(([id]) => id));
+    const packed = orders.map((order) => `${order.orderId}:${order.userId}:${order.voucherId}:${order.slot}`).join(',');
+    await env.redis.xadd(stream, '*', 'acceptedMs', String(orders[0]!.acceptedMs), 'orders', packed);
+
+    seckill.worker.start();
+    try {
+      await eventually(async () => expect((await env.redis.xrange(deadLetters, '-', '+')).some(([, fields]) => fields.includes(poison!))).toBe(true), 20_000);
+      await eventually(async () => expect(await pendingCount()).toBe(0));
+    } finally {
+      await seckill.worker.stop();
+    }
+    expect((await mysqlOrders(env, healthy)).map((order) => order.id)).toEqual([good]);
+    expect(await mysqlOrders(env, poisoned)).toHaveLength(0);
+    const dead = (await env.redis.xrange(deadLetters, '-', '+')).filter(([, fields]) => fields.includes(good!) || fields.includes(poison!));
+    expect(dead).toHaveLength(1); // the written order is not among the dead letters
+    expect((await seckill.store.read(poisoned))?.stock).toBe(1); // the poison order's unit given back
+    expect((await seckill.store.read(healthy))?.stock).toBe(9); // the written order's unit stays sold
+    expect(await env.redis.hmget(queued, good!, poison!)).toEqual([null, null]);
   });
 });

@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { BUCKET_LANES, MAX_BUCKETS, SaleKeys, homeBucket } from '../../../../src/modules/seckill/keys.js';
-import { shareOf } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { shareOf } from '../../../../src/modules/seckill/sale/transfers.js';
 
 /** The slot ranges `redis-cli --cluster create` gives `masters` masters (redis-cli.c: cursor of 16384/masters, rounded). */
 function defaultRanges(masters: number): Array<[number, number]> {

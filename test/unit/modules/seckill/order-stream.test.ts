@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
+import { orderFields, parseEntry, parseOrder } from '../../../../src/modules/seckill/writer/order-stream.js';
 
 /** A stream entry id: the Redis time (ms) of its XADD, then a sequence number. */
 const ENTRY_ID = '1700000000000-3';
@@ -53,4 +53,28 @@ describe("parseOrder: a stream entry's fields as an order", () => {
       expect(parseOrder(ENTRY_ID, ['orderId', '1', 'userId', '2', 'voucherId', bad])).toBeNull();
     },
   );
+});
+
+describe("parseEntry: a stream entry's orders", () => {
+  it("reads reserve.lua's batch entry: every order at the batch's acceptance time", () => {
+    const fields = ['acceptedMs', '1700000000123', 'orders', '11:1:20:1,12:2:20:2,13:3:21:1'];
+    expect(parseEntry(ENTRY_ID, fields)).toEqual([
+      { orderId: '11', userId: '1', voucherId: '20', slot: 1, acceptedMs: 1_700_000_000_123 },
+      { orderId: '12', userId: '2', voucherId: '20', slot: 2, acceptedMs: 1_700_000_000_123 },
+      { orderId: '13', userId: '3', voucherId: '21', slot: 1, acceptedMs: 1_700_000_000_123 },
+    ]);
+  });
+
+  it('reads a one-order entry (hand-off.lua, dead letters, broker messages) as one order, and orderFields writes it back', () => {
+    const order = { orderId: '11', userId: '1', voucherId: '20', slot: 3, acceptedMs: 1_700_000_000_123 };
+    expect(parseEntry(ENTRY_ID, orderFields(order))).toEqual([order]);
+  });
+
+  it('refuses a batch entry with any malformed order, or without a valid time', () => {
+    for (const bad of ['', '11:1:20', '11:1:20:1:9', 'x:1:20:1', '11:1:20:0', '11:1:20:1,', '11:1:20:1,12:0:20:1']) {
+      expect(parseEntry(ENTRY_ID, ['acceptedMs', '1700000000123', 'orders', bad])).toBeNull();
+    }
+    expect(parseEntry(ENTRY_ID, ['acceptedMs', 'x', 'orders', '11:1:20:1'])).toBeNull();
+    expect(parseEntry(ENTRY_ID, ['orders', '11:1:20:1'])).toEqual([{ orderId: '11', userId: '1', voucherId: '20', slot: 1, acceptedMs: ENTRY_MS }]);
+  });
 });

@@ -8,8 +8,13 @@
   refused when total' < sold. A hash without `total` gets ARGV[1] (MySQL's total, read before
   any change) first: call once with only ARGV[1] before changing MySQL.
 
+  A voucher sold from B > 1 buckets runs it on each bucket (bucket-controls.ts): a bucket's `total`
+  is its part of the sale's total (the sum over the buckets is the sale's), and its `pending` units
+  count as sold here, so a lower never takes them (new stock = stock + total' - total >= 0).
+
   KEYS[1]  {seckill:N}:voucher:{voucherId}  hash {stock, begin, end, total, suspended, ...}
-  KEYS[2]  {seckill:N}:buyer-slots:{voucherId}
+           (or a bucket's {lane}:voucher:{voucherId}:b{b}of{B})
+  KEYS[2]  {seckill:N}:buyer-slots:{voucherId}  (or the bucket's buyer-slots)
   ARGV     total if missing, new total, begin, end (epoch ms), suspended ("1"/"0"), keep after
            the end (ms), limit per user (users holding more keep their orders, and buy no more);
            "" leaves a field as it is

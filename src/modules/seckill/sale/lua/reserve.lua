@@ -14,11 +14,14 @@
 
   Two passes, so that a batch costs few commands: the first reads (each voucher's hash and its
   buyers' slot masks once per batch) and decides every order in memory; the second writes, per
-  voucher one stock decrement and one HSET of the buyers' masks, per batch one HSET and one ZADD
-  of the queued orders, then each order's stream entry (or in-flight mark) and key. The stock is written first: a script that fails midway
-  leaves units taken without their order (reconcile finds them), never an order without its unit.
+  voucher one stock decrement and one HSET of the buyers' masks; per batch one HSET and one ZADD
+  of the queued orders, and one stream entry holding every streamed order (or, for the orders the
+  sync strategy holds, one ZADD of the in-flight set); per order only its Idempotency-Key. The
+  stock is written first: a script that fails midway leaves units taken without their order
+  (reconcile finds them), never an order without its unit.
 
-  KEYS[1]  {seckill:N}:orders               stream the order worker reads
+  KEYS[1]  {seckill:N}:orders               stream the order worker reads: one entry per batch,
+                                            {acceptedMs, orders "orderId:userId:voucherId:slot,..."}
   KEYS[2]  {seckill:N}:queued               hash orderId -> "userId:voucherId:slot:acceptedMs", until in MySQL
   KEYS[3]  {seckill:N}:in-flight            sorted set orderId -> reserve time (ms) of held orders
   KEYS[4]  {seckill:N}:queued-by-user       sorted set, scores 0, members "userId:orderId" (a user's queued orders)
@@ -34,8 +37,8 @@
   the client to encode and Redis to parse, grows by 5 short arguments per order.)
 
   Returns a flat list, the batch's time then a code and a value per order; codes 0 accepted, 1 not started, 2 ended, 3 sold out, 4 already bought, 5 unknown voucher, 6 frozen, 7 suspended, 8 replayed.
-  The time is the batch's Redis time in ms, an accepted order's acceptance (the stream entry
-  carries it as acceptedMs, MySQL stores it as create_time); flat, so that no table per order is
+  The time is the batch's Redis time in ms, an accepted order's acceptance (the batch's stream
+  entry carries it as acceptedMs, MySQL stores it as create_time); flat, so that no table per order is
   built and encoded. value: the slot (accepted), the limit (already bought: the user holds that many live orders),
   the order id the key was accepted as (replayed: the same key came again; nothing else is
   checked, so a retry never reads "already bought" or "sold out" for its own order), else 0.
@@ -118,11 +121,14 @@ for _, sale in ipairs(sale_list) do
   end
 end
 
--- What the second pass writes.
+-- What the second pass writes, built as the orders are accepted.
 local idem_orders = {}   -- Idempotency-Key -> the order it was accepted as in this batch
 local queued = {}        -- HSET arguments of QUEUED
 local by_user = {}       -- ZADD arguments of QUEUED_BY_USER
-local accepted = {}      -- per accepted order: {i, slot}
+local streamed = {}      -- "orderId:userId:voucherId:slot" of the orders the worker writes
+local held_orders = {}   -- ZADD arguments of IN_FLIGHT: the orders whose caller writes MySQL
+local keyed = {}         -- the accepted orders with an Idempotency-Key: {key, orderId, TTL}
+local accepted_count = 0
 local accepted_at = string.format('%d', now)
 
 -- Order i's rules.
@@ -169,14 +175,23 @@ local function decide_order(i)
   sale.taken = sale.taken + 1
   sale.masks[user] = held + slot_bit
   sale.changed[user] = true
+  local voucher_id = ARGV[a + 2]
+  accepted_count = accepted_count + 1
+  local at = 2 * accepted_count
+  queued[at - 1] = order
+  queued[at] = user .. ':' .. voucher_id .. ':' .. slot .. ':' .. accepted_at
+  by_user[at - 1] = 0
+  by_user[at] = user .. ':' .. order
+  if ARGV[a + 3] == 'hold' then
+    held_orders[#held_orders + 1] = now
+    held_orders[#held_orders + 1] = order
+  else
+    streamed[#streamed + 1] = order .. ':' .. user .. ':' .. voucher_id .. ':' .. slot
+  end
   if idem_key then
     idem_orders[idem_key] = order
+    keyed[#keyed + 1] = {idem_key, order, ARGV[a + 4]}
   end
-  queued[#queued + 1] = order
-  queued[#queued + 1] = user .. ':' .. ARGV[a + 2] .. ':' .. slot .. ':' .. accepted_at
-  by_user[#by_user + 1] = 0
-  by_user[#by_user + 1] = user .. ':' .. order
-  accepted[#accepted + 1] = {i, slot}
   return 0, slot
 end
 
@@ -205,18 +220,15 @@ if #queued > 0 then
   call_in_chunks('HSET', QUEUED, queued)
   call_in_chunks('ZADD', QUEUED_BY_USER, by_user)
 end
-for _, order in ipairs(accepted) do
-  local i, slot = order[1], order[2]
-  local a = arg_of(i)
-  local user, order_id, voucher_id, mode = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  if idem_key_of[i] then
-    redis.call('SET', idem_key_of[i], order_id, 'PX', ARGV[a + 4])
-  end
-  if mode == 'hold' then
-    -- The caller writes MySQL and then settles (hand-off.lua streams it if the caller does not).
-    redis.call('ZADD', IN_FLIGHT, now, order_id)
-  else
-    redis.call('XADD', STREAM, '*', 'orderId', order_id, 'userId', user, 'voucherId', voucher_id, 'slot', slot, 'acceptedMs', now)
-  end
+for _, key in ipairs(keyed) do
+  redis.call('SET', key[1], key[2], 'PX', key[3])
+end
+-- The sync strategy's caller writes MySQL and then settles (hand-off.lua streams an order it does not).
+if #held_orders > 0 then
+  call_in_chunks('ZADD', IN_FLIGHT, held_orders)
+end
+-- One entry for the batch's streamed orders (order-stream.ts parseEntry reads it).
+if #streamed > 0 then
+  redis.call('XADD', STREAM, '*', 'acceptedMs', accepted_at, 'orders', table.concat(streamed, ','))
 end
 return replies
