@@ -16,9 +16,9 @@
  *   replica lacks 1.5 s of the bucket's writes (orders, gives). Shows what the refill steps lose
  *   when only the reserve waits for a replica; MySQL's checks still hold, Redis's count may not.
  *
- * Every run checks the sale's promises: every unit sold (MySQL orders = stock at the end), no
- * "sold out" answered while a unit was left (one received before the last accepted order was
- * sent), none oversold, none twice to a user, MySQL = the accepted orders, and Redis's own count:
+ * Every run checks the sale's promises: every unit sold and no false "sold out" (soldOutChecks of
+ * bench/seckill.ts: no order accepted whose first attempt was sent after a "sold out" had
+ * arrived, no unit left once the voucher said "sold out"), none oversold, none twice to a user, MySQL = the accepted orders, and Redis's own count:
  * the buyers it marks plus the units it still holds (stock + pending) = stock.
  */
 import calculateSlot from 'cluster-key-slot';
@@ -44,7 +44,7 @@ import {
   type SaleSetup,
   type Size,
 } from './harness.js';
-import { streamBacklog } from '../seckill.js';
+import { soldOutChecks, streamBacklog } from '../seckill.js';
 
 const ABANDONED = 'refill abandoned between take and give';
 const PLAIN_KILL = "SECKILL_REPLICA_ACKS=1, hot bucket's master killed";
@@ -58,7 +58,7 @@ const STALE_MS = 1_500;
  * consistent within the bucket, though: Redis's count (buyers + units held = stock) still holds
  * unless a refill step was lost, and that is what the variant judges.
  */
-const BROKEN_BY_A_STALE_REPLICA = new Set(['no accepted order lost', 'no dead letters', 'every unit sold', 'no false "sold out"', 'MySQL = accepted']);
+const BROKEN_BY_A_STALE_REPLICA = new Set(['no accepted order lost', 'no dead letters', 'every unit sold', 'no false sold out', 'MySQL = accepted']);
 /** The bucket nine buyers in ten home to: every refill gives to it. */
 const HOT = { index: 0, of: BUCKETS };
 
@@ -73,30 +73,27 @@ export const bucketFaults: FaultScenario = {
 };
 
 /**
- * The sale's answers with their times: when each accepted order's first attempt was due, when each
- * "sold out" came, the 503s (those saying the outcome is unknown apart: the request deadline
- * answered while the order was still being decided).
+ * The sale's answers, told to its SoldOutLedger (bench/seckill.ts) with each accepted order dated
+ * by its Idempotency-Key's first attempt: a retry answered with the order (replayed) may carry a
+ * unit decided back then, before a "sold out" that came in between. Also counts the 503s, those
+ * saying the outcome is unknown apart (the request deadline answered while the order was still
+ * being decided).
  */
 class BucketSale extends TimedSale {
-  private readonly acceptedDue: number[] = [];
-  private readonly soldOutAt: number[] = [];
-  /** Per Idempotency-Key, when its first attempt was due: a retry answered with the order (replayed) was decided back then, or later. */
+  /** Per Idempotency-Key, when its first attempt was due. */
   private readonly firstDueOfKey = new Map<string, number>();
   unavailable = 0;
   outcomeUnknown = 0;
-  soldOut = 0;
 
   override onResponse(status: number, body: string, timing?: RequestTiming): void {
-    const firstDue = timing && this.firstDue(timing);
     super.onResponse(status, body, timing);
     if (status === 503) this.unavailable += 1;
     if (status === 503 && body.includes('outcome of this order is unknown')) this.outcomeUnknown += 1;
-    if (!timing || firstDue === undefined) return;
-    if (status === 200 && body.startsWith('{"success":true')) this.acceptedDue.push(firstDue);
-    else if (status === 200 && body.includes(`"errorMsg":"${REFUSALS.soldOut}"`)) {
-      this.soldOut += 1;
-      this.soldOutAt.push(timing.dueAt + timing.latencyMs);
-    }
+    if (!timing) return;
+    const firstDue = this.firstDue(timing);
+    const voucher = this.vouchers[0]!;
+    if (status === 200 && body.startsWith('{"success":true')) this.ledger.answered(voucher, 'accepted', firstDue);
+    else if (status === 200 && body.includes(`"errorMsg":"${REFUSALS.soldOut}"`)) this.ledger.answered(voucher, 'sold-out', firstDue);
   }
 
   override onNoAnswer(timing: RequestTiming): void {
@@ -111,16 +108,6 @@ class BucketSale extends TimedSale {
     const due = this.firstDueOfKey.get(key) ?? timing.dueAt;
     this.firstDueOfKey.set(key, due);
     return due;
-  }
-
-  /**
-   * "Sold out" answers received before the last accepted order was first sent (its first attempt's
-   * due time, or later): that order took a unit left when the answer was decided (no unit comes back in these runs but
-   * by a dead letter, itself a failed check).
-   */
-  falseSoldOuts(): number {
-    const lastAccepted = Math.max(...this.acceptedDue);
-    return this.soldOutAt.filter((at) => at < lastAccepted).length;
   }
 }
 
@@ -154,15 +141,12 @@ async function judge(
   figures.deadLetters -= deadLettersBefore;
   const count = await redisCount(world, voucherId);
   const unaccounted = setup.stock - count.marked - count.held;
-  const falseSoldOuts = setup.sale.falseSoldOuts();
+  const answers = setup.sale.ledger.of(voucherId);
+  // Units left: what MySQL did not sell, or Redis still holds, whichever is more (none is given back in these runs).
+  const left = new Map([[voucherId, Math.max(setup.stock - figures.inMysql, count.held)]]);
   const checks = saleChecks(figures, drainMs);
   checks.push(
-    { name: 'every unit sold', pass: figures.inMysql === setup.stock, detail: `${figures.inMysql} orders in MySQL of ${setup.stock} units` },
-    {
-      name: 'no false "sold out"',
-      pass: falseSoldOuts === 0,
-      detail: `${falseSoldOuts} of ${setup.sale.soldOut} "sold out" answers came before the last accepted order was first sent`,
-    },
+    ...soldOutChecks(setup.sale.ledger, setup.vouchers, setup.stock, left),
     {
       name: 'MySQL = accepted',
       pass: figures.inMysql === figures.accepted + figures.acceptedUnanswered,
@@ -180,8 +164,8 @@ async function judge(
       stock: setup.stock,
       answered503: setup.sale.unavailable,
       outcomeUnknown503: setup.sale.outcomeUnknown,
-      refusedSoldOut: setup.sale.soldOut,
-      falseSoldOuts,
+      refusedSoldOut: answers?.soldOut ?? 0,
+      acceptedAfterSoldOut: answers?.acceptedAfterSoldOut ?? 0,
       unaccounted,
       deadLetters: figures.deadLetters,
     },
@@ -218,7 +202,7 @@ async function abandonedRefills(bed: BucketBed, size: Size): Promise<FaultRun> {
   const strandedAt = performance.now();
   const setup = newSale(bed, voucherId, stock, rate, phaseSeconds);
   const pendingLoad = await driveSale(instances, setup);
-  const soldOutWhilePending = setup.sale.soldOut;
+  const soldOutWhilePending = setup.sale.ledger.of(voucherId)?.soldOut ?? 0;
   const answered503WhilePending = setup.sale.unavailable;
   const acceptedWhilePending = setup.sale.accepted.size;
   // Nothing here sweeps: the units come back by the instances' own sweep, or not at all.

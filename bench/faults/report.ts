@@ -92,7 +92,7 @@ const LABELS: Record<string, string> = {
   brokerBackToWrittenMs: 'first node up → orders accepted before the start in MySQL ms',
   unexpectedAnswers: 'non-2xx answers',
   stock: 'stock',
-  falseSoldOuts: '"sold out" before the last sale',
+  acceptedAfterSoldOut: 'accepted after a "sold out"',
   outcomeUnknown503: '503 "outcome unknown"',
   unaccounted: 'units missing from Redis (stock − buyers − held)',
   strandedUnits: 'units abandoned in takes',

@@ -18,7 +18,7 @@ function expectEverySaleCheck(run: FaultRun): void {
   const { figures } = run;
   console.log(`${run.variant}:\n${renderScenarioTable([run])}`);
   expect(figures.inMysql).toBe(figures.stock);
-  expect(figures.falseSoldOuts).toBe(0);
+  expect(figures.acceptedAfterSoldOut).toBe(0);
   expect(figures.oversold).toBe(0);
   expect(figures.duplicates).toBe(0);
   expect(figures.lost).toBe(0);
