@@ -54,9 +54,15 @@ function printText(report: ReconcileReport, repair: boolean, where: string): voi
     const parts = [`stock redis=${drift.redisStock ?? 'missing'} expected=${drift.expectedStock} (mysql ${drift.mysqlStock})`];
     if (drift.missingBuyers.length > 0) parts.push(`missing buyers ${drift.missingBuyers.join(',')}`);
     if (drift.extraBuyers.length > 0) parts.push(`extra buyers ${drift.extraBuyers.join(',')}`);
+    if (drift.missingBuckets && drift.missingBuckets.length > 0) parts.push(`buckets missing ${drift.missingBuckets.join(',')} of ${drift.buckets ?? 1}`);
     console.log(`  voucher ${drift.voucherId}: ${parts.join('; ')}`);
   }
   for (const skipped of report.skipped) console.log(`  voucher ${skipped.voucherId}: NOT repaired: ${skipped.reason}`);
+  for (const transfer of report.pendingTransfers ?? []) {
+    console.log(
+      `  voucher ${transfer.voucherId}: transfer ${transfer.transferId} of ${transfer.units} units from bucket ${transfer.from} to ${transfer.to} pending for ${transfer.ageMs} ms${transfer.given ? ' (given, not yet settled)' : ''}: not drift (the sweep ends it after 10 s)`,
+    );
+  }
   const summary = report.drifted.length === 0 ? 'no drift' : `${report.drifted.length} drifted, ${report.repaired} repaired`;
   console.log(`reconcile: ${summary}`);
 }

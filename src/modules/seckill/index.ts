@@ -121,7 +121,13 @@ export function buildSeckill(deps: SeckillDeps) {
     (voucherId) => store.routedBuckets(voucherId),
   );
   const store = new SaleStore(redis, keys, {
-    replicaAcks: { acks: settings.replicaAcks, timeoutMs: settings.replicaTimeoutMs, onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks) },
+    replicaAcks: {
+      acks: settings.replicaAcks,
+      timeoutMs: settings.replicaTimeoutMs,
+      onTimeout: replicaAckTimeoutReporter(metrics, log, settings.replicaAcks),
+      onStepTimeout: (step, acknowledged) =>
+        log.warn({ step, acknowledged, wanted: settings.replicaAcks }, 'seckill: a bucket refill step went on before enough replicas confirmed it'),
+    },
     // A voucher Redis does not know is published from MySQL on its first order.
     source: (voucherId) => vouchers.findSale(voucherId),
     // Units this instance gave back (or a sale it changed) sell again here at once, not at the next poll.

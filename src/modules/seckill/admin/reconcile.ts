@@ -3,6 +3,7 @@ import type { Db } from '../../../infra/db.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SALE_KEYS_KEPT_AFTER_END_MS } from '../keys.js';
 import type { SaleSnapshot, SaleStore } from '../sale/sale-store.js';
+import { BucketReconciler } from './reconcile-buckets.js';
 import { SALE_BUSY, withSaleLock } from './sale-controls.js';
 
 /**
@@ -22,7 +23,8 @@ import { SALE_BUSY, withSaleLock } from './sale-controls.js';
  * voucher is checked again before being reported. A repair is exact under a live sale: it freezes
  * the voucher (reserve.lua answers "frozen"), waits until the worker has written every queued
  * order of it, recomputes from MySQL alone and writes stock + buyers + thaw in one script on
- * the voucher's shard. See docs/flows/reconciliation.md.
+ * the voucher's shard. A voucher sold from B > 1 buckets: the same, summed over its buckets, in
+ * reconcile-buckets.ts. See docs/flows/reconciliation.md.
  */
 
 export interface VoucherDrift {
@@ -33,6 +35,25 @@ export interface VoucherDrift {
   extraBuyers: string[];
   /** The stock Redis should hold (MySQL stock less queued and unreleased orders). */
   expectedStock: number;
+  /** A voucher sold from B > 1 buckets: B, and the buckets whose hash is gone (redisStock sums the others'). */
+  buckets?: number;
+  missingBuckets?: number[];
+}
+
+/**
+ * A refill of a bucketed sale taken from its donor and not yet settled: under way when young, left
+ * by a crash when older than the sweep's 10 s (the sweep ends it; a repair ends it too). Its units
+ * count once: in the donor's pending, or in the recipient's stock once `given`.
+ */
+export interface PendingTransferReport {
+  voucherId: string;
+  transferId: string;
+  from: number;
+  to: number;
+  units: number;
+  /** Since its take, by this machine's clock. */
+  ageMs: number;
+  given: boolean;
 }
 
 export interface ReconcileReport {
@@ -41,6 +62,8 @@ export interface ReconcileReport {
   repaired: number;
   /** Drifted vouchers a repair gave up on (queued orders did not drain in time, freeze lapsed). */
   skipped: Array<{ voucherId: string; reason: string }>;
+  /** Transfers of bucketed sales found pending by the check (present only when there are some): not drift. */
+  pendingTransfers?: PendingTransferReport[];
 }
 
 export interface ReconcileOptions {
@@ -59,7 +82,7 @@ class VoucherGone extends Error {
   override name = 'VoucherGone';
 }
 
-interface SeckillRow {
+export interface SeckillRow {
   voucherId: string;
   stock: number;
   begin: Date;
@@ -68,7 +91,7 @@ interface SeckillRow {
   buckets?: number;
 }
 
-interface MysqlSnapshot {
+export interface MysqlSnapshot {
   stock: number;
   limitPerUser: number;
   /** userId → bitmask of the slots of its live orders. */
@@ -79,6 +102,13 @@ interface MysqlSnapshot {
   written: Set<string>;
   /** Orders no longer live: changes when a cancellation commits (repair re-checks it). */
   notLive: number;
+}
+
+/** What a repair did for one voucher. */
+export interface RepairResult {
+  drift: VoucherDrift | null;
+  repaired: boolean;
+  skipped?: string;
 }
 
 const CHECK_ATTEMPTS = 3;
@@ -104,13 +134,14 @@ export async function reconcileSeckill(deps: { db: Db; store: SaleStore }, optio
 
 /** Checks one voucher and, if asked and drifted, repairs it; adds what it found to the report. */
 async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair: boolean, report: ReconcileReport): Promise<void> {
-  // Neither the comparison nor the repair reads buckets yet (seckill-buckets.md): skipped, never misread as drifted.
   const buckets = voucher.buckets ?? 1;
-  if (buckets > 1) {
-    report.skipped.push({ voucherId: voucher.voucherId, reason: `sold from ${buckets} buckets: reconcile does not read buckets yet` });
+  if (buckets > 1 && !reconciler.readsBuckets) {
+    // Its buckets' keys are on lanes this layout does not have: skipped, never misread as drifted.
+    report.skipped.push({ voucherId: voucher.voucherId, reason: `sold from ${buckets} buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it` });
     return;
   }
-  const drift = await reconciler.check(voucher);
+  const { drift, transfers } = await reconciler.check(voucher);
+  if (transfers.length > 0) (report.pendingTransfers ??= []).push(...transfers);
   if (drift === null) return;
   if (!repair) {
     report.drifted.push(drift);
@@ -128,11 +159,25 @@ async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair:
 }
 
 class Reconciler {
+  /** The comparison and repair of vouchers sold from B > 1 buckets (reconcile-buckets.ts). */
+  private readonly buckets: BucketReconciler;
+
   constructor(
     readonly db: Db,
     private readonly store: SaleStore,
     private readonly drainTimeoutMs: number,
-  ) {}
+  ) {
+    this.buckets = new BucketReconciler(
+      store,
+      { read: (voucherId, queuedIds) => this.readMysql(voucherId, queuedIds), written: (orderIds) => this.writtenOrders(orderIds) },
+      drainTimeoutMs,
+    );
+  }
+
+  /** Whether this layout has the bucket lanes (SECKILL_MAX_BUCKETS > 1): else a bucketed voucher cannot be read. */
+  get readsBuckets(): boolean {
+    return this.store.keys.bucketLanes;
+  }
 
   /** The given vouchers, or every seckill voucher whose Redis keys may still exist (sale not ended longer than the keep window ago). */
   async scope(voucherIds?: string[]): Promise<SeckillRow[]> {
@@ -150,31 +195,39 @@ class Reconciler {
   async fresh(voucher: SeckillRow): Promise<SeckillRow> {
     const row = await this.db
       .selectFrom('tb_seckill_voucher')
-      .select(['stock', 'begin_time', 'end_time'])
+      .select(['stock', 'begin_time', 'end_time', 'buckets'])
       .where('voucher_id', '=', voucher.voucherId)
       .executeTakeFirst();
     if (!row) throw new VoucherGone(voucher.voucherId);
-    return { voucherId: voucher.voucherId, stock: row.stock, begin: row.begin_time, end: row.end_time };
+    return { voucherId: voucher.voucherId, stock: row.stock, begin: row.begin_time, end: row.end_time, buckets: row.buckets };
   }
 
-  /** A snapshot comparison; a drift must show in consecutive snapshots to be reported. */
-  async check(voucher: SeckillRow): Promise<VoucherDrift | null> {
-    let drift: VoucherDrift | null = null;
+  /** A snapshot comparison; a drift must show in consecutive snapshots to be reported. With it, a bucketed sale's transfers pending in the last snapshot. */
+  async check(voucher: SeckillRow): Promise<{ drift: VoucherDrift | null; transfers: PendingTransferReport[] }> {
+    let last: { drift: VoucherDrift | null; transfers: PendingTransferReport[] } = { drift: null, transfers: [] };
     for (let attempt = 0; attempt < CHECK_ATTEMPTS; attempt += 1) {
       if (attempt > 0) await sleep(CHECK_RETRY_MS);
-      const redis = await this.store.snapshot(voucher.voucherId);
-      const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
-      drift = await this.compare(voucher, redis, mysql);
-      if (drift === null) return null;
+      last = await this.compareOnce(voucher);
+      if (last.drift === null) return last;
     }
-    return drift;
+    return last;
+  }
+
+  private async compareOnce(voucher: SeckillRow): Promise<{ drift: VoucherDrift | null; transfers: PendingTransferReport[] }> {
+    const buckets = voucher.buckets ?? 1;
+    if (buckets > 1) return this.buckets.compareOnce(voucher, buckets);
+    const redis = await this.store.snapshot(voucher.voucherId);
+    const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
+    return { drift: await this.compare(voucher, redis, mysql), transfers: [] };
   }
 
   /**
    * Freeze → drain → compare → write + thaw, retried when a cancellation committed in MySQL
    * while we worked (its release may have raced our write; the next round sees it released).
    */
-  async repair(voucher: SeckillRow): Promise<{ drift: VoucherDrift | null; repaired: boolean; skipped?: string }> {
+  async repair(voucher: SeckillRow): Promise<RepairResult> {
+    const buckets = voucher.buckets ?? 1;
+    if (buckets > 1) return this.buckets.repair(voucher, buckets);
     let lastDrift: VoucherDrift | null = null;
     for (let attempt = 0; attempt < REPAIR_ATTEMPTS; attempt += 1) {
       const token = randomBytes(8).toString('hex');

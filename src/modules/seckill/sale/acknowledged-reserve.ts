@@ -1,6 +1,8 @@
 import { closeRedis, commandTimeoutOf, duplicateRedis, type RedisClient } from '../../../infra/redis.js';
+import type { Operation } from '../../../lib/redis-scripts/index.js';
 import type { SaleKeys } from '../keys.js';
 import { defineSaleScripts, type ReserveRequest, type SaleScripts } from './sale-scripts.js';
+import type { TransferSteps } from './transfers.js';
 import type { ReserveResult } from '../types.js';
 
 /**
@@ -18,7 +20,17 @@ export interface ReplicaAckOptions {
    * written; they are only less durable. For a metric and a log line.
    */
   onTimeout?: (accepted: number, acknowledged: number) => void;
+  /**
+   * A refill step of a bucketed sale (take, give or settle; the sweep's refuse and return too) went
+   * on although only `acknowledged` replicas confirmed it in time (-1: the wait could not be made).
+   * Like an order answered after a short WAIT, the step stands; only a failover of its master
+   * before a replica has it can undo it (units a reconcile --repair then puts back).
+   */
+  onStepTimeout?: (step: TransferStepName, acknowledged: number) => void;
 }
+
+/** The refill steps, by the scripts they run (transfers.ts). */
+export type TransferStepName = keyof TransferSteps;
 
 /** Redis Cluster redirections and transient hash slot states: the pipeline reached a node that does not (or not yet) serve the hash slot. */
 const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
@@ -31,7 +43,8 @@ const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
  * whole to the node of its keys' hash slot (all keys here share `{seckill:N}`), WAIT included.
  * The batcher keeps one batch out per shard, so one WAIT per batch instead of one per order. The
  * batches go over a duplicate of the client (its own connections to every node), so a WAIT never
- * holds up the instance's other commands (sessions, ids, ...) on the shared connection.
+ * holds up the instance's other commands (sessions, ids, ...) on the shared connection. The refill
+ * steps of a bucketed sale go the same way, one WAIT each (`transferSteps`).
  */
 export class AcknowledgedReserve {
   /** Connections of their own, created on first use. */
@@ -66,10 +79,44 @@ export class AcknowledgedReserve {
    * replicas; a reply that never came rejects the whole batch (its outcome is unknown).
    */
   async decide(batch: ReserveRequest[]): Promise<ReserveResult[]> {
-    const { acks, timeoutMs, onTimeout } = this.options;
+    const { acks, onTimeout } = this.options;
+    const { results, confirmed } = await this.waited((scripts) => scripts.reserve, batch);
+    // Counted before anyone is answered, so a scrape right after an answer includes it.
+    const accepted = acceptedForStream(batch, results);
+    if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
+    return results;
+  }
+
+  /**
+   * The refill steps, each waited for on `acks` replicas of its bucket's master before the next
+   * step runs: a give the recipient's replicas confirmed survives a failover of that master, so
+   * the donor's settle never drops units the recipient lost. A WAIT that falls short is counted
+   * (onStepTimeout) and the step stands, as an order is answered after a short WAIT.
+   */
+  transferSteps(): TransferSteps {
+    return {
+      take: (input) => this.step('take', (scripts) => scripts.take, input),
+      transferIn: (input) => this.step('transferIn', (scripts) => scripts.transferIn, input),
+      transferEnd: (input) => this.step('transferEnd', (scripts) => scripts.transferEnd, input),
+    };
+  }
+
+  private async step<In, Out>(name: TransferStepName, pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<Out> {
+    const { results, confirmed } = await this.waited(pick, input);
+    if (confirmed < this.options.acks) this.options.onStepTimeout?.(name, confirmed);
+    return results;
+  }
+
+  /**
+   * One script and `WAIT acks timeout` in one pipeline on the connection of its own; the replicas
+   * that confirmed it (-1: the WAIT failed, or the script was redirected and ran alone, unwaited).
+   */
+  private async waited<In, Out>(pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<{ results: Out; confirmed: number }> {
+    const { acks, timeoutMs } = this.options;
     const { redis, scripts } = this.connection();
+    const operation = pick(scripts);
     const pipeline = redis.pipeline();
-    scripts.reserve.queue(pipeline, batch);
+    operation.queue(pipeline, input);
     pipeline.wait(acks, timeoutMs);
     const replies = (await pipeline.exec()) ?? [];
     const [scriptError, raw] = replies[0] ?? [new Error('no reply'), null];
@@ -77,19 +124,11 @@ export class AcknowledgedReserve {
       // The hash slot moved (failover, resharding): run the script alone, which ioredis redirects;
       // its replication cannot be waited for on that path, so it counts as unconfirmed.
       if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
-      const results = await scripts.reserve(batch);
-      const unconfirmed = acceptedForStream(batch, results);
-      if (unconfirmed > 0) onTimeout?.(unconfirmed, -1);
-      return results;
+      return { results: await operation(input), confirmed: -1 };
     }
     if (scriptError) throw scriptError;
-    const results = scripts.reserve.reply(raw);
     const [waitError, acknowledged] = replies[1] ?? [new Error('no WAIT reply'), 0];
-    // Counted before anyone is answered, so a scrape right after an answer includes it.
-    const accepted = acceptedForStream(batch, results);
-    const confirmed = waitError ? -1 : Number(acknowledged);
-    if (accepted > 0 && confirmed < acks) onTimeout?.(accepted, confirmed);
-    return results;
+    return { results: operation.reply(raw), confirmed: waitError ? -1 : Number(acknowledged) };
   }
 }
 

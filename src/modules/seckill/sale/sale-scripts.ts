@@ -71,6 +71,15 @@ export interface SaleRecord {
   unreleased: Array<{ orderId: string; userId: string; slot: number }>;
 }
 
+/** One bucket's rewrite by a repair: MySQL's record of the users homing to it, and the units to add to (or take from) its stock. */
+export interface BucketRepair {
+  sale: SaleWindow;
+  bucket: BucketRef;
+  token: string;
+  record: Omit<SaleRecord, 'stock'>;
+  stockDelta: number;
+}
+
 /** reserve.lua's reply codes of an order, in order. */
 const RESERVE_OUTCOMES: readonly ReserveOutcome[] = [
   'accepted',
@@ -342,6 +351,46 @@ export function saleOperations(keys: SaleKeys) {
       args: ({ sale, token, record }: { sale: SaleWindow; token: string; record: SaleRecord }) => [
         token,
         record.stock,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+        record.limitPerUser,
+        record.liveSlots.size,
+        ...[...record.liveSlots].flat(),
+        ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
+      ],
+      reply: (raw: unknown) => Number(raw),
+    },
+    /** freeze.lua on one bucket of a bucketed sale (a repair freezes every bucket). */
+    freezeBucket: {
+      lua: lua('freeze'),
+      keys: ({ sale, bucket }: { sale: SaleWindow; bucket: BucketRef; token: string; freezeMs: number }) => [keys.bucket(sale.voucherId, bucket).voucher],
+      args: ({ sale, token, freezeMs }: { sale: SaleWindow; bucket: BucketRef; token: string; freezeMs: number }) => [
+        token,
+        freezeMs,
+        sale.begin.getTime(),
+        sale.end.getTime(),
+        SALE_KEYS_KEPT_AFTER_END_MS,
+      ],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** thaw.lua on one bucket of a bucketed sale. */
+    thawBucket: {
+      lua: lua('thaw'),
+      keys: ({ voucherId, bucket }: { voucherId: string; bucket: BucketRef; token: string }) => [keys.bucket(voucherId, bucket).voucher],
+      args: ({ token }: { voucherId: string; bucket: BucketRef; token: string }) => [token],
+      reply: (raw: unknown) => raw === 1,
+    },
+    /** One bucket of a frozen bucketed sale rewritten (buyers of its users, stock moved by `stockDelta`); its stock, or -1 when the freeze had lapsed. */
+    repairBucket: {
+      lua: lua('repair-bucket'),
+      keys: ({ sale, bucket, record }: BucketRepair) => {
+        const { voucher, buyers } = keys.bucket(sale.voucherId, bucket);
+        return [voucher, buyers, ...record.unreleased.map((order) => keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }, bucket))];
+      },
+      args: ({ sale, token, record, stockDelta }: BucketRepair) => [
+        token,
+        stockDelta,
         sale.begin.getTime(),
         sale.end.getTime(),
         SALE_KEYS_KEPT_AFTER_END_MS,

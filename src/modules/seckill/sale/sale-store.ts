@@ -8,9 +8,10 @@ import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrd
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
 import { ReserveBatcher } from './reserve-batcher.js';
 import { BucketControls } from './bucket-controls.js';
-import { BucketTransfers, bucketsOf, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS } from './transfers.js';
+import { BucketTransfers, bucketsOf, parseTransfer, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS, type PendingTransfer } from './transfers.js';
 import {
   defineSaleScripts,
+  type BucketRepair,
   type ControlOutcome,
   type ReserveMode,
   type ReserveRequest,
@@ -57,6 +58,23 @@ export interface SaleSnapshot {
   holders: Map<string, number>;
   /** orderId → user and slot of this voucher's entries in the shard's queued hash. */
   queued: Map<string, { userId: string; slot: number }>;
+}
+
+/** One bucket of a bucketed sale as the reconciliation reads it, atomically (one MULTI on its lane). */
+export interface BucketSnapshot {
+  /** The bucket's hash exists. */
+  exists: boolean;
+  stock: number;
+  /** Units its refills took and have not settled. */
+  pending: number;
+  /** userId → slot bitmask, of the users homing to it. */
+  holders: Map<string, number>;
+  /** orderId → user and slot of the voucher's entries in the lane's queued hash. */
+  queued: Map<string, { userId: string; slot: number }>;
+  /** The voucher's transfers taken from this bucket, not yet settled. */
+  transfers: PendingTransfer[];
+  /** Which of the orders asked about have their release marker in this bucket's lane. */
+  released: Set<string>;
 }
 
 /**
@@ -145,7 +163,8 @@ export class SaleStore {
             onBatch: this.onBatch,
           })
         : undefined;
-    this.transfers = new BucketTransfers(redis, keys, this.scripts);
+    // With replica acknowledgement on, each refill step waits for the replicas as a batch does.
+    this.transfers = new BucketTransfers(redis, keys, this.acknowledged?.transferSteps() ?? this.scripts);
     this.bucketControls = new BucketControls(redis, keys, this.scripts);
   }
 
@@ -468,18 +487,66 @@ export class SaleStore {
   /** The voucher's stock, its buyers' slots and the shard's queued orders of it, read atomically (one hash slot). */
   async snapshot(voucherId: string): Promise<SaleSnapshot> {
     const keys = this.keys.voucher(voucherId);
-    const replies = await this.redis.multi().hget(keys.voucher, 'stock').hgetall(keys.buyers).hgetall(keys.queued).exec();
-    if (!replies) throw new Error('the Redis read of the sale was aborted');
-    const failure = replies.find(([error]) => error);
-    if (failure) throw failure[0]!;
-    const [[, stock], [, masks], [, queuedAll]] = replies as [[null, string | null], [null, Record<string, string>], [null, Record<string, string>]];
-    const queued = new Map<string, { userId: string; slot: number }>();
-    for (const [orderId, value] of Object.entries(queuedAll)) {
-      const [userId = '', ofVoucher = '', slot = '1'] = value.split(':');
-      if (ofVoucher === voucherId) queued.set(orderId, { userId, slot: Number(slot) });
-    }
-    const holders = new Map(Object.entries(masks).map(([userId, mask]) => [userId, Number(mask)] as const));
-    return { stock: stock === null ? null : Number(stock), holders, queued };
+    const replies = await execAll(this.redis.multi().hget(keys.voucher, 'stock').hgetall(keys.buyers).hgetall(keys.queued));
+    const [stock, masks, queuedAll] = replies as [string | null, Record<string, string>, Record<string, string>];
+    return { stock: stock === null ? null : Number(stock), holders: masksOf(masks), queued: queuedOf(voucherId, queuedAll) };
+  }
+
+  /**
+   * One bucket of a bucketed sale read atomically (its lane's hash slot): stock, pending, its
+   * users' slots, the lane's queued orders and transfers of the voucher from it, and the release
+   * markers of `releaseIds` (orders of users homing to it).
+   */
+  async bucketSnapshot(voucherId: string, bucket: BucketRef, releaseIds: readonly string[] = []): Promise<BucketSnapshot> {
+    const keys = this.keys.bucket(voucherId, bucket);
+    const multi = this.redis
+      .multi()
+      .hmget(keys.voucher, 'stock', 'pending')
+      .hgetall(keys.buyers)
+      .hgetall(keys.queued)
+      .hgetall(this.keys.transfers(this.keys.laneShard(bucket)));
+    for (const orderId of releaseIds) multi.exists(this.keys.releaseMarker({ orderId, voucherId }, bucket));
+    const [[stock, pending], masks, queuedAll, records, ...markers] = (await execAll(multi)) as [
+      [string | null, string | null],
+      Record<string, string>,
+      Record<string, string>,
+      Record<string, string>,
+      ...number[],
+    ];
+    const transfers = Object.entries(records)
+      .map(([transferId, record]) => parseTransfer(transferId, record))
+      .filter((transfer) => transfer.voucherId === voucherId && transfer.of === bucket.of && transfer.from === bucket.index);
+    return {
+      exists: stock !== null,
+      stock: Number(stock ?? 0),
+      pending: Number(pending ?? 0),
+      holders: masksOf(masks),
+      queued: queuedOf(voucherId, queuedAll),
+      transfers,
+      released: new Set(releaseIds.filter((_, index) => markers[index] === 1)),
+    };
+  }
+
+  /** Freezes every bucket of a bucketed sale for a repair (freeze.lua on each: a missing one is created frozen). */
+  async freezeBuckets(sale: SaleWindow, buckets: number, token: string, freezeMs: number): Promise<void> {
+    await Promise.all(bucketsOf(buckets).map((bucket) => this.scripts.freezeBucket({ sale, bucket, token, freezeMs })));
+  }
+
+  /** Lifts a repair's freeze from every bucket still frozen by `token`. */
+  async thawBuckets(voucherId: string, buckets: number, token: string): Promise<void> {
+    await Promise.all(bucketsOf(buckets).map((bucket) => this.scripts.thawBucket({ voucherId, bucket, token })));
+  }
+
+  /** One bucket of a frozen sale rewritten (repair-bucket.lua): its stock, or -1 when the freeze had lapsed (nothing written). */
+  async repairBucket(repair: BucketRepair): Promise<number> {
+    const written = await this.scripts.repairBucket(repair);
+    if (written >= 0) this.onUnitsBack(repair.sale.voucherId);
+    return written;
+  }
+
+  /** Writes a bucketed sale's layout record (publish-layout.lua); false when its shard's hash holds a one-bucket sale. */
+  async publishLayout(sale: SaleState, buckets: number): Promise<boolean> {
+    return this.scripts.publishLayout({ sale, buckets });
   }
 
   /** Whether the user holds one of the voucher's units in Redis (an order accepted and not cancelled). */
@@ -488,9 +555,9 @@ export class SaleStore {
     return (await this.redis.hexists(buyers, userId)) === 1;
   }
 
-  /** Which of the voucher's orders have had their unit given back (their release marker exists). */
-  async releasedOrders(voucherId: string, orderIds: string[]): Promise<Set<string>> {
-    const results = await Promise.all(orderIds.map((orderId) => this.redis.exists(this.keys.releaseMarker({ orderId, voucherId }))));
+  /** Which of the voucher's orders have had their unit given back (their release marker exists; in `bucket`'s lane for a bucketed sale). */
+  async releasedOrders(voucherId: string, orderIds: string[], bucket?: BucketRef): Promise<Set<string>> {
+    const results = await Promise.all(orderIds.map((orderId) => this.redis.exists(this.keys.releaseMarker({ orderId, voucherId }, bucket))));
     return new Set(orderIds.filter((_, index) => results[index] === 1));
   }
 
@@ -499,4 +566,26 @@ export class SaleStore {
     this.transfers.stopSweeping();
     await this.acknowledged?.close();
   }
+}
+
+/** A MULTI's replies, or its first error thrown. */
+async function execAll(multi: ReturnType<RedisClient['multi']>): Promise<unknown[]> {
+  const replies = await multi.exec();
+  if (!replies) throw new Error('the Redis read of the sale was aborted');
+  const failure = replies.find(([error]) => error);
+  if (failure) throw failure[0]!;
+  return replies.map(([, reply]) => reply);
+}
+
+/** A buyer-slots hash read: userId → slot bitmask. */
+const masksOf = (masks: Record<string, string>): Map<string, number> => new Map(Object.entries(masks).map(([userId, mask]) => [userId, Number(mask)] as const));
+
+/** The voucher's entries of a queued hash ("userId:voucherId:slot:acceptedMs"): orderId → user and slot. */
+function queuedOf(voucherId: string, queuedAll: Record<string, string>): Map<string, { userId: string; slot: number }> {
+  const queued = new Map<string, { userId: string; slot: number }>();
+  for (const [orderId, value] of Object.entries(queuedAll)) {
+    const [userId = '', ofVoucher = '', slot = '1'] = value.split(':');
+    if (ofVoucher === voucherId) queued.set(orderId, { userId, slot: Number(slot) });
+  }
+  return queued;
 }

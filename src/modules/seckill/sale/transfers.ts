@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../../../infra/redis.js';
 import type { BucketRef, SaleKeys } from '../keys.js';
+import type { Operation } from '../../../lib/redis-scripts/index.js';
 import type { SaleScripts } from './sale-scripts.js';
 
 /**
@@ -36,8 +37,33 @@ export interface BucketReading {
   version: string;
 }
 
+/** A transfer taken and not yet settled, as its donor lane's `transfers` hash records it. */
+export interface PendingTransfer {
+  transferId: string;
+  voucherId: string;
+  from: number;
+  to: number;
+  of: number;
+  units: number;
+  takenMs: number;
+}
+
+/** A `transfers` record, "voucherId:from:of:to:units:takenMs" (take.lua). */
+export function parseTransfer(transferId: string, record: string): PendingTransfer {
+  const [voucherId = '', from, of, to, units, takenMs] = record.split(':');
+  return { transferId, voucherId, from: Number(from), of: Number(of), to: Number(to), units: Number(units), takenMs: Number(takenMs) };
+}
+
 /** What a refill found: `retry` (units moved, or may be had: reserve again), or `sold-out` (decided below). */
 export type RefillOutcome = 'retry' | 'sold-out';
+
+/**
+ * The three scripts a refill runs (sale-scripts.ts): straight on the shared connection, or each
+ * followed by a WAIT for replicas when SECKILL_REPLICA_ACKS is on (acknowledged-reserve.ts).
+ */
+export type TransferSteps = {
+  [K in 'take' | 'transferIn' | 'transferEnd']: SaleScripts[K] extends Operation<infer In, infer Out> ? (input: In) => Promise<Out> : never;
+};
 
 export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
 
@@ -110,7 +136,7 @@ export class BucketTransfers {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: SaleKeys,
-    private readonly scripts: SaleScripts,
+    private readonly scripts: TransferSteps,
   ) {}
 
   /** After the home bucket answered empty: units moved to it, or a reason to look again, or sold out. */
@@ -171,23 +197,50 @@ export class BucketTransfers {
     const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     let ended = 0;
     for (const lane of lanes) {
-      const records = await this.redis.hgetall(this.keys.transfers(lane));
-      for (const [transferId, record] of Object.entries(records)) {
-        const [voucherId = '', from, of, to, units, takenMs] = record.split(':');
-        if (nowMs - Number(takenMs) < olderThanMs) continue;
-        const buckets = Number(of);
-        const given = await this.scripts.transferIn({
-          voucherId,
-          bucket: { index: Number(to), of: buckets },
-          transferId,
-          mode: 'refuse',
-          units: Number(units),
-        });
-        await this.scripts.transferEnd({ voucherId, bucket: { index: Number(from), of: buckets }, transferId, mode: given ? 'settle' : 'return' });
+      for (const transfer of await this.recordedIn(lane)) {
+        if (nowMs - transfer.takenMs < olderThanMs) continue;
+        await this.end(transfer);
         ended += 1;
       }
     }
     return ended;
+  }
+
+  /**
+   * Ends every transfer of the voucher's buckets, however young, as the sweep would: for a repair,
+   * once every bucket is frozen (a frozen bucket gives none: take.lua), so none is left under way
+   * while it counts the units. Returns the transfers it ended.
+   */
+  async endAllOf(voucherId: string, buckets: number): Promise<PendingTransfer[]> {
+    const lanes = new Set(bucketsOf(buckets).map((bucket) => this.keys.laneShard(bucket)));
+    const ended: PendingTransfer[] = [];
+    for (const lane of lanes) {
+      for (const transfer of await this.recordedIn(lane)) {
+        if (transfer.voucherId !== voucherId || transfer.of !== buckets) continue;
+        await this.end(transfer);
+        ended.push(transfer);
+      }
+    }
+    return ended;
+  }
+
+  /** Whether each transfer's units reached its recipient (its marker says "given"; absent or "returned": not). */
+  async given(transfers: readonly PendingTransfer[]): Promise<Set<string>> {
+    const markers = await Promise.all(
+      transfers.map((transfer) => this.redis.get(this.keys.transferMarker({ index: transfer.to, of: transfer.of }, transfer.transferId))),
+    );
+    return new Set(transfers.filter((_, index) => markers[index] === 'given').map((transfer) => transfer.transferId));
+  }
+
+  private async recordedIn(lane: number): Promise<PendingTransfer[]> {
+    const records = await this.redis.hgetall(this.keys.transfers(lane));
+    return Object.entries(records).map(([transferId, record]) => parseTransfer(transferId, record));
+  }
+
+  /** The units stay in the recipient if they got there, else go back to the donor (one decision per transfer: transfer-in.lua). */
+  private async end({ voucherId, transferId, from, to, of, units }: PendingTransfer): Promise<void> {
+    const given = await this.scripts.transferIn({ voucherId, bucket: { index: to, of }, transferId, mode: 'refuse', units });
+    await this.scripts.transferEnd({ voucherId, bucket: { index: from, of }, transferId, mode: given ? 'settle' : 'return' });
   }
 
   /** Sweeps every `everyMs` until stopped (the instances running the sale's jobs). */

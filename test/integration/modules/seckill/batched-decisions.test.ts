@@ -9,6 +9,7 @@ import { SaleStore, type SaleStoreOptions } from '../../../../src/modules/seckil
 import type { ReserveMode } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import type { OrderRequest, ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { stallingRelay, type StallingRelay } from '../../../support/stall.js';
+import { startRedisServer } from '../../../../kit/redis-servers.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, insertSeckillVoucher, ordersOfEntries } from '../../../support/seckill.js';
 
@@ -263,67 +264,69 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
   });
 
   it("writes a batch per voucher once (its stock, its buyers' slots) and its queued orders in one HSET", async () => {
-    const store = new SaleStore(relayed, keys, { maxBatch: 64 });
-    const voucherId = await insertSeckillVoucher(env, { stock: 100 });
-    await store.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
-    const warmUpVoucher = await insertSeckillVoucher(env, { stock: 1 });
-    await store.publish({ voucherId: warmUpVoucher, stock: 1, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
-    const prefixed = (key: string) => env.keyPrefix + key;
-    const { voucher, buyers } = keys.voucher(voucherId);
-    const { queued, queuedByUser, stream } = keys.shard(0);
-    const orderIds = Array.from({ length: 20 }, (_, n) => String(8_001 + n));
-    // Every command Redis runs on the voucher's keys, and on the shard's queued hash and stream for these orders.
-    const unprefixed = new Redis(env.config.redisUrl);
-    const monitor = await unprefixed.monitor();
-    const commands: string[] = [];
-    const sentinel = `batched-decisions-${Date.now()}`;
-    let sentinelSeen: () => void = () => undefined;
-    const seenSentinel = new Promise<void>((resolve) => (sentinelSeen = resolve));
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      const [name = '', key = ''] = args;
-      if (args.includes(sentinel)) sentinelSeen();
-      // An order id alone (queued hash), as a user:order member (queued by user), or leading its stream entry's part.
-      const ofBatch = args.some(
-        (arg) => orderIds.includes(arg) || orderIds.some((orderId) => arg === `${orderId}:${orderId}` || arg.startsWith(`${orderId}:`)),
-      );
-      const ours = key === prefixed(voucher) || key === prefixed(buyers) || ([queued, queuedByUser, stream].map(prefixed).includes(key) && ofBatch);
-      if (ours) commands.push(name.toLowerCase());
-    });
+    // A redis-server of its own, behind a relay of its own: INFO commandstats then counts this batch alone.
+    const server = await startRedisServer();
+    const ownRelay = await stallingRelay(server.port);
+    const direct = new Redis(server.url, { keyPrefix: env.config.redisKeyPrefix });
+    const through = createRedis(
+      { ...env.config, redisUrl: `redis://127.0.0.1:${ownRelay.port}/0`, deadlines: { redisCommandMs: 60_000 } },
+      { onError: () => undefined },
+    );
     try {
-      let first: Promise<ReserveResult> | undefined;
-      await holdNextCall(() => (first = store.reserve({ orderId: '8000', userId: '8000', voucherId: warmUpVoucher })));
+      const store = new SaleStore(through, keys, { maxBatch: 64 });
+      const voucherId = await insertSeckillVoucher(env, { stock: 100 });
+      await store.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+      const warmUpVoucher = await insertSeckillVoucher(env, { stock: 2 });
+      await store.publish({ voucherId: warmUpVoucher, stock: 2, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+      expect(await store.reserve({ orderId: '7999', userId: '7999', voucherId: warmUpVoucher })).toMatchObject({ outcome: 'accepted' }); // the script loaded
+      const scriptRuns = async () => (await commandCalls(direct)).evalsha ?? 0;
+      const before = await scriptRuns();
+
+      // The next call is held after Redis ran it; the 20 orders sent meanwhile go together in the one after it.
+      const stalled = ownRelay.stallAfter(':orders');
+      const first = store.reserve({ orderId: '8000', userId: '8000', voucherId: warmUpVoucher });
+      await stalled;
+      await expect.poll(scriptRuns).toBe(before + 1);
+      const held = await commandCalls(direct);
+      const orderIds = Array.from({ length: 20 }, (_, n) => String(8_001 + n));
       const batch = orderIds.map((orderId) => store.reserve({ orderId, userId: orderId, voucherId }));
-      relay.resume();
-      await first;
+      ownRelay.resume();
+      expect(await first).toMatchObject({ outcome: 'accepted' });
       expect((await Promise.all(batch)).every(({ outcome }) => outcome === 'accepted')).toBe(true);
-      // MONITOR shows commands in the order Redis ran them: once the sentinel shows, so has the batch.
-      await env.redis.echo(sentinel);
-      await seenSentinel;
+      const after = await commandCalls(direct);
+      const ran = Object.fromEntries(
+        Object.keys(after)
+          .map((name) => [name, after[name]! - (held[name] ?? 0)])
+          .filter(([, calls]) => calls !== 0),
+      );
+      expect(ran).toEqual({
+        evalsha: 1, // one script run for the 20 orders
+        time: 1, // the batch's one clock reading
+        hmget: 2, // the voucher's fields, the batch's buyers' slots
+        hincrby: 1, // the stock, once for 20 units
+        pexpireat: 1,
+        hset: 2, // the buyers' slots, the queued orders
+        zadd: 1, // the queued orders by user
+        xadd: 1, // one stream entry for the batch's 20 orders
+      });
+      expect(await direct.hget(keys.voucher(voucherId).voucher, 'stock')).toBe('80');
     } finally {
-      monitor.disconnect();
-      unprefixed.disconnect();
+      ownRelay.resume();
+      await closeRedis(through);
+      direct.disconnect();
+      await ownRelay.close();
+      await server.kill();
     }
-    const count = (name: string) => commands.filter((command) => command === name).length;
-    expect({
-      hmget: count('hmget'),
-      hincrby: count('hincrby'),
-      pexpireat: count('pexpireat'),
-      hset: count('hset'),
-      zadd: count('zadd'),
-      xadd: count('xadd'),
-      other: commands.length - ['hmget', 'hincrby', 'pexpireat', 'hset', 'zadd', 'xadd'].reduce((sum, name) => sum + count(name), 0),
-    }).toEqual({
-      hmget: 2, // the voucher's fields, the batch's buyers' slots
-      hincrby: 1, // the stock, once for 20 units
-      pexpireat: 1,
-      hset: 2, // the buyers' slots, the queued orders
-      zadd: 1, // the queued orders by user
-      xadd: 1, // one stream entry for the batch's 20 orders
-      other: 0,
-    });
-    expect(await env.redis.hget(voucher, 'stock')).toBe('80');
   });
 });
+
+/** Calls per command so far (INFO commandstats; INFO itself left out). */
+async function commandCalls(redis: Redis): Promise<Record<string, number>> {
+  const calls: Record<string, number> = {};
+  for (const [, name = '', count = '0'] of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+    if (name !== 'info') calls[name] = Number(count);
+  return calls;
+}
 
 describe('batching in the app', () => {
   let app: FastifyInstance;

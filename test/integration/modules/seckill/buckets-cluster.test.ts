@@ -3,15 +3,16 @@
  * buckets' keys land on B different masters, each reserve.lua call touches one slot, and a sale
  * with demand above stock (nine buyers in ten homing to one bucket) sells every unit, none twice
  * to a user and none answered "sold out" while a unit was left, with MySQL holding exactly the
- * accepted orders once the worker has drained the lanes; the administrator's controls reach every
- * bucket, one slot per script call.
+ * accepted orders once the worker has drained the lanes; the reconciliation then reads and repairs
+ * the buckets across the masters, and the administrator's controls reach every bucket, one slot
+ * per script call.
  */
 import calculateSlot from 'cluster-key-slot';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { SaleControls } from '../../../../src/modules/seckill/admin/sale-controls.js';
-import { buildSeckill } from '../../../../src/modules/seckill/index.js';
+import { buildSeckill, reconcileSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket } from '../../../../src/modules/seckill/keys.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
@@ -60,7 +61,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(new Set([bucket.voucher, bucket.buyers, bucket.stream, bucket.queued, bucket.queuedByUser].map((key) => calculateSlot(key))).size).toBe(1);
   });
 
-  it('sells every unit with nine buyers in ten homing to one bucket: no false "sold out", none oversold, one per user, MySQL = accepted', async () => {
+  it('sells every unit with nine buyers in ten homing to one bucket: no false "sold out", none oversold, one per user, MySQL = accepted; then reconciles its buckets across the masters', async () => {
     const stock = 150;
     const voucherId = await bucketedSale(stock, 3);
     const users: string[] = [];
@@ -114,6 +115,20 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(orders).toHaveLength(stock);
     expect(new Set(orders.map((row) => row.user_id)).size).toBe(stock);
     expect(await mysqlStock(env, voucherId)).toBe(0);
+
+    // Reconciled across the masters: drift in one bucket and a buyer's mark lost in another, found and repaired.
+    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, store: seckill.store }, { repair, voucherIds: [voucherId] });
+    expect((await reconcile(false)).drifted).toEqual([]);
+    const buyer = orders[0]!.user_id;
+    const home = { index: homeBucket(buyer, 3), of: 3 };
+    const other = { index: (home.index + 1) % 3, of: 3 };
+    await redis.hdel(seckill.keys.bucket(voucherId, home).buyers, buyer);
+    await redis.hincrby(seckill.keys.bucket(voucherId, other).voucher, 'stock', 2);
+    expect((await reconcile(false)).drifted).toMatchObject([{ redisStock: 2, expectedStock: 0, missingBuyers: [buyer], extraBuyers: [] }]);
+    expect(await reconcile(true)).toMatchObject({ repaired: 1, skipped: [] });
+    expect((await readBuckets(redis, seckill.keys, voucherId, 3)).map(({ stock: left, pending }) => left + pending)).toEqual([0, 0, 0]);
+    expect(await redis.hget(seckill.keys.bucket(voucherId, home).buyers, buyer)).toBe('1');
+    expect((await reconcile(false)).drifted).toEqual([]);
   }, 60_000);
 
   it('pauses, resumes, raises and lowers a sale of 3 buckets on 3 masters: every bucket refuses while paused, total = sold + units left', async () => {

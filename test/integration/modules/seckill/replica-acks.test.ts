@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
+import calculateSlot from 'cluster-key-slot';
 import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
-import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
+import { SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
+import type { TransferStepName } from '../../../../src/modules/seckill/sale/acknowledged-reserve.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
@@ -28,6 +30,9 @@ let app: FastifyInstance;
 const timeouts: Array<{ accepted: number; acknowledged: number }> = [];
 let store: SaleStore;
 const batchSizes: number[] = [];
+/** A store of a deployment with buckets on, and the refill steps it counted as unconfirmed. */
+let bucketStore: SaleStore;
+const stepTimeouts: Array<{ step: TransferStepName; acknowledged: number }> = [];
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3, replicas: 1 });
@@ -46,10 +51,14 @@ beforeAll(async () => {
     maxBatch: 64,
     onBatch: (size) => batchSizes.push(size),
   });
+  bucketStore = new SaleStore(redis, new SaleKeys(SHARDS, true), {
+    replicaAcks: { acks: 1, timeoutMs: TIMEOUT_MS, onStepTimeout: (step, acknowledged) => stepTimeouts.push({ step, acknowledged }) },
+  });
 }, 90_000);
 
 afterAll(async () => {
   await store?.close();
+  await bucketStore?.close();
   await app?.close();
   if (redis) await closeRedis(redis);
   await env?.cleanup();
@@ -147,5 +156,78 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     expect(() => loadConfig({ SECKILL_REPLICA_ACKS: '-1' })).toThrow(ConfigError);
     expect(() => loadConfig({ SECKILL_REPLICA_ACKS: 'one' })).toThrow(/SECKILL_REPLICA_ACKS/);
     expect(() => loadConfig({ SECKILL_REPLICA_TIMEOUT_MS: '0' })).toThrow(/SECKILL_REPLICA_TIMEOUT_MS/);
+  });
+});
+
+describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, give, settle)', () => {
+  const donor: BucketRef = { index: 0, of: 2 };
+  const recipient: BucketRef = { index: 1, of: 2 };
+  let nextVoucher = 880_000;
+
+  /** A sale of 10 units over 2 buckets (5 each), published to the cluster; its two buckets live on two masters. */
+  async function bucketedSale(): Promise<string> {
+    const voucherId = String(nextVoucher++);
+    await bucketStore.publish({ voucherId, stock: 10, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3_600_000), buckets: 2 });
+    return voucherId;
+  }
+
+  /** The master holding a bucket's keys and its one replica. */
+  const bucketNode = async (voucherId: string, bucket: BucketRef) => {
+    const { master, replicas } = await cluster.shardOf(calculateSlot(`${env.keyPrefix}${bucketStore.keys.bucket(voucherId, bucket).voucher}`));
+    return { master, replica: replicas[0]! };
+  };
+
+  /** What a replica holds of a bucket: stock, pending, and the transfer's marker and record in the bucket's lane. */
+  async function onReplica(port: number, voucherId: string, bucket: BucketRef, transferId: string) {
+    const replica = new Redis({ port, host: '127.0.0.1', keyPrefix: env.keyPrefix });
+    try {
+      await replica.call('READONLY');
+      const [stock, pending] = await replica.hmget(bucketStore.keys.bucket(voucherId, bucket).voucher, 'stock', 'pending');
+      const marker = await replica.get(bucketStore.keys.transferMarker(bucket, transferId));
+      const record = await replica.hget(bucketStore.keys.transfers(bucketStore.keys.laneShard(bucket)), transferId);
+      return { stock, pending, marker, record };
+    } finally {
+      replica.disconnect();
+    }
+  }
+
+  it("has each step on its bucket's replica before the next step runs", async () => {
+    const voucherId = await bucketedSale();
+    const [from, to] = [await bucketNode(voucherId, donor), await bucketNode(voucherId, recipient)];
+    expect(from.master).not.toBe(to.master);
+    stepTimeouts.length = 0;
+    const transferId = 'acked-refill';
+    const steps = bucketStore.transfers['scripts'];
+    expect(await steps.take({ voucherId, bucket: donor, transferId, to: recipient.index, most: 64 })).toBe(3);
+    // Read the replica straight away: the take is there (stock moved to pending, the record kept).
+    expect(await onReplica(from.replica, voucherId, donor, transferId)).toMatchObject({
+      stock: '2',
+      pending: '3',
+      record: expect.stringMatching(/^\d+:0:2:1:3:/),
+    });
+    expect(await steps.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units: 3 })).toBe(true);
+    expect(await onReplica(to.replica, voucherId, recipient, transferId)).toMatchObject({ stock: '8', marker: 'given' });
+    expect(await steps.transferEnd({ voucherId, bucket: donor, transferId, mode: 'settle' })).toBe(3);
+    expect(await onReplica(from.replica, voucherId, donor, transferId)).toMatchObject({ stock: '2', pending: '0', record: null });
+    expect(stepTimeouts).toEqual([]);
+  });
+
+  it("a stalled replica of the recipient's master makes the give wait and be counted; the refill still completes", async () => {
+    const voucherId = await bucketedSale();
+    const { replica } = await bucketNode(voucherId, recipient);
+    const stalled = cluster.process(replica);
+    stalled.kill('SIGSTOP');
+    try {
+      stepTimeouts.length = 0;
+      const started = Date.now();
+      expect(await bucketStore.transfers.move(voucherId, donor, recipient)).toBe(3);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+      // Only the step on the stalled replica's master fell short: the take and the settle (the donor's master) were confirmed.
+      expect(stepTimeouts).toEqual([{ step: 'transferIn', acknowledged: 0 }]);
+    } finally {
+      stalled.kill('SIGCONT');
+    }
+    expect((await redis.hmget(bucketStore.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
+    expect(await redis.hmget(bucketStore.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '0']);
   });
 });

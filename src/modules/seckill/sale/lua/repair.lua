@@ -17,48 +17,16 @@
   Returns the stock written, or -1 when the freeze is gone (nothing written).
 ]]
 --- @include "server-time"
+--- @include "rewrite-buyers"
 local now = server_time_ms()
 local freeze = redis.call('HMGET', KEYS[1], 'frozen_by', 'frozen_until')
 if freeze[1] ~= ARGV[1] or not freeze[2] or now >= tonumber(freeze[2]) then
   return -1
 end
-local stock = tonumber(ARGV[2])
 local expire_at = tonumber(ARGV[4]) + tonumber(ARGV[5])
-local holder_count = tonumber(ARGV[7])
-local masks = {}
-local users = {}
-local function hold(user, bits)
-  if not masks[user] then
-    masks[user] = 0
-    users[#users + 1] = user
-  end
-  masks[user] = bit.bor(masks[user], bits)
-end
-for i = 1, holder_count do
-  hold(ARGV[6 + 2 * i], tonumber(ARGV[7 + 2 * i]))
-end
-local unreleased_base = 7 + 2 * holder_count
-for k = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[k]) == 0 then
-    stock = stock - 1
-    local at = unreleased_base + 2 * (k - 2)
-    hold(ARGV[at - 1], bit.lshift(1, tonumber(ARGV[at]) - 1))
-  end
-end
+local stock = tonumber(ARGV[2]) - rewrite_buyers(KEYS[2], 7, 3, expire_at)
 if stock < 0 then
   stock = 0
-end
-redis.call('DEL', KEYS[2])
-for i = 1, #users, 500 do
-  local fields = {}
-  for j = i, math.min(i + 499, #users) do
-    fields[#fields + 1] = users[j]
-    fields[#fields + 1] = masks[users[j]]
-  end
-  redis.call('HSET', KEYS[2], unpack(fields))
-end
-if #users > 0 then
-  redis.call('PEXPIREAT', KEYS[2], expire_at)
 end
 redis.call('HSET', KEYS[1], 'stock', stock, 'begin', ARGV[3], 'end', ARGV[4], 'limit', ARGV[6])
 redis.call('HINCRBY', KEYS[1], 'restocks', 1)
