@@ -2,7 +2,7 @@
  * Fault runs as Markdown tables, one per scenario, and their place in the reliability pages: each
  * scenario's table goes between its own markers (in docs/RELIABILITY.md for the crash faults,
  * docs/reliability-gray.md for the gray ones, docs/reliability-controls.md for the sale controls,
- * docs/reliability-rabbitmq.md for the RabbitMQ path's), so a run of one scenario rewrites only its
+ * docs/reliability-rabbitmq.md for the RabbitMQ path's, docs/reliability-buckets.md for a voucher over buckets), so a run of one scenario rewrites only its
  * table and the hand-written text around the markers stays.
  */
 import { readFile, writeFile } from 'node:fs/promises';
@@ -10,9 +10,13 @@ import { fileURLToPath } from 'node:url';
 import type { FaultRun } from './harness.js';
 
 /** The pages that hold scenario tables; a scenario without markers yet is appended to the first. */
-const DOCS = ['../../docs/RELIABILITY.md', '../../docs/reliability-gray.md', '../../docs/reliability-controls.md', '../../docs/reliability-rabbitmq.md'].map(
-  (path) => fileURLToPath(new URL(path, import.meta.url)),
-);
+const DOCS = [
+  '../../docs/RELIABILITY.md',
+  '../../docs/reliability-gray.md',
+  '../../docs/reliability-controls.md',
+  '../../docs/reliability-rabbitmq.md',
+  '../../docs/reliability-buckets.md',
+].map((path) => fileURLToPath(new URL(path, import.meta.url)));
 
 /** Column titles; figures without one are shown under their key. */
 const LABELS: Record<string, string> = {
@@ -87,12 +91,26 @@ const LABELS: Record<string, string> = {
   firstNodeMs: 'start → first node takes connections ms',
   brokerBackToWrittenMs: 'first node up → orders accepted before the start in MySQL ms',
   unexpectedAnswers: 'non-2xx answers',
+  stock: 'stock',
+  acceptedAfterSoldOut: 'accepted after a "sold out"',
+  outcomeUnknown503: '503 "outcome unknown"',
+  unaccounted: 'units missing from Redis (stock − buyers − held)',
+  strandedUnits: 'units abandoned in takes',
+  strandedTransfers: 'takes abandoned',
+  acceptedWhilePending: 'accepted, first load',
+  answered503WhilePending: '503 while units pending',
+  soldOutWhilePending: '"sold out" while units pending',
+  sweptMs: 'takes → swept back ms',
+  givesAtKill: 'gives on the master at the kill',
+  givesRolledBack: 'gives rolled back',
+  givesLost: 'gives lost (units gone)',
 };
 
 const TITLES: Record<string, string> = {
   'kill-app': 'Fault 1: SIGKILL an app instance',
   'redis-failover': 'Fault 2: SIGKILL a Redis master',
   'redis-restart': 'Fault 3: restart Redis (AOF)',
+  buckets: 'Buckets: one voucher over 3 masters, faults mid-sale',
   'mysql-outage': 'Fault 4: MySQL unreachable for 10 s',
   'lock-pause': 'Fault 5: a lock holder paused past its lease',
   'rabbitmq-writer-kill': 'Fault 6: an order writer SIGKILLed mid-batch (RabbitMQ)',

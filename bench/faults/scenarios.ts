@@ -1,5 +1,6 @@
 /** Every fault scenario, in the order of docs/RELIABILITY.md: crashes first, then gray failures, then an administrator's changes under load. */
 import { bandwidthLimit } from './bandwidth-limit.js';
+import { bucketFaults } from './buckets.js';
 import { connectionReset } from './connection-reset.js';
 import type { FaultScenario } from './harness.js';
 import { killApp } from './kill-app.js';
@@ -19,6 +20,8 @@ export const SCENARIOS: FaultScenario[] = [
   killApp,
   redisFailover,
   redisRestart,
+  // One Redis Cluster and three instances for its variants, while no failover has broken them.
+  bucketFaults,
   mysqlOutage,
   lockPause,
   // One RabbitMQ cluster for the three, in this order: the node kill leaves a node down, the outage restarts all three.

@@ -134,6 +134,8 @@ export function buildSeckill(deps: SeckillDeps) {
     onUnitsBack: (voucherId) => soldOut.forget(voucherId),
     maxBatch: settings.reserveBatchMax,
     onBatch: (size) => metrics.reserveBatchSize.observe(size),
+    // A bucketed order still refilling is answered 503 "retry" by the store before the request deadline answers "outcome unknown".
+    requestDeadlineMs: config.deadlines.requestMs,
   });
   const stream = new OrderStream(redis, keys);
   // SECKILL_QUEUE=rabbitmq: the relay and the queue's writers replace the worker, built when the jobs start.

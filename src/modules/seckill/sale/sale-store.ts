@@ -42,6 +42,13 @@ export interface SaleStoreOptions {
   maxBatch?: number;
   /** Each batch's size as it goes out (seckill_reserve_batch_size); batches of 1 included. */
   onBatch?: (size: number) => void;
+  /**
+   * The request deadline (REQUEST_DEADLINE_MS) of the orders this store decides: an order of a
+   * bucketed sale stops refilling its empty home bucket at three quarters of it (at most
+   * REFILL_PATIENCE_MS), so that the store's 503 "retry" answers, not the deadline's "outcome
+   * unknown" while the order is still being decided.
+   */
+  requestDeadlineMs?: number;
 }
 
 /** A voucher's sale as the reconciliation reads it, atomically (one hash slot). */
@@ -112,6 +119,7 @@ export class SaleStore {
   /** Set when batches of more than one order are allowed. */
   private readonly batcher: ReserveBatcher | undefined;
   private readonly onBatch: ((size: number) => void) | undefined;
+  private readonly refillPatienceMs: number;
   private readonly source: SaleSource | undefined;
   private readonly onUnitsBack: (voucherId: string) => void;
   /**
@@ -144,6 +152,7 @@ export class SaleStore {
     this.source = options.source;
     this.onUnitsBack = options.onUnitsBack ?? (() => undefined);
     this.onBatch = options.onBatch;
+    this.refillPatienceMs = Math.min(REFILL_PATIENCE_MS, Math.floor(((options.requestDeadlineMs ?? Infinity) * 3) / 4));
     const maxBatch = options.maxBatch ?? 1;
     this.batcher =
       maxBatch > 1
@@ -300,13 +309,13 @@ export class SaleStore {
    * B = 1: one reserve. B > 1: reserve in the user's home bucket; when it is empty ("sold out"
    * there), refill it from the others and reserve again. Sold out only when the refill decided
    * every bucket empty with nothing pending (transfers.ts `soldOutBetween`); after
-   * REFILL_PATIENCE_MS of refills without a decision (units moving, or a dead refill's units
+   * its patience (REFILL_PATIENCE_MS, less under a short request deadline) of refills without a decision (units moving, or a dead refill's units
    * waiting for the sweep), a 503 to retry: never a false "sold out".
    */
   private async reserveRouted(order: OrderRequest, mode: ReserveMode): Promise<ReserveResult> {
     const home = this.homeOf(order.voucherId, order.userId);
     if (!home) return this.reserveOnce(order, mode);
-    const giveUpAt = Date.now() + REFILL_PATIENCE_MS;
+    const giveUpAt = Date.now() + this.refillPatienceMs;
     for (;;) {
       const result = await this.reserveOnce(order, mode, home);
       if (result.outcome !== 'sold-out') return result;

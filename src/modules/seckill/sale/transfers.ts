@@ -178,6 +178,15 @@ export class BucketTransfers {
   }
 
   /**
+   * A take with no give after it: the state a refill leaves when its instance dies between its
+   * first two steps. The fault scenarios (bench/faults/buckets.ts) strand units this way, with
+   * no timing luck; the units stay pending in the donor until the sweep returns them. The units taken.
+   */
+  async takeAndAbandon(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_MOST_UNITS): Promise<number> {
+    return this.scripts.take({ voucherId, bucket: donor, transferId: randomUUID(), to: recipient.index, most });
+  }
+
+  /**
    * Ends every transfer recorded longer than `olderThanMs` ago (Redis time): its units stay in the
    * recipient if they got there, else go back to the donor. Returns how many transfers it ended.
    */

@@ -2,9 +2,10 @@
  * A voucher sold from buckets on a real Redis Cluster of 3 masters (kit/redis-cluster.ts): its B
  * buckets' keys land on B different masters, each reserve.lua call touches one slot, and a sale
  * with demand above stock (nine buyers in ten homing to one bucket) sells every unit, none twice
- * to a user, with MySQL holding exactly the accepted orders once the worker has drained the lanes;
- * the reconciliation then reads and repairs the buckets across the masters, and the
- * administrator's controls reach every bucket, one slot per script call.
+ * to a user and none answered "sold out" while a unit was left, with MySQL holding exactly the
+ * accepted orders once the worker has drained the lanes; the reconciliation then reads and repairs
+ * the buckets across the masters, and the administrator's controls reach every bucket, one slot
+ * per script call.
  */
 import calculateSlot from 'cluster-key-slot';
 import pino from 'pino';
@@ -45,6 +46,9 @@ async function bucketedSale(stock: number, buckets: number): Promise<string> {
   return voucherId;
 }
 
+/** Orders placed at once in the skewed sale: enough to race for the last units of a bucket, few enough that the waves order the answers. */
+const WAVE = 40;
+
 const masterOf = async (key: string): Promise<number> => (await cluster.shardOf(calculateSlot(key))).master;
 
 describe('buckets on a Redis Cluster of 3 masters', () => {
@@ -57,7 +61,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(new Set([bucket.voucher, bucket.buyers, bucket.stream, bucket.queued, bucket.queuedByUser].map((key) => calculateSlot(key))).size).toBe(1);
   });
 
-  it('sells every unit with nine buyers in ten homing to one bucket: none oversold, one per user, MySQL = accepted; then reconciles its buckets across the masters', async () => {
+  it('sells every unit with nine buyers in ten homing to one bucket: no false "sold out", none oversold, one per user, MySQL = accepted; then reconciles its buckets across the masters', async () => {
     const stock = 150;
     const voucherId = await bucketedSale(stock, 3);
     const users: string[] = [];
@@ -79,8 +83,25 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
         }
       }
     };
-    const results = await Promise.all([...users, ...users].map(place));
+    // In waves of WAVE orders at once, so that "sold out" answered while a unit was left shows: an
+    // order started after that answer still got a unit (none comes back in this sale).
+    const answers: Array<{ result: ReserveResult; startedAt: number; settledAt: number }> = [];
+    const requests = [...users, ...users];
+    for (let first = 0; first < requests.length; first += WAVE) {
+      await Promise.all(
+        requests.slice(first, first + WAVE).map(async (userId) => {
+          const startedAt = performance.now();
+          const result = await place(userId);
+          answers.push({ result, startedAt, settledAt: performance.now() });
+        }),
+      );
+    }
+    const results = answers.map(({ result }) => result);
+    const lastAcceptedStart = Math.max(...answers.filter(({ result }) => result.outcome === 'accepted').map(({ startedAt }) => startedAt));
+    const falseSoldOuts = answers.filter(({ result, settledAt }) => result.outcome === 'sold-out' && settledAt < lastAcceptedStart);
+    expect(falseSoldOuts, '"sold out" answered before an order that then got a unit').toHaveLength(0);
     const accepted = results.filter(({ outcome }) => outcome === 'accepted').length;
+    // Every unit sold: demand (400 buyers) is above the stock.
     expect(accepted).toBe(stock);
     expect(results.every(({ outcome }) => ['accepted', 'sold-out', 'already-bought'].includes(outcome))).toBe(true);
     const readings = await readBuckets(redis, seckill.keys, voucherId, 3);

@@ -15,7 +15,8 @@ import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
-import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { REFUSALS, SECKILL_MESSAGES } from '../../../../src/modules/seckill/messages.js';
+import { render } from '../../../../src/http/messages.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
@@ -211,6 +212,38 @@ describe('a voucher sold from buckets', () => {
     expect(late.accepted).toBe(3);
     expect(await unitsLeft(voucherId, 2)).toBe(0);
     await expectWritten(voucherId, 12, 12);
+  });
+
+  it('answers a buyer whose units are all pending 503 "retry in a moment" before the request deadline, not "outcome unknown"', async () => {
+    const voucherId = await bucketedSale(8, 2);
+    await seckill.store.publish((await new VoucherRepository(env.db).findSale(voucherId))!);
+    // Every unit taken by a refill that never gives (its instance died): all pending, none for sale, none sold.
+    for (const [from, to] of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
+      while ((await seckill.store.transfers.takeAndAbandon(voucherId, { index: from, of: 2 }, { index: to, of: 2 })) > 0);
+    }
+    expect(await unitsLeft(voucherId, 2)).toBe(8);
+    const [buyer] = usersHomingTo(0, 2, 1) as [string];
+    // An instance with the default request deadline (the suite's is a minute).
+    const deadlines = { ...env.config.deadlines, requestMs: 2_000 };
+    const { app: deadlined } = await buildTestApp({ ...env, config: { ...env.config, deadlines } }, undefined, { consumerName: 'buckets-deadline' });
+    try {
+      const startedAt = Date.now();
+      const answer = await buy(deadlined, (await sessionOf(env, buyer)).authorization, voucherId);
+      // The store gives up refilling before the request deadline answers for it: the buyer learns
+      // that nothing was placed and to retry, rather than that the outcome is unknown.
+      expect(answer.json<{ errorMsg: string }>().errorMsg).toBe(render(SECKILL_MESSAGES.bucketsRefilling(), 'en'));
+      expect(answer.statusCode).toBe(503);
+      expect(answer.headers['retry-after']).toBeDefined();
+      expect(Date.now() - startedAt).toBeLessThan(deadlines.requestMs);
+    } finally {
+      await deadlined.close();
+    }
+    // The units come back only by the sweep (its records must be 10 s old: swept now, as if they were).
+    expect(await seckill.store.sweepTransfers(0)).toBeGreaterThan(0);
+    expect(await unitsLeft(voucherId, 2)).toBe(8);
   });
 
   it('gives a released unit back to the bucket that sold it, and the sold-out memory drops its flag when a version moves', async () => {
