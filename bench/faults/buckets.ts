@@ -111,17 +111,23 @@ class BucketSale extends TimedSale {
   }
 }
 
-/** Redis's own count of the voucher: buyers marked in every bucket, units held (stock + pending), pending alone. */
+/**
+ * Redis's own count of the voucher: buyers marked in every bucket, units held (stock + pending, a
+ * transfer already given and not yet settled counted once: its units are in the recipient's stock
+ * and still in the donor's pending, as reconcile counts them), pending alone.
+ */
 async function redisCount(world: World, voucherId: string): Promise<{ marked: number; held: number; pending: number }> {
   let marked = 0;
   let held = 0;
   let pending = 0;
   for (let index = 0; index < BUCKETS; index += 1) {
-    const keys = world.store.keys.bucket(voucherId, { index, of: BUCKETS });
-    marked += await world.redis.hlen(keys.buyers);
-    const [stock, waiting] = await world.redis.hmget(keys.voucher, 'stock', 'pending');
-    held += Number(stock ?? 0) + Number(waiting ?? 0);
-    pending += Number(waiting ?? 0);
+    const bucket = { index, of: BUCKETS };
+    const snapshot = await world.store.bucketSnapshot(voucherId, bucket);
+    marked += await world.redis.hlen(world.store.keys.bucket(voucherId, bucket).buyers);
+    const given = await world.store.transfers.given(snapshot.transfers);
+    const givenUnits = snapshot.transfers.filter((transfer) => given.has(transfer.transferId)).reduce((sum, transfer) => sum + transfer.units, 0);
+    held += snapshot.stock + snapshot.pending - givenUnits;
+    pending += snapshot.pending;
   }
   return { marked, held, pending };
 }

@@ -87,7 +87,9 @@ export class BucketReconciler {
       return { drift: null, notLive: 0, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
     }
     // No unit may be under way while the units are counted: every bucket is frozen, so no new transfer starts.
-    await this.store.transfers.endAllOf(voucherId, buckets);
+    if (!(await this.store.transfers.endAllOf(voucherId, buckets))) {
+      return { drift: null, notLive: 0, skipped: 'a refill between buckets could not be ended durably (replicas lag behind); run it again' };
+    }
     const mysql = await this.mysql.read(voucherId, queuedIdsOf((await this.readBuckets(voucherId, buckets)).buckets));
     const unreleasedIn = groupByHome(mysql.unreleased, buckets);
     const snapshots = await Promise.all(

@@ -2,7 +2,7 @@ import { closeRedis, commandTimeoutOf, duplicateRedis, type RedisClient } from '
 import type { Operation } from '../../../lib/redis-scripts/index.js';
 import type { SaleKeys } from '../keys.js';
 import { defineSaleScripts, type ReserveRequest, type SaleScripts } from './sale-scripts.js';
-import type { TransferSteps } from './transfers.js';
+import type { Stepped, TransferSteps } from './transfers.js';
 import type { ReserveResult } from '../types.js';
 
 /**
@@ -21,10 +21,9 @@ export interface ReplicaAckOptions {
    */
   onTimeout?: (accepted: number, acknowledged: number) => void;
   /**
-   * A refill step of a bucketed sale (take, give or settle; the sweep's refuse and return too) went
-   * on although only `acknowledged` replicas confirmed it in time (-1: the wait could not be made).
-   * Like an order answered after a short WAIT, the step stands; only a failover of its master
-   * before a replica has it can undo it (units a reconcile --repair then puts back).
+   * A refill step of a bucketed sale (take, give or settle; the sweep's refuse and return too) was
+   * confirmed by only `acknowledged` replicas in time (-1: the wait could not be made). The step
+   * stands, and its refill stops there: the sweep ends the transfer once its own steps are durable.
    */
   onStepTimeout?: (step: TransferStepName, acknowledged: number) => void;
 }
@@ -88,10 +87,11 @@ export class AcknowledgedReserve {
   }
 
   /**
-   * The refill steps, each waited for on `acks` replicas of its bucket's master before the next
-   * step runs: a give the recipient's replicas confirmed survives a failover of that master, so
-   * the donor's settle never drops units the recipient lost. A WAIT that falls short is counted
-   * (onStepTimeout) and the step stands, as an order is answered after a short WAIT.
+   * The refill steps, each waited for on `acks` replicas of its bucket's master: durable when they
+   * confirmed it. A refill goes on only after a durable step (transfers.ts Stepped), so a give the
+   * recipient's replicas confirmed survives a failover of that master and the donor's settle never
+   * drops units the recipient lost. A WAIT that falls short is counted (onStepTimeout); the step
+   * stands, and the sweep finishes the transfer.
    */
   transferSteps(): TransferSteps {
     return {
@@ -101,10 +101,11 @@ export class AcknowledgedReserve {
     };
   }
 
-  private async step<In, Out>(name: TransferStepName, pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<Out> {
+  private async step<In, Out>(name: TransferStepName, pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<Stepped<Out>> {
     const { results, confirmed } = await this.waited(pick, input);
-    if (confirmed < this.options.acks) this.options.onStepTimeout?.(name, confirmed);
-    return results;
+    const durable = confirmed >= this.options.acks;
+    if (!durable) this.options.onStepTimeout?.(name, confirmed);
+    return { value: results, durable };
   }
 
   /**

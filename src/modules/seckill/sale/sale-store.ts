@@ -8,7 +8,7 @@ import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrd
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
 import { ReserveBatcher } from './reserve-batcher.js';
 import { BucketControls } from './bucket-controls.js';
-import { BucketTransfers, bucketsOf, parseTransfer, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS, type PendingTransfer } from './transfers.js';
+import { BucketTransfers, bucketsOf, parseTransfer, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS, type PendingTransfer, unwaitedSteps } from './transfers.js';
 import {
   defineSaleScripts,
   type BucketRepair,
@@ -164,7 +164,7 @@ export class SaleStore {
           })
         : undefined;
     // With replica acknowledgement on, each refill step waits for the replicas as a batch does.
-    this.transfers = new BucketTransfers(redis, keys, this.acknowledged?.transferSteps() ?? this.scripts);
+    this.transfers = new BucketTransfers(redis, keys, this.acknowledged?.transferSteps() ?? unwaitedSteps(this.scripts));
     this.bucketControls = new BucketControls(redis, keys, this.scripts);
   }
 

@@ -62,8 +62,31 @@ export type RefillOutcome = 'retry' | 'sold-out';
  * followed by a WAIT for replicas when SECKILL_REPLICA_ACKS is on (acknowledged-reserve.ts).
  */
 export type TransferSteps = {
-  [K in 'take' | 'transferIn' | 'transferEnd']: SaleScripts[K] extends Operation<infer In, infer Out> ? (input: In) => Promise<Out> : never;
+  [K in 'take' | 'transferIn' | 'transferEnd']: SaleScripts[K] extends Operation<infer In, infer Out> ? (input: In) => Promise<Stepped<Out>> : never;
 };
+
+/**
+ * A refill step's answer, and whether it is durable: on as many replicas as SECKILL_REPLICA_ACKS
+ * asks (always, when it asks for none). A refill goes on to its next step only after a durable
+ * one: a take its donor's replicas lack can vanish in a failover, and a give made after it would
+ * then create units; a settle after a give the recipient's replicas lack would lose them. A step
+ * that is not durable stands, and the refill stops there: its transfer stays recorded, and the
+ * sweep ends it (a give it settles only once the recipient's replicas have it; the units wait in
+ * the donor's pending meanwhile, so no sold out is decided).
+ */
+export interface Stepped<T> {
+  value: T;
+  durable: boolean;
+}
+
+/** The steps straight on the shared connection: nothing to wait for, every step durable as Redis is configured. */
+export function unwaitedSteps(scripts: Pick<SaleScripts, 'take' | 'transferIn' | 'transferEnd'>): TransferSteps {
+  return {
+    take: async (input) => ({ value: await scripts.take(input), durable: true }),
+    transferIn: async (input) => ({ value: await scripts.transferIn(input), durable: true }),
+    transferEnd: async (input) => ({ value: await scripts.transferEnd(input), durable: true }),
+  };
+}
 
 export const bucketsOf = (buckets: number): BucketRef[] => Array.from({ length: buckets }, (_, index) => ({ index, of: buckets }));
 
@@ -170,11 +193,12 @@ export class BucketTransfers {
   /** take, give, settle (or return, when the recipient refused them); the units given, 0 if none. */
   async move(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_FIRST_UNITS): Promise<number> {
     const transferId = randomUUID();
-    const units = await this.scripts.take({ voucherId, bucket: donor, transferId, to: recipient.index, most });
-    if (units === 0) return 0;
-    const given = await this.scripts.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units });
-    await this.scripts.transferEnd({ voucherId, bucket: donor, transferId, mode: given ? 'settle' : 'return' });
-    return given ? units : 0;
+    const take = await this.scripts.take({ voucherId, bucket: donor, transferId, to: recipient.index, most });
+    const units = take.value;
+    if (units === 0 || !take.durable) return 0; // not durable: the sweep ends the transfer (Stepped)
+    const give = await this.scripts.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units });
+    if (give.durable) await this.scripts.transferEnd({ voucherId, bucket: donor, transferId, mode: give.value ? 'settle' : 'return' });
+    return give.value ? units : 0;
   }
 
   /**
@@ -183,7 +207,7 @@ export class BucketTransfers {
    * no timing luck; the units stay pending in the donor until the sweep returns them. The units taken.
    */
   async takeAndAbandon(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_MOST_UNITS): Promise<number> {
-    return this.scripts.take({ voucherId, bucket: donor, transferId: randomUUID(), to: recipient.index, most });
+    return (await this.scripts.take({ voucherId, bucket: donor, transferId: randomUUID(), to: recipient.index, most })).value;
   }
 
   /**
@@ -199,8 +223,7 @@ export class BucketTransfers {
     for (const lane of lanes) {
       for (const transfer of await this.recordedIn(lane)) {
         if (nowMs - transfer.takenMs < olderThanMs) continue;
-        await this.end(transfer);
-        ended += 1;
+        if (await this.end(transfer)) ended += 1;
       }
     }
     return ended;
@@ -209,19 +232,19 @@ export class BucketTransfers {
   /**
    * Ends every transfer of the voucher's buckets, however young, as the sweep would: for a repair,
    * once every bucket is frozen (a frozen bucket gives none: take.lua), so none is left under way
-   * while it counts the units. Returns the transfers it ended.
+   * while it counts the units. False when one could not be ended durably (its replicas lag): the
+   * repair must not count units then.
    */
-  async endAllOf(voucherId: string, buckets: number): Promise<PendingTransfer[]> {
+  async endAllOf(voucherId: string, buckets: number): Promise<boolean> {
     const lanes = new Set(bucketsOf(buckets).map((bucket) => this.keys.laneShard(bucket)));
-    const ended: PendingTransfer[] = [];
+    let all = true;
     for (const lane of lanes) {
       for (const transfer of await this.recordedIn(lane)) {
         if (transfer.voucherId !== voucherId || transfer.of !== buckets) continue;
-        await this.end(transfer);
-        ended.push(transfer);
+        all = (await this.end(transfer)) && all;
       }
     }
-    return ended;
+    return all;
   }
 
   /** Whether each transfer's units reached its recipient (its marker says "given"; absent or "returned": not). */
@@ -237,10 +260,18 @@ export class BucketTransfers {
     return Object.entries(records).map(([transferId, record]) => parseTransfer(transferId, record));
   }
 
-  /** The units stay in the recipient if they got there, else go back to the donor (one decision per transfer: transfer-in.lua). */
-  private async end({ voucherId, transferId, from, to, of, units }: PendingTransfer): Promise<void> {
+  /**
+   * The units stay in the recipient if they got there, else go back to the donor (one decision per
+   * transfer: transfer-in.lua). False when they got there but the recipient's replicas lack the
+   * give: settling then would lose them in a failover of its master, so the transfer waits for the
+   * next sweep. A return needs no such wait: a transfer is swept only long after its refill's
+   * request ended, so no give can come for it any more, whatever a failover keeps of its marker.
+   */
+  private async end({ voucherId, transferId, from, to, of, units }: PendingTransfer): Promise<boolean> {
     const given = await this.scripts.transferIn({ voucherId, bucket: { index: to, of }, transferId, mode: 'refuse', units });
-    await this.scripts.transferEnd({ voucherId, bucket: { index: from, of }, transferId, mode: given ? 'settle' : 'return' });
+    if (given.value && !given.durable) return false;
+    await this.scripts.transferEnd({ voucherId, bucket: { index: from, of }, transferId, mode: given.value ? 'settle' : 'return' });
+    return true;
   }
 
   /** Sweeps every `everyMs` until stopped (the instances running the sale's jobs). */

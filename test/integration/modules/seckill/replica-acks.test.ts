@@ -198,21 +198,21 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
     stepTimeouts.length = 0;
     const transferId = 'acked-refill';
     const steps = bucketStore.transfers['scripts'];
-    expect(await steps.take({ voucherId, bucket: donor, transferId, to: recipient.index, most: 64 })).toBe(3);
+    expect(await steps.take({ voucherId, bucket: donor, transferId, to: recipient.index, most: 64 })).toEqual({ value: 3, durable: true });
     // Read the replica straight away: the take is there (stock moved to pending, the record kept).
     expect(await onReplica(from.replica, voucherId, donor, transferId)).toMatchObject({
       stock: '2',
       pending: '3',
       record: expect.stringMatching(/^\d+:0:2:1:3:/),
     });
-    expect(await steps.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units: 3 })).toBe(true);
+    expect(await steps.transferIn({ voucherId, bucket: recipient, transferId, mode: 'give', units: 3 })).toEqual({ value: true, durable: true });
     expect(await onReplica(to.replica, voucherId, recipient, transferId)).toMatchObject({ stock: '8', marker: 'given' });
-    expect(await steps.transferEnd({ voucherId, bucket: donor, transferId, mode: 'settle' })).toBe(3);
+    expect(await steps.transferEnd({ voucherId, bucket: donor, transferId, mode: 'settle' })).toEqual({ value: 3, durable: true });
     expect(await onReplica(from.replica, voucherId, donor, transferId)).toMatchObject({ stock: '2', pending: '0', record: null });
     expect(stepTimeouts).toEqual([]);
   });
 
-  it("a stalled replica of the recipient's master makes the give wait and be counted; the refill still completes", async () => {
+  it("a stalled replica of the recipient's master: the give waits, is counted and stands, and the donor settles only once the sweep finds it durable", async () => {
     const voucherId = await bucketedSale();
     const { replica } = await bucketNode(voucherId, recipient);
     const stalled = cluster.process(replica);
@@ -222,11 +222,21 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
       const started = Date.now();
       expect(await bucketStore.transfers.move(voucherId, donor, recipient)).toBe(3);
       expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
-      // Only the step on the stalled replica's master fell short: the take and the settle (the donor's master) were confirmed.
+      // Only the step on the stalled replica's master fell short: the take (the donor's master) was confirmed.
+      expect(stepTimeouts).toEqual([{ step: 'transferIn', acknowledged: 0 }]);
+      // The give stands (the recipient sells the units), but the donor keeps them pending, its transfer recorded:
+      // a failover of the recipient's master to its stale replica would lose the give, and the sweep then returns them.
+      expect((await redis.hmget(bucketStore.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
+      expect(await redis.hmget(bucketStore.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '3']);
+      // While the replica still lags, the sweep cannot end it durably either.
+      stepTimeouts.length = 0;
+      expect(await bucketStore.transfers.sweep(0)).toBe(0);
       expect(stepTimeouts).toEqual([{ step: 'transferIn', acknowledged: 0 }]);
     } finally {
       stalled.kill('SIGCONT');
     }
+    // The replica caught up: the sweep finds the give durable and settles.
+    expect(await bucketStore.transfers.sweep(0)).toBe(1);
     expect((await redis.hmget(bucketStore.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
     expect(await redis.hmget(bucketStore.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '0']);
   });
