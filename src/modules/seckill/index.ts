@@ -54,7 +54,8 @@ import type { PublishOutcome } from './broker/confirmed-publisher.js';
 import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 
 // What the app, the CLIs and the bench use besides buildSeckill.
-export { reconcileSeckill, UnknownVoucherError, type ReconcileReport } from './admin/reconcile.js';
+export { reconcileSeckill, UnknownVoucherError } from './admin/reconcile.js';
+export type { ReconcileReport } from './admin/reconcile-report.js';
 export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
 export { homeBucket, ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { homeBucket, type BucketRef } from '../keys.js';
 import type { BucketSnapshot, SaleStore } from '../sale/sale-store.js';
 import { bucketsOf, shareOf, type PendingTransfer } from '../sale/transfers.js';
-import type { MysqlSnapshot, PendingTransferReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile.js';
+import type { MysqlSnapshot, PendingTransferReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile-report.js';
 
 /**
  * The reconciliation of a voucher sold from B > 1 buckets (docs/flows/reconciliation.md#buckets).

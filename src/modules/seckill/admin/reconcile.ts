@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { SALE_KEYS_KEPT_AFTER_END_MS } from '../keys.js';
 import type { SaleSnapshot, SaleStore } from '../sale/sale-store.js';
 import { BucketReconciler } from './reconcile-buckets.js';
+import type { MysqlSnapshot, PendingTransferReport, ReconcileReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile-report.js';
 import { SALE_BUSY, withSaleLock } from './sale-controls.js';
 
 /**
@@ -27,45 +28,6 @@ import { SALE_BUSY, withSaleLock } from './sale-controls.js';
  * reconcile-buckets.ts. See docs/flows/reconciliation.md.
  */
 
-export interface VoucherDrift {
-  voucherId: string;
-  mysqlStock: number;
-  redisStock: number | null;
-  missingBuyers: string[];
-  extraBuyers: string[];
-  /** The stock Redis should hold (MySQL stock less queued and unreleased orders). */
-  expectedStock: number;
-  /** A voucher sold from B > 1 buckets: B, and the buckets whose hash is gone (redisStock sums the others'). */
-  buckets?: number;
-  missingBuckets?: number[];
-}
-
-/**
- * A refill of a bucketed sale taken from its donor and not yet settled: under way when young, left
- * by a crash when older than the sweep's 10 s (the sweep ends it; a repair ends it too). Its units
- * count once: in the donor's pending, or in the recipient's stock once `given`.
- */
-export interface PendingTransferReport {
-  voucherId: string;
-  transferId: string;
-  from: number;
-  to: number;
-  units: number;
-  /** Since its take, by this machine's clock. */
-  ageMs: number;
-  given: boolean;
-}
-
-export interface ReconcileReport {
-  vouchers: number;
-  drifted: VoucherDrift[];
-  repaired: number;
-  /** Drifted vouchers a repair gave up on (queued orders did not drain in time, freeze lapsed). */
-  skipped: Array<{ voucherId: string; reason: string }>;
-  /** Transfers of bucketed sales found pending by the check (present only when there are some): not drift. */
-  pendingTransfers?: PendingTransferReport[];
-}
-
 export interface ReconcileOptions {
   repair: boolean;
   voucherIds?: string[];
@@ -80,35 +42,6 @@ export class UnknownVoucherError extends Error {
 /** The voucher's MySQL row was deleted while it was being reconciled: nothing left to compare. */
 class VoucherGone extends Error {
   override name = 'VoucherGone';
-}
-
-export interface SeckillRow {
-  voucherId: string;
-  stock: number;
-  begin: Date;
-  end: Date;
-  /** Redis buckets the stock is sold from (absent: 1). */
-  buckets?: number;
-}
-
-export interface MysqlSnapshot {
-  stock: number;
-  limitPerUser: number;
-  /** userId → bitmask of the slots of its live orders. */
-  liveSlots: Map<string, number>;
-  /** Cancelled orders not yet released in Redis (stock_released = 0). */
-  unreleased: Array<{ orderId: string; userId: string; slot: number }>;
-  /** Which of the queued order ids are MySQL rows already. */
-  written: Set<string>;
-  /** Orders no longer live: changes when a cancellation commits (repair re-checks it). */
-  notLive: number;
-}
-
-/** What a repair did for one voucher. */
-export interface RepairResult {
-  drift: VoucherDrift | null;
-  repaired: boolean;
-  skipped?: string;
 }
 
 const CHECK_ATTEMPTS = 3;

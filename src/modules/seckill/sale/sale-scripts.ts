@@ -99,6 +99,11 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   return outcome;
 }
 
+/** freeze.lua's ARGV: the repair's token, how long the freeze lasts, the sale's window (a missing hash is created frozen with it). */
+function freezeArgs({ sale, token, freezeMs }: { sale: SaleWindow; token: string; freezeMs: number }): Array<string | number> {
+  return [token, freezeMs, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS];
+}
+
 /** control.lua's ARGV: MySQL's total (where the hash has none), then the change, "" for a field left as it is. */
 function controlArgs({ totalIfMissing, change }: { totalIfMissing: number; change: SaleControl }): Array<string | number> {
   return [
@@ -329,13 +334,7 @@ export function saleOperations(keys: SaleKeys) {
     freeze: {
       lua: lua('freeze'),
       keys: ({ sale }: { sale: SaleWindow; token: string; freezeMs: number }) => [keys.voucher(sale.voucherId).voucher],
-      args: ({ sale, token, freezeMs }: { sale: SaleWindow; token: string; freezeMs: number }) => [
-        token,
-        freezeMs,
-        sale.begin.getTime(),
-        sale.end.getTime(),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-      ],
+      args: (input: { sale: SaleWindow; token: string; freezeMs: number }) => freezeArgs(input),
       reply: (raw: unknown) => raw === 1,
     },
     /** true when thawed, false when the freeze was not the caller's (or gone). */
@@ -369,13 +368,7 @@ export function saleOperations(keys: SaleKeys) {
     freezeBucket: {
       lua: lua('freeze'),
       keys: ({ sale, bucket }: { sale: SaleWindow; bucket: BucketRef; token: string; freezeMs: number }) => [keys.bucket(sale.voucherId, bucket).voucher],
-      args: ({ sale, token, freezeMs }: { sale: SaleWindow; bucket: BucketRef; token: string; freezeMs: number }) => [
-        token,
-        freezeMs,
-        sale.begin.getTime(),
-        sale.end.getTime(),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-      ],
+      args: (input: { sale: SaleWindow; bucket: BucketRef; token: string; freezeMs: number }) => freezeArgs(input),
       reply: (raw: unknown) => raw === 1,
     },
     /** thaw.lua on one bucket of a bucketed sale. */

@@ -291,14 +291,14 @@ export class OrderWorker {
     return 'written';
   }
 
-  /** An entry's orders one at a time; the entry is acknowledged when every one of them is in MySQL (or dropped). */
+  /** An entry's orders each in a transaction of its own; the entry is acknowledged when every one of them is in MySQL (or dropped). */
   private async handleEntry(shard: number, id: string, orders: OrderEntry[]): Promise<void> {
     const failed = new Set<string>();
     let failure: Omit<EntryFailure, 'failed'> | undefined;
-    for (const { order } of orders) {
-      const error = await this.writeAlone(order);
+    const errors = await Promise.all(orders.map(({ order }) => this.writeAlone(order)));
+    for (const [index, error] of errors.entries()) {
       if (error === null) continue;
-      failed.add(order.orderId);
+      failed.add(orders[index]!.order.orderId);
       // An entry is poison only when each of its failures is its orders' own: one that may yet be written is never given up.
       failure = { message: failure?.message ?? error.message, transient: (failure?.transient ?? false) || error.transient };
     }
