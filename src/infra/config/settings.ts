@@ -315,6 +315,20 @@ export const SETTINGS = {
       max: 60_000,
       doc: 'how often each worker claims the unpaid orders now due (`{seckill:N}:unpaid-due`); an order is cancelled within about this of its due time',
     }),
+    transferSweepAfterMs: int({
+      env: 'SECKILL_TRANSFER_SWEEP_AFTER_MS',
+      default: 10_000,
+      min: 1_000,
+      max: 3_600_000,
+      doc: "a bucket refill's transfer still recorded this long after its take is the sweep's (its refill died between steps): keep it well above `REQUEST_DEADLINE_MS`, the longest a refill lives. See [buckets](docs/flows/seckill-buckets.md)",
+    }),
+    transferSweepEveryMs: int({
+      env: 'SECKILL_TRANSFER_SWEEP_EVERY_MS',
+      default: 5_000,
+      min: 100,
+      max: 600_000,
+      doc: 'how often the processes running the sale jobs sweep the bucket refills left pending; units a dead refill took come back within about the age above plus this',
+    }),
     reserveBatchMax: int({
       env: 'SECKILL_RESERVE_BATCH_MAX',
       default: 64,

@@ -97,8 +97,6 @@ export interface SeckillDeps {
 
 export type Seckill = ReturnType<typeof buildSeckill>;
 
-/** How often the jobs sweep the bucket transfers left pending (each is the sweep's TRANSFER_SWEEP_AFTER_MS after its take). */
-const TRANSFER_SWEEP_EVERY_MS = 5_000;
 /** At most this many open sales in `seckill_stock_left` (the ones ending soonest): a bounded series count. */
 const STOCK_GAUGE_VOUCHERS = 50;
 /** A captcha challenge unanswered this long expires (longer than altcha-lib's 90 s solver timeout, which the highest cost is set within). */
@@ -217,7 +215,9 @@ export function buildSeckill(deps: SeckillDeps) {
     }
     canceller.start();
     // Transfers whose refill died between its steps: their units back where they belong (transfers.ts).
-    store.transfers.startSweeping(TRANSFER_SWEEP_EVERY_MS, (err: unknown) => log.warn({ err }, 'could not sweep the bucket transfers'));
+    store.transfers.startSweeping(settings.transferSweepEveryMs, settings.transferSweepAfterMs, (err: unknown) =>
+      log.warn({ err }, 'could not sweep the bucket transfers'),
+    );
   };
 
   return {

@@ -24,7 +24,7 @@ export const REFILL_FIRST_UNITS = 64;
 /** Each refill of a bucket within REFILL_STREAK_MS of its previous one may move twice as many, up to this. */
 export const REFILL_MOST_UNITS = 4_096;
 const REFILL_STREAK_MS = 1_000;
-/** A transfer still recorded this long after its take is the sweep's (its refill died between steps). */
+/** A transfer still recorded this long after its take is the sweep's (its refill died between steps); SECKILL_TRANSFER_SWEEP_AFTER_MS's default. */
 export const TRANSFER_SWEEP_AFTER_MS = 10_000;
 /** How long a request whose buckets are all empty waits for a pending transfer before it looks again. */
 const PENDING_WAIT_MS = 20;
@@ -274,11 +274,11 @@ export class BucketTransfers {
     return true;
   }
 
-  /** Sweeps every `everyMs` until stopped (the instances running the sale's jobs). */
-  startSweeping(everyMs: number, onError: (error: unknown) => void): void {
+  /** Sweeps every `everyMs` the transfers older than `olderThanMs` until stopped (the instances running the sale's jobs). */
+  startSweeping(everyMs: number, olderThanMs: number, onError: (error: unknown) => void): void {
     if (this.timer || this.keys.laneShards().length === 0) return;
     const tick = (): void => {
-      this.sweep()
+      this.sweep(olderThanMs)
         .catch(onError)
         .finally(() => {
           if (this.timer) this.timer = setTimeout(tick, everyMs).unref();
