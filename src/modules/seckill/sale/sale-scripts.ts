@@ -99,6 +99,21 @@ export function toReserveOutcome(code: number): ReserveOutcome {
   return outcome;
 }
 
+/** repair.lua's and repair-bucket.lua's ARGV: the freeze's token, the stock (repair-bucket: the change to it), the window, then the MySQL record (limit, live slots per user, unreleased orders). */
+function repairArgs(token: string, stock: number, sale: SaleWindow, record: Omit<SaleRecord, 'stock'>): Array<string | number> {
+  return [
+    token,
+    stock,
+    sale.begin.getTime(),
+    sale.end.getTime(),
+    SALE_KEYS_KEPT_AFTER_END_MS,
+    record.limitPerUser,
+    record.liveSlots.size,
+    ...[...record.liveSlots].flat(),
+    ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
+  ];
+}
+
 /** freeze.lua's ARGV: the repair's token, how long the freeze lasts, the sale's window (a missing hash is created frozen with it). */
 function freezeArgs({ sale, token, freezeMs }: { sale: SaleWindow; token: string; freezeMs: number }): Array<string | number> {
   return [token, freezeMs, sale.begin.getTime(), sale.end.getTime(), SALE_KEYS_KEPT_AFTER_END_MS];
@@ -351,17 +366,7 @@ export function saleOperations(keys: SaleKeys) {
         const { voucher, buyers } = keys.voucher(sale.voucherId);
         return [voucher, buyers, ...record.unreleased.map((order) => keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }))];
       },
-      args: ({ sale, token, record }: { sale: SaleWindow; token: string; record: SaleRecord }) => [
-        token,
-        record.stock,
-        sale.begin.getTime(),
-        sale.end.getTime(),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        record.limitPerUser,
-        record.liveSlots.size,
-        ...[...record.liveSlots].flat(),
-        ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
-      ],
+      args: ({ sale, token, record }: { sale: SaleWindow; token: string; record: SaleRecord }) => repairArgs(token, record.stock, sale, record),
       reply: (raw: unknown) => Number(raw),
     },
     /** freeze.lua on one bucket of a bucketed sale (a repair freezes every bucket). */
@@ -385,17 +390,7 @@ export function saleOperations(keys: SaleKeys) {
         const { voucher, buyers } = keys.bucket(sale.voucherId, bucket);
         return [voucher, buyers, ...record.unreleased.map((order) => keys.releaseMarker({ orderId: order.orderId, voucherId: sale.voucherId }, bucket))];
       },
-      args: ({ sale, token, record, stockDelta }: BucketRepair) => [
-        token,
-        stockDelta,
-        sale.begin.getTime(),
-        sale.end.getTime(),
-        SALE_KEYS_KEPT_AFTER_END_MS,
-        record.limitPerUser,
-        record.liveSlots.size,
-        ...[...record.liveSlots].flat(),
-        ...record.unreleased.flatMap((order) => [order.userId, order.slot]),
-      ],
+      args: ({ sale, token, record, stockDelta }: BucketRepair) => repairArgs(token, stockDelta, sale, record),
       reply: (raw: unknown) => Number(raw),
     },
   } satisfies Record<string, OperationSpec<never, unknown>>;
