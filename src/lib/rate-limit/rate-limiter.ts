@@ -1,12 +1,14 @@
+import calculateSlot from 'cluster-key-slot';
 import type { Cluster, Redis } from 'ioredis';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
+import { SmartBatcher } from '../smart-batch/index.js';
 
 type RedisClient = Redis | Cluster;
 
 /** What the limiter's script takes and returns. */
 interface LimiterScripts {
-  /** fixed-window.lua; the number of keys comes first (it varies per call). */
-  fixedWindow(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<[number, number]>;
+  /** fixed-window.lua; the number of keys comes first (it varies per call). Two numbers per event. */
+  fixedWindow(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number[]>;
 }
 
 const FIXED_WINDOW_LUA = readLua(import.meta.url, 'fixed-window.lua');
@@ -48,13 +50,32 @@ export interface RateLimiterOptions {
   onReject?: (rule: string) => void;
   /** Millisecond clock of the local refusal memory (default `Date.now`). */
   now?: () => number;
+  /** Most events per script call (default 256). */
+  maxBatch?: number;
+  /** Each script call's number of events as it goes out (metrics). */
+  onBatch?: (size: number) => void;
 }
 
 const ALLOWED: RateLimitDecision = { allowed: true };
+/** Events per script call: a few commands each, so a full call stays well under a millisecond of Redis. */
+const DEFAULT_MAX_BATCH = 256;
 /** Upper bound of remembered refusals; beyond it, expired ones are dropped (then all, if need be). */
 const MAX_REMEMBERED_REFUSALS = 10_000;
 /** Upper bound of subjects with local-burst state (a second of a busy sale's buyers). */
 const MAX_LOCAL_WINDOWS = 100_000;
+
+/** One counter an event charges, as fixed-window.lua takes it. */
+interface Charge {
+  key: string;
+  limit: number;
+  windowMs: number;
+  /** Events let through locally before this one, charged now. */
+  earlier: number;
+  cost: number;
+}
+
+/** An event's outcome: 0 when allowed, else the 1-based index of its refusing charge; and that counter's ms left. */
+type Verdict = [refused: number, ttlMs: number];
 
 /** This process' view of one counter's window for the local burst. */
 interface LocalWindow {
@@ -69,11 +90,13 @@ interface LocalWindow {
  * Fixed-window rate limits on Redis, shared by every instance: counter `rl:{rule}:{subject}`,
  * a string whose TTL is the window, started by the first event (fixed-window.lua).
  *
- * - Several checks (e.g. per user and per IP) cost one script call on a standalone Redis, which
- *   also joins ioredis' auto-pipeline with other requests' commands. On a Cluster the keys live in
- *   different slots, so each gets its own call, sent in parallel (still one round trip of latency);
- *   there a refusal by one rule may have charged the others.
- * - All or nothing: an event refused by any rule is counted by none.
+ * - Events are checked in batches (smart batching, src/lib/smart-batch): an event goes out at once
+ *   when no call is out; the events that arrive meanwhile go together in the next call, one
+ *   script run deciding them in arrival order, each as it would be decided alone. On a standalone
+ *   Redis one call is out at a time for all events; on a Cluster one per slot, and an event whose
+ *   checks live in different slots sends each check to its slot's call (still one round trip of
+ *   latency), so there a refusal by one rule may have charged the others.
+ * - All or nothing (standalone): an event refused by any rule is counted by none.
  * - A refusal is remembered in the process until its window ends: a client that keeps trying is
  *   refused from memory, without a Redis command, so a flood costs Redis one command per window.
  */
@@ -82,6 +105,8 @@ export class RateLimiter {
   private readonly localWindows = new Map<string, LocalWindow>();
   private readonly now: () => number;
   private readonly scripts: LimiterScripts;
+  /** Events waiting for a call, by lane: one lane on a standalone Redis, one per slot on a Cluster. */
+  private readonly batcher: SmartBatcher<Charge[], Verdict>;
 
   constructor(
     private readonly redis: RedisClient,
@@ -89,6 +114,14 @@ export class RateLimiter {
   ) {
     this.now = options.now ?? Date.now;
     this.scripts = defineScripts<LimiterScripts>(redis, 'rateLimit', { fixedWindow: { keys: 'dynamic', lua: FIXED_WINDOW_LUA } });
+    const keyPrefix = redis.options.keyPrefix ?? '';
+    this.batcher = new SmartBatcher<Charge[], Verdict>({
+      // On a Cluster every event sent has one charge (consume splits them): its counter's slot.
+      laneOf: redis.isCluster ? (event) => calculateSlot(keyPrefix + event[0]!.key) : () => 0,
+      decide: (events) => this.decide(events),
+      maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
+      onBatch: options.onBatch,
+    });
   }
 
   /** Counts one event against every check (rules with limit 0 are skipped). */
@@ -103,8 +136,8 @@ export class RateLimiter {
       for (const window of windows) window.uncharged += 1;
       return ALLOWED;
     }
-    const charges = this.takeUncharged(active);
-    const [index, ttlMs] = this.redis.isCluster && active.length > 1 ? await this.runEachAlone(active, charges) : await this.run(active, charges);
+    const charges = this.chargesOf(active);
+    const [index, ttlMs] = this.redis.isCluster && charges.length > 1 ? await this.eachInItsSlot(charges) : await this.batcher.submit(charges);
     if (index === 0) return ALLOWED;
     const refused = active[index - 1]!;
     return this.refuse(refused.rule.name, ttlMs, (refused.cost ?? 1) > 1 ? null : keyOf(refused));
@@ -132,17 +165,23 @@ export class RateLimiter {
     return null;
   }
 
-  /** Events let through locally that this call charges to Redis, per check. */
-  private takeUncharged(checks: readonly RateLimitCheck[]): number[] {
-    if (this.localWindows.size === 0) return checks.map(() => 0);
+  /** The counters this event charges, each with the events let through locally before it. */
+  private chargesOf(checks: readonly RateLimitCheck[]): Charge[] {
     const now = this.now();
     return checks.map((check) => {
-      const window = this.localWindows.get(keyOf(check));
-      if (window === undefined || window.until <= now) return 0;
-      const uncharged = window.uncharged;
-      window.uncharged = 0;
-      return uncharged;
+      const key = keyOf(check);
+      const { rule, cost = 1 } = check;
+      return { key, limit: rule.limit, windowMs: rule.windowSeconds * 1000, earlier: this.takeUncharged(key, now), cost };
     });
+  }
+
+  /** Events let through locally on the counter, now charged to Redis by this event. */
+  private takeUncharged(key: string, now: number): number {
+    const window = this.localWindows.get(key);
+    if (window === undefined || window.until <= now) return 0;
+    const uncharged = window.uncharged;
+    window.uncharged = 0;
+    return uncharged;
   }
 
   private dropEndedLocalWindows(now: number): void {
@@ -150,17 +189,26 @@ export class RateLimiter {
     if (this.localWindows.size >= MAX_LOCAL_WINDOWS) this.localWindows.clear();
   }
 
-  private run(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
-    const keys = checks.map(keyOf);
-    const args = checks.flatMap(({ rule, cost = 1 }, i) => [rule.limit, rule.windowSeconds * 1000, charges[i] ?? 0, cost]);
-    return this.scripts.fixedWindow(keys.length, ...keys, ...args);
+  /** One fixed-window.lua call for a batch of events: a verdict per event, in order. */
+  private async decide(events: Charge[][]): Promise<Verdict[]> {
+    const keys: string[] = [];
+    const args: number[] = [events.length];
+    for (const event of events) {
+      args.push(event.length);
+      for (const { key, limit, windowMs, earlier, cost } of event) {
+        keys.push(key);
+        args.push(limit, windowMs, earlier, cost);
+      }
+    }
+    const flat = await this.scripts.fixedWindow(keys.length, ...keys, ...args);
+    return events.map((_, i) => [flat[2 * i]!, flat[2 * i + 1]!]);
   }
 
-  /** One call per key (Cluster: different slots); the first refusing check in order wins. */
-  private async runEachAlone(checks: readonly RateLimitCheck[], charges: readonly number[]): Promise<[number, number]> {
-    const results = await Promise.all(checks.map((check, i) => this.run([check], [charges[i] ?? 0])));
-    const refused = results.findIndex(([index]) => index !== 0);
-    return refused === -1 ? [0, 0] : [refused + 1, results[refused]![1]];
+  /** Cluster: each charge in its own slot's call; the first refusing charge in order wins. */
+  private async eachInItsSlot(charges: readonly Charge[]): Promise<Verdict> {
+    const verdicts = await Promise.all(charges.map((charge) => this.batcher.submit([charge])));
+    const refused = verdicts.findIndex(([index]) => index !== 0);
+    return refused === -1 ? [0, 0] : [refused + 1, verdicts[refused]![1]];
   }
 
   /**

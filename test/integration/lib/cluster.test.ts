@@ -52,6 +52,22 @@ describe('on a Redis Cluster', () => {
     expect(Number(await cluster.hget('rl:cl:sale:v1', 'n'))).toBeGreaterThanOrEqual(10);
   });
 
+  it('rate-limits the events of one slot in one script call and those of different slots apart', async () => {
+    const batches: number[] = [];
+    const limiter = new RateLimiter(cluster, { onBatch: (size) => batches.push(size) });
+    const rule = { name: 'cl:batch', limit: 1, windowSeconds: 60 };
+    // Subjects with one hash tag: their counters share a slot, so they may share a call.
+    const sameSlot = await Promise.all(['{t}1', '{t}2', '{t}1', '{t}3'].map((subject) => limiter.consume([{ rule, subject }])));
+    expect(sameSlot.map(({ allowed }) => allowed)).toEqual([true, true, false, true]);
+    expect(batches).toEqual([1, 3]);
+    expect(await cluster.get('rl:cl:batch:{t}1')).toBe('1');
+    // Counters in different slots: a call per slot, each at once.
+    batches.length = 0;
+    const apart = await Promise.all(['{a}x', '{b}x', '{c}x'].map((subject) => limiter.consume([{ rule, subject }])));
+    expect(apart.every(({ allowed }) => allowed)).toBe(true);
+    expect(batches).toEqual([1, 1, 1]);
+  });
+
   it('issues distinct IDs for prefixes whose counters live on different nodes', async () => {
     const ids = new IdGenerator(cluster);
     for (const prefix of ['order', 'blog', 'p0', 'p1', 'p2']) {

@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AdmissionLimiter, RateLimit, RateLimiter, type RateLimitRule } from '../../../src/lib/rate-limit/index.js';
+import {
+  AdmissionLimiter,
+  RateLimit,
+  RateLimiter,
+  type RateLimitCheck,
+  type RateLimitDecision,
+  type RateLimitRule,
+} from '../../../src/lib/rate-limit/index.js';
 import { connectRedis, deleteKeys, uniquePrefix } from '../../support/redis.js';
 
 const keyPrefix = uniquePrefix('rate-limit');
@@ -56,6 +63,46 @@ describe('RateLimiter (fixed windows on Redis)', () => {
     expect(await limiter.consume(checks)).toMatchObject({ allowed: false, rule: 'lib:strict' });
     expect(await redis.get('rl:lib:loose:ip1')).toBe('1');
     expect(await redis.get('rl:lib:strict:user1')).toBe('1');
+  });
+
+  it('checks the events that arrive while a call is out in one script call, each decided as one at a time would be', async () => {
+    const limit2: RateLimitRule = { name: 'lib:batch', limit: 2, windowSeconds: 60 };
+    const strict: RateLimitRule = { name: 'lib:batch-strict', limit: 1, windowSeconds: 60 };
+    const bytes: RateLimitRule = { name: 'lib:batch-bytes', limit: 10, windowSeconds: 60 };
+    /** A mix of outcomes: a third event of one subject, a refusal by a second rule, costs that do and do not fit. */
+    const events = (who: string): RateLimitCheck[][] => [
+      [{ rule: limit2, subject: `${who}a` }],
+      [{ rule: limit2, subject: `${who}a` }],
+      [{ rule: limit2, subject: `${who}a` }],
+      [
+        { rule: limit2, subject: `${who}b` },
+        { rule: strict, subject: `${who}b` },
+      ],
+      [
+        { rule: limit2, subject: `${who}b` },
+        { rule: strict, subject: `${who}b` },
+      ],
+      [{ rule: limit2, subject: `${who}b` }],
+      [{ rule: bytes, subject: `${who}c`, cost: 8 }],
+      [{ rule: bytes, subject: `${who}c`, cost: 3 }],
+      [{ rule: bytes, subject: `${who}c`, cost: 2 }],
+    ];
+    const verdict = (decision: RateLimitDecision) => (decision.allowed ? 'allowed' : decision.rule);
+    const counters = (who: string) => redis.mget(`rl:lib:batch:${who}a`, `rl:lib:batch:${who}b`, `rl:lib:batch-strict:${who}b`, `rl:lib:batch-bytes:${who}c`);
+
+    const alone: string[] = [];
+    const oneAtATime = new RateLimiter(redis);
+    for (const checks of events('alone-')) alone.push(verdict(await oneAtATime.consume(checks)));
+
+    const batches: number[] = [];
+    const batched = new RateLimiter(redis, { onBatch: (size) => batches.push(size) });
+    const together = await Promise.all(events('together-').map((checks) => batched.consume(checks)));
+
+    expect(alone).toEqual(['allowed', 'allowed', 'lib:batch', 'allowed', 'lib:batch-strict', 'allowed', 'allowed', 'lib:batch-bytes', 'allowed']);
+    expect(together.map(verdict)).toEqual(alone);
+    expect(await counters('together-')).toEqual(await counters('alone-'));
+    // The first event went out at once; the eight that arrived while it was out went in one call.
+    expect(batches).toEqual([1, 8]);
   });
 
   it('remembers a refusal in the process until its window ends, so a flood costs no Redis command', async () => {

@@ -20,8 +20,8 @@ const MESSAGES: Record<string, MessageFactory<'seconds'>> = {
  * The limits in front of POST /voucher-order/seckill/{id}, cheapest first:
  * 1. refusals this instance already knows of (a user or address over its limit): memory only;
  * 2. the sale's admission rate (src/lib/rate-limit AdmissionLimiter): memory, one lease per block;
- * 3. per user and per IP: nothing for a buyer's first request of a second (local burst), else one
- *    script call on Redis that shares the auto-pipeline.
+ * 3. per user and per IP: nothing for a buyer's first request of a second (local burst), else a
+ *    share of one script call that checks the requests arriving together (smart batching).
  * Any refusal is a 429 with Retry-After, before an order id is taken or the sale is touched.
  */
 export class OrderLimits {

@@ -35,7 +35,7 @@ export type TransferStepName = keyof TransferSteps;
 const REDIRECTED = /^(MOVED|ASK|TRYAGAIN|CLUSTERDOWN)\b/;
 
 /**
- * Group commit of one shard's batch (the store's ReserveBatcher forms it): one pipeline
+ * Group commit of one shard's batch (the store's SmartBatcher forms it): one pipeline
  * `reserve.lua (the batch), WAIT acks timeout`. WAIT covers every earlier write of its
  * connection, so one WAIT confirms the whole batch. It must run on the connection that ran the
  * script: a lone keyless WAIT on an ioredis Cluster goes to a random node, but a pipeline goes

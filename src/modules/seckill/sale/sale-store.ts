@@ -1,12 +1,12 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
+import { SmartBatcher } from '../../../lib/smart-batch/index.js';
 import { HttpError } from '../../../http/errors.js';
 import { OutcomeUnknown } from '../errors.js';
 import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, homeBucket, queuedByUserMember, type BucketRef, type SaleKeys } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
 import { AcknowledgedReserve, type ReplicaAckOptions } from './acknowledged-reserve.js';
-import { ReserveBatcher } from './reserve-batcher.js';
 import { BucketControls } from './bucket-controls.js';
 import { BucketTransfers, bucketsOf, parseTransfer, readBuckets, shareOf, TRANSFER_SWEEP_AFTER_MS, type PendingTransfer, unwaitedSteps } from './transfers.js';
 import {
@@ -117,7 +117,7 @@ export class SaleStore {
   /** Set when replica acknowledgement is on: batches with orders for the stream then go through its group commit. */
   private readonly acknowledged: AcknowledgedReserve | undefined;
   /** Set when batches of more than one order are allowed. */
-  private readonly batcher: ReserveBatcher | undefined;
+  private readonly batcher: SmartBatcher<ReserveRequest, ReserveResult> | undefined;
   private readonly onBatch: ((size: number) => void) | undefined;
   private readonly refillPatienceMs: number;
   private readonly source: SaleSource | undefined;
@@ -156,7 +156,7 @@ export class SaleStore {
     const maxBatch = options.maxBatch ?? 1;
     this.batcher =
       maxBatch > 1
-        ? new ReserveBatcher({
+        ? new SmartBatcher<ReserveRequest, ReserveResult>({
             laneOf: ({ order, bucket }) => (bucket ? keys.laneShard(bucket) : keys.shardOf(order.voucherId)),
             decide: (batch) => this.decideBatch(batch),
             maxBatch,
@@ -332,7 +332,7 @@ export class SaleStore {
    */
   async reserve(order: OrderRequest, mode: ReserveMode = 'stream', bucket?: BucketRef): Promise<ReserveResult> {
     const request: ReserveRequest = bucket ? { order, mode, bucket } : { order, mode };
-    if (this.batcher) return this.batcher.reserve(request);
+    if (this.batcher) return this.batcher.submit(request);
     this.onBatch?.(1);
     const [result] = await this.decideBatch([request]);
     if (!result) throw new Error('reserve.lua answered no result for the order');

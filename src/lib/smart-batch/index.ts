@@ -1,0 +1,1 @@
+export { SmartBatcher, type DecideBatch, type SmartBatcherOptions } from './smart-batcher.js';
