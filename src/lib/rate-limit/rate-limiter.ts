@@ -1,7 +1,6 @@
-import calculateSlot from 'cluster-key-slot';
 import type { Cluster, Redis } from 'ioredis';
 import { defineScripts, readLua } from '../redis-scripts/index.js';
-import { SmartBatcher } from '../smart-batch/index.js';
+import { SmartBatcher, slotLanes } from '../smart-batch/index.js';
 
 type RedisClient = Redis | Cluster;
 
@@ -114,10 +113,10 @@ export class RateLimiter {
   ) {
     this.now = options.now ?? Date.now;
     this.scripts = defineScripts<LimiterScripts>(redis, 'rateLimit', { fixedWindow: { keys: 'dynamic', lua: FIXED_WINDOW_LUA } });
-    const keyPrefix = redis.options.keyPrefix ?? '';
+    const laneOfKey = slotLanes(redis);
     this.batcher = new SmartBatcher<Charge[], Verdict>({
       // On a Cluster every event sent has one charge (consume splits them): its counter's slot.
-      laneOf: redis.isCluster ? (event) => calculateSlot(keyPrefix + event[0]!.key) : () => 0,
+      laneOf: (event) => laneOfKey(event[0]!.key),
       decide: (events) => this.decide(events),
       maxBatch: options.maxBatch ?? DEFAULT_MAX_BATCH,
       onBatch: options.onBatch,

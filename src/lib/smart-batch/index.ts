@@ -1,1 +1,2 @@
 export { SmartBatcher, type DecideBatch, type SmartBatcherOptions } from './smart-batcher.js';
+export { slotLanes } from './slot-lanes.js';
