@@ -117,6 +117,9 @@ async function startNode(dir: string, taken: number[], nodeTimeoutMs: number): P
         dir,
         '--cluster-node-timeout',
         String(nodeTimeoutMs),
+        // A master's first sync to its replica at once: by default (5 s) it waits for more replicas to share the transfer, and a node here has one.
+        '--repl-diskless-sync-delay',
+        '0',
       ],
       { stdio: 'ignore' },
     );

@@ -15,6 +15,11 @@ import type { World } from '../world.js';
 import { createFaultWorld, startInstances, stopInstances, sumMetric, timeDrain, type Instance, type LoadResult } from './harness.js';
 
 let shared: Promise<RabbitmqCluster> | undefined;
+/**
+ * Vhosts of finished runs whose cluster had a node down: deleting a vhost then waits ~20 s on the
+ * dead member of its quorum queue. They are deleted once the cluster is whole again, or go with it.
+ */
+let vhostsLeft: ClusterVhost[] = [];
 
 /** The process's cluster with its three nodes running (started on first use). */
 export async function wholeCluster(): Promise<RabbitmqCluster> {
@@ -27,13 +32,15 @@ export async function wholeCluster(): Promise<RabbitmqCluster> {
     throw error;
   }
   if (!(await cluster.whole())) await cluster.startMissing();
+  for (const vhost of vhostsLeft.splice(0)) await vhost.delete();
   return cluster;
 }
 
-/** Stops the shared cluster, if one was started (npm run faults and the test call it at the end). */
+/** Stops the shared cluster, if one was started (npm run faults and the test call it at the end); its vhosts go with its folder. */
 export async function stopSharedCluster(): Promise<void> {
   const cluster = shared;
   shared = undefined;
+  vhostsLeft = [];
   if (cluster) await (await cluster).stop();
 }
 
@@ -47,7 +54,8 @@ export interface BrokerSale {
 /**
  * The cluster whole, a vhost and a world of the run's own, three instances on them. `instanceEnv`,
  * given the world, prepares what the instances need and says each one's own settings (e.g. MySQL
- * through a proxy). Everything is undone through `defer`.
+ * through a proxy). Everything is undone through `defer` (the vhost, when the run left a node
+ * down, once the cluster is whole again or with the cluster).
  */
 export async function startBrokerSale(
   defer: (cleanup: () => Promise<unknown>) => void,
@@ -55,7 +63,10 @@ export async function startBrokerSale(
 ): Promise<BrokerSale> {
   const cluster = await wholeCluster();
   const vhost = await cluster.addVhost();
-  defer(() => vhost.delete());
+  defer(async () => {
+    if (await cluster.whole()) await vhost.delete();
+    else vhostsLeft.push(vhost);
+  });
   const world = await createFaultWorld({ users: 150 });
   defer(() => world.destroy());
   const envOf = await instanceEnv(world);

@@ -52,7 +52,7 @@ export const rabbitmqWriterKill: FaultScenario = {
         return (index): Record<string, string> => (index === VICTIM ? { MYSQL_URL: throughProxy(world.env.MYSQL_URL!, started.port) } : {});
       });
       const { world, instances } = sale;
-      const durationSeconds = size === 'test' ? 12 : 20;
+      const durationSeconds = size === 'test' ? 8 : 20;
       const setup = await prepareSale(world, { rate: 300, durationSeconds, stock: 50 });
       const victim: Instance = instances[VICTIM]!;
       // Found now: under the sale's load each rabbitmqctl call takes seconds.
