@@ -101,9 +101,16 @@ export class AcknowledgedReserve {
     };
   }
 
+  /**
+   * Durable when `acks` replicas confirmed the step, or every replica a failover could promote did:
+   * on a Cluster, the replicas in the master's own view of the Cluster that the Cluster has not
+   * marked failed (CLUSTER NODES, asked in the same pipeline). A master whose replica is gone for
+   * good (a failover promoted it, and the old master is down) thus goes on selling; one cut off
+   * from its replica by a partition still sees it (at most suspected, `fail?`) and waits.
+   */
   private async step<In, Out>(name: TransferStepName, pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<Stepped<Out>> {
-    const { results, confirmed } = await this.waited(pick, input);
-    const durable = confirmed >= this.options.acks;
+    const { results, confirmed, promotable } = await this.waited(pick, input, true);
+    const durable = confirmed >= Math.min(this.options.acks, promotable);
     if (!durable) this.options.onStepTimeout?.(name, confirmed);
     return { value: results, durable };
   }
@@ -111,26 +118,54 @@ export class AcknowledgedReserve {
   /**
    * One script and `WAIT acks timeout` in one pipeline on the connection of its own; the replicas
    * that confirmed it (-1: the WAIT failed, or the script was redirected and ran alone, unwaited).
+   * With `replicaView` on a Cluster, the pipeline also asks the master for its view of the Cluster:
+   * `promotable` is then the number of its replicas a failover could promote (else `acks`).
    */
-  private async waited<In, Out>(pick: (scripts: SaleScripts) => Operation<In, Out>, input: In): Promise<{ results: Out; confirmed: number }> {
+  private async waited<In, Out>(
+    pick: (scripts: SaleScripts) => Operation<In, Out>,
+    input: In,
+    replicaView = false,
+  ): Promise<{ results: Out; confirmed: number; promotable: number }> {
     const { acks, timeoutMs } = this.options;
     const { redis, scripts } = this.connection();
     const operation = pick(scripts);
     const pipeline = redis.pipeline();
     operation.queue(pipeline, input);
     pipeline.wait(acks, timeoutMs);
+    const askView = replicaView && redis.isCluster;
+    if (askView) pipeline.cluster('NODES');
     const replies = (await pipeline.exec()) ?? [];
     const [scriptError, raw] = replies[0] ?? [new Error('no reply'), null];
     if (scriptError && REDIRECTED.test(scriptError.message)) {
       // The hash slot moved (failover, resharding): run the script alone, which ioredis redirects;
       // its replication cannot be waited for on that path, so it counts as unconfirmed.
       if ('refreshSlotsCache' in redis) redis.refreshSlotsCache();
-      return { results: await operation(input), confirmed: -1 };
+      return { results: await operation(input), confirmed: -1, promotable: acks };
     }
     if (scriptError) throw scriptError;
     const [waitError, acknowledged] = replies[1] ?? [new Error('no WAIT reply'), 0];
-    return { results: operation.reply(raw), confirmed: waitError ? -1 : Number(acknowledged) };
+    const [viewError, view] = askView ? (replies[2] ?? [new Error('no CLUSTER NODES reply'), null]) : [null, null];
+    const promotable = askView && !viewError && typeof view === 'string' ? promotableReplicas(view) : acks;
+    return { results: operation.reply(raw), confirmed: waitError ? -1 : Number(acknowledged), promotable };
   }
+}
+
+/**
+ * How many replicas of the answering master (`myself`) its CLUSTER NODES reply lists that the
+ * Cluster has not marked failed: those a failover could promote. A replica only suspected by this
+ * master (`fail?`, e.g. cut off by a partition) counts.
+ */
+export function promotableReplicas(clusterNodes: string): number {
+  const nodes = clusterNodes
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [id, , flags = '', masterId] = line.split(' ');
+      return { id, flags: flags.split(','), masterId };
+    });
+  const myself = nodes.find(({ flags }) => flags.includes('myself'));
+  if (!myself) return Infinity;
+  return nodes.filter(({ flags, masterId }) => masterId === myself.id && flags.includes('slave') && !flags.includes('fail')).length;
 }
 
 /** Orders of the batch accepted onto the stream (a held order is the sync strategy's, written before its answer). */

@@ -160,3 +160,35 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(totals.reduce((sum, total) => sum + Number(total), 0)).toBe(8);
   }, 30_000);
 });
+
+describe('buckets with SECKILL_REPLICA_ACKS on masters that have no replica', () => {
+  it('refills and sells out: a step no failover can undo is durable without a replica to confirm it', async () => {
+    // No replica exists in the Cluster's view of any master, so no failover can promote one without
+    // a step: every WAIT falls short (acknowledged 0), and the steps stand as durable.
+    const config = { ...env.config, redisClusterNodes: cluster.nodes, seckill: { ...env.config.seckill, replicaAcks: 1, replicaTimeoutMs: 20 } };
+    const acked = buildSeckill({
+      config,
+      redis,
+      db: env.db,
+      consumerName: 'buckets-acks',
+      log: pino({ level: 'silent' }),
+    });
+    try {
+      const voucherId = await bucketedSale(12, 3);
+      const buyers: string[] = [];
+      // Every buyer homes to bucket 0: its 4 units, then refills from buckets 1 and 2.
+      for (let id = 7_200_000; buyers.length < 20; id += 1) if (homeBucket(String(id), 3) === 0) buyers.push(String(id));
+      let nextOrder = 8_700_000_000;
+      const outcomes: string[] = [];
+      for (const userId of buyers) {
+        outcomes.push((await acked.store.decide({ orderId: String(nextOrder++), userId, voucherId })).outcome);
+      }
+      expect(outcomes.filter((outcome) => outcome === 'accepted')).toHaveLength(12);
+      expect(outcomes.slice(12)).toEqual(Array.from({ length: 8 }, () => 'sold-out'));
+      const readings = await readBuckets(redis, acked.keys, voucherId, 3);
+      expect(readings.map(({ stock: left, pending }) => left + pending)).toEqual([0, 0, 0]);
+    } finally {
+      await acked.close();
+    }
+  }, 30_000);
+});
