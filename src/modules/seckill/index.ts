@@ -9,7 +9,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
-import { createMetrics, lockWaitObserver, type Metrics } from '../../infra/metrics.js';
+import { createMetrics, lockWaitObserver, rateLimiterMetrics, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { CacheClient, combineStats, type CacheStats } from '../../lib/cache/index.js';
 import { IdGenerator } from '../../lib/id/index.js';
@@ -393,7 +393,7 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sto
 /** The order route's limits: the sale's admission rate, then per user and per IP. */
 function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): OrderLimits {
   return new OrderLimits(
-    new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
+    new RateLimiter(redis, rateLimiterMetrics(metrics)),
     new AdmissionLimiter(redis, {
       name: LIMIT_NAMES.admission,
       ratePerSecond: config.rateLimit.saleAdmissionPerSecond,
@@ -412,7 +412,7 @@ function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSetting
     captcha: new CaptchaChallenges(redis, keys, { iterations: captchaIterations, ttlSeconds: CAPTCHA_TTL_SECONDS }),
     spent: new SpentTokens(redis),
     limit: new RateLimit(
-      new RateLimiter(redis, { onReject: (rule) => metrics.rateLimitRejections.inc({ limit: rule }) }),
+      new RateLimiter(redis, rateLimiterMetrics(metrics)),
       requestsPerMinute > 0 ? [{ name: GATE_LIMIT_NAME, limit: requestsPerMinute, windowSeconds: 60 }] : [],
     ),
     tokenTtlMs: tokenTtlSeconds * 1000,

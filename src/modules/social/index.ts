@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
-import type { Metrics } from '../../infra/metrics.js';
+import { rateLimiterMetrics, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { RateLimiter } from '../../lib/rate-limit/index.js';
 import { UserRepository } from '../users/user-repository.js';
@@ -58,7 +58,7 @@ export function buildSocial(deps: SocialDeps) {
     onError: (err) => log.warn({ err }, 'could not write unique visitors'),
   });
   const { metrics } = deps;
-  const limiter = new RateLimiter(redis, { onReject: (rule) => metrics?.rateLimitRejections.inc({ limit: rule }) });
+  const limiter = new RateLimiter(redis, metrics ? rateLimiterMetrics(metrics) : {});
   const limits = new WriteLimits(limiter, config);
   const uploads = new UploadRepository(db);
   const uploadService = new UploadService(uploads, {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
-import type { Metrics } from '../../infra/metrics.js';
+import { rateLimiterMetrics, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { KeyReader } from '../../lib/near-cache/index.js';
 import { RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
@@ -39,7 +39,7 @@ export type Users = ReturnType<typeof buildUsers>;
 /** SMS-code login, Redis sessions and the hooks that authenticate every /api request. */
 export function buildUsers(deps: UsersDeps) {
   const { auth } = deps.config;
-  const limiter = new RateLimiter(deps.redis, { onReject: (rule) => deps.metrics.rateLimitRejections.inc({ limit: rule }) });
+  const limiter = new RateLimiter(deps.redis, rateLimiterMetrics(deps.metrics));
   const sessions = new SessionStore(deps.redis, auth.sessionTtlSeconds, auth.sessionMaxAgeSeconds, deps.near);
   const service = new UserService({
     users: new UserRepository(deps.db),

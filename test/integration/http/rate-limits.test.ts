@@ -44,6 +44,11 @@ function metricValue(text: string, name: string, labels: string): number {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
+function unlabelled(text: string, name: string): number {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+}
+
 /** Waits until a Redis second has just begun (the admission limiter counts Redis seconds). */
 async function startOfRedisSecond(): Promise<void> {
   const [, micros] = await env.redis.time();
@@ -71,6 +76,10 @@ describe('order placement: per user and per IP', () => {
 
     const metrics = (await app.inject({ url: '/metrics', headers: metricsAuth })).body;
     expect(metricValue(metrics, 'rate_limit_rejections_total', 'limit="order:user"')).toBe(1);
+    // Checked in Redis: the user's second and third requests (each buyer's first of a second passes
+    // on the local burst), one at a time, so two script calls of one event each.
+    expect(unlabelled(metrics, 'rate_limit_check_batch_size_count')).toBe(2);
+    expect(unlabelled(metrics, 'rate_limit_check_batch_size_sum')).toBe(2);
   });
 
   it('refuses a client IP over ORDER_RATE_LIMIT_PER_IP across users, not other IPs', async () => {
