@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { deflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import type { BrowserContextOptions, Page } from 'playwright-core';
+import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SECKILL_VOUCHER_ID } from '../../../src/infra/seed/demo-data.js';
 import { demoPicture } from '../../../src/infra/seed/demo-images.js';
@@ -95,6 +95,19 @@ async function withPage(
   } finally {
     await context.close();
   }
+}
+
+/**
+ * The voucher's order state, or the error the page shows instead, read without waiting for either
+ * (a locator's textContent waits up to the default timeout for its element): a purchase that fails
+ * then fails the poll with the page's own message, well within the test's time.
+ */
+async function orderStateOf(voucher: Locator): Promise<string> {
+  for (const testId of ['order-state', 'buy-error']) {
+    const element = voucher.getByTestId(testId);
+    if ((await element.count()) > 0) return `${testId}: ${(await element.first().textContent()) ?? ''}`;
+  }
+  return 'neither an order state nor an error yet';
 }
 
 /** A real PNG (an orange gradient), as a phone photo would be: the server sniffs the bytes. */
@@ -244,7 +257,7 @@ describe('web front end', () => {
       await expect.poll(() => voucher.getByTestId('stock').textContent()).toBe('剩余 100 张');
       await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/距结束 \d+天 \d\d:\d\d:\d\d/);
       await voucher.getByTestId('buy').click();
-      await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
+      await expect.poll(() => orderStateOf(voucher), { timeout: 15_000 }).toBe('order-state: 已创建 · 待支付');
       const orderId = (await voucher.getByTestId('order-id').textContent())!;
       expect(orderId).toMatch(/^\d{15,20}$/); // a 64-bit id, kept as a decimal string
       await expect(voucher.getByTestId('stock').textContent()).resolves.toBe('剩余 99 张');
@@ -306,7 +319,7 @@ describe('web front end', () => {
         await expect.poll(() => voucher.getByTestId('buy').isEnabled()).toBe(true);
         await expect(voucher.getByTestId('countdown').textContent()).resolves.toMatch(/^距结束 00:59:\d\d$/);
         await voucher.getByTestId('buy').click();
-        await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
+        await expect.poll(() => orderStateOf(voucher), { timeout: 15_000 }).toBe('order-state: 已创建 · 待支付');
       },
       { token: buyer!.token },
     );
@@ -338,7 +351,7 @@ describe('web front end', () => {
         const voucher = page.getByTestId('seckill-voucher').filter({ hasText: '验证码秒杀券' });
         await page.screenshot({ path: `${SCREENSHOTS}gated-captcha.png` });
         await voucher.getByTestId('buy').click();
-        await expect.poll(() => voucher.getByTestId('order-state').textContent(), { timeout: 15_000 }).toBe('已创建 · 待支付');
+        await expect.poll(() => orderStateOf(voucher), { timeout: 15_000 }).toBe('order-state: 已创建 · 待支付');
         await expect(voucher.getByTestId('captcha').count()).resolves.toBe(0);
       },
       { token: buyer!.token },
