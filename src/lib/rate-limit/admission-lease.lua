@@ -2,9 +2,11 @@
 -- KEYS[1]: hash {s = second (Redis clock), n = tokens leased in it}; ARGV[1]: tokens per second,
 -- ARGV[2]: tokens wanted. Returns {tokens granted (0..wanted), ms left in the second}.
 -- Redis' clock decides the second, so instances with skewed clocks still share one window.
-local now = redis.call('TIME')
-local second = tonumber(now[1])
-local msLeft = 1000 - math.floor(tonumber(now[2]) / 1000)
+--- @include "server-time"
+
+local now = server_time_ms()
+local second = math.floor(now / 1000)
+local msLeft = 1000 - now % 1000
 local state = redis.call('HMGET', KEYS[1], 's', 'n')
 local leased = 0
 if tonumber(state[1]) == second then leased = tonumber(state[2]) end

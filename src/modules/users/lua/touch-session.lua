@@ -12,6 +12,8 @@
   Returns the hash as a flat list of fields and values; empty if there is no such session (which
   is then not created by the EXPIRE) or if its deadline has passed (it is then deleted).
 ]]
+--- @include "server-time"
+
 local fields = redis.call('HGETALL', KEYS[1])
 if #fields == 0 then
   return fields
@@ -22,8 +24,7 @@ for i = 1, #fields, 2 do
     deadline = tonumber(fields[i + 1])
   end
 end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = server_time_ms()
 if deadline == nil then
   deadline = now + tonumber(ARGV[2]) * 1000
   redis.call('HSET', KEYS[1], 'deadline', deadline)
