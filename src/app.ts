@@ -103,8 +103,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: ajvOptions,
-    // Query strings and params are coerced to their schema types, JSON bodies are not.
-    schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart() } },
+    // Query strings and params are coerced to their schema types, JSON bodies are not. Response
+    // schemas document the answers (OpenAPI, the web app's types) and compile to nothing: every
+    // answer is written by stringifyResult (setReplySerializer below), as the handler returned it.
+    schemaController: { compilersFactory: { buildValidator: validatorPerHttpPart(), buildSerializer: () => () => stringifyResult } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrors(config.defaultLanguage),
     clientErrorHandler: clientErrorHandler(config.defaultLanguage),

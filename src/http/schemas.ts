@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { HTTP_MESSAGES } from './http-messages.js';
 
 /**
@@ -47,3 +47,33 @@ export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, 
  * a normal user is refused on every route so marked.
  */
 export const ADMIN_ONLY = { 'x-admin-only': true } as const;
+
+/** An id in an answer: a decimal string (64-bit ids exceed what a JSON number keeps exactly). */
+export const Id = Type.String({ pattern: ID_PATTERN, description: 'a 64-bit id, as a decimal string' });
+
+/** An instant in an answer: ISO 8601 in UTC (`toISOString()`). */
+export const Timestamp = Type.String({ format: 'date-time' });
+
+const Wrapper = {
+  success: Type.Boolean({ description: 'false for a refusal answered with 200 (e.g. a sold-out seckill voucher)' }),
+  errorMsg: Type.Optional(Type.String({ description: 'the refusal, when success is false' })),
+};
+
+/**
+ * A route's answer: hmdp's wrapper `{success, errorMsg, data, total}` (src/http/result.ts) with
+ * `data` of this schema, absent when success is false. A route's `response: { 200: ResultOf(…) }`
+ * is its documentation (the OpenAPI document and the web app's types generated from it) and types
+ * its handler's return; app.ts writes every answer with stringifyResult, never from a response schema.
+ */
+export const ResultOf = <T extends TSchema>(data: T) =>
+  Type.Object(
+    {
+      ...Wrapper,
+      data: Type.Optional(data),
+      total: Type.Optional(Type.Integer({ description: 'total count, for pages that have one' })),
+    },
+    { description: 'The result in the wrapper' },
+  );
+
+/** The answer of a route that answers no data (`ok()`). */
+export const EmptyResult = Type.Object(Wrapper, { description: 'Done (no data)' });

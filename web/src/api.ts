@@ -1,5 +1,6 @@
 import type { Challenge } from 'altcha-lib';
 import { reactive } from 'vue';
+import type { paths } from './generated/api';
 import { toastError } from './toast';
 
 /**
@@ -23,109 +24,35 @@ interface Wrapper<T> {
   total?: number;
 }
 
-export interface User {
-  id: string;
-  nickName: string;
-  icon: string;
-}
-/** GET /user/me: the user plus the session's role (the admin page link shows for admins only). */
-export interface Me extends User {
-  role: 'user' | 'admin';
-}
-export interface ShopType {
-  id: string;
-  name: string;
-  icon: string;
-  sort: number;
-}
-export interface Shop {
-  id: string;
-  name: string;
-  typeId: string;
-  images: string;
-  area: string;
-  address: string;
-  x: number;
-  y: number;
-  avgPrice: number;
-  sold: number;
-  comments: number;
-  score: number;
-  openHours: string;
-  distance?: number;
-}
-export interface Voucher {
-  id: string;
-  shopId: string;
-  title: string;
-  subTitle: string;
-  rules: string;
-  payValue: number;
-  actualValue: number;
-  type: number;
-  status: number;
-  stock?: number;
-  beginTime?: string;
-  endTime?: string;
-  /** Seckill vouchers: `token` or `captcha` when an order needs a purchase token first. */
-  purchaseGate?: 'off' | 'token' | 'captcha';
-}
-/** A sale's settings after an administrator's change; stock is the total offered, left what remains. */
-export interface SaleSettings {
-  stock: number;
-  beginTime: string;
-  endTime: string;
-  paused: boolean;
-}
-export interface SaleControl extends SaleSettings {
-  voucherId: string;
-  left: number;
-  changed: boolean;
-}
-export interface SaleAuditEntry {
-  id: string;
-  adminId: string;
-  action: string;
-  before: SaleSettings;
-  after: SaleSettings;
-  time: string;
-}
-export type OrderState = 'queued' | 'created' | 'paid' | 'used' | 'cancelled' | 'refunding' | 'refunded';
-export interface Order {
-  id: string;
-  voucherId: string;
-  state: OrderState;
-  createTime?: string;
-  payTime?: string;
-}
-/** One line of GET /voucher-order/of/me. */
-export interface MyOrder extends Order {
-  title: string;
-  shopId: string;
-  payValue: number;
-  createTime: string;
-}
-export interface Blog {
-  id: string;
-  shopId: string;
-  userId: string;
-  title: string;
-  content: string;
-  images: string;
-  liked: number;
-  comments: number;
-  name?: string;
-  icon?: string;
-  isLike?: boolean;
-  createTime?: string;
-}
+/*
+ * The answers' and bodies' types come from the server's OpenAPI document (generated/api.d.ts,
+ * `npm run gen:api`): a route's `data` is its response schema's.
+ */
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type Operation<P extends keyof paths, M extends Method> = paths[P][M];
+type Answer<P extends keyof paths, M extends Method> = Operation<P, M> extends { responses: { 200: { content: { 'application/json': infer A } } } } ? A : never;
+/** What a route's `data` holds when it succeeds (undefined for the routes that answer none). */
+export type Data<P extends keyof paths, M extends Method> = 'data' extends keyof Answer<P, M> ? Exclude<Answer<P, M>['data'], undefined> : undefined;
+/** A route's JSON body. */
+export type Body<P extends keyof paths, M extends Method> = Operation<P, M> extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 
-export interface SignMonth {
-  month: string;
-  daysInMonth: number;
-  signedDays: number[];
-  today: number | null;
-}
+export type User = Data<'/api/user/{id}', 'get'>;
+/** GET /user/me: the user plus the session's role (the admin page link shows for admins only). */
+export type Me = Data<'/api/user/me', 'get'>;
+export type ShopType = Data<'/api/shop-type/list', 'get'>[number];
+/** A shop; `distance` (metres) on a search by position. */
+export type Shop = Data<'/api/shop/of/type', 'get'>[number];
+/** Seckill vouchers have a stock, a window and a purchase gate (`token` or `captcha`: a purchase token first). */
+export type Voucher = Data<'/api/voucher/list/{shopId}', 'get'>[number];
+/** A sale's settings after an administrator's change; stock is the total offered, left what remains. */
+export type SaleControl = Data<'/api/voucher/seckill/{id}', 'patch'>;
+export type SaleAuditEntry = Data<'/api/voucher/seckill/{id}/audit', 'get'>[number];
+export type Order = Data<'/api/voucher-order/{id}', 'get'>;
+export type OrderState = Order['state'];
+/** One line of GET /voucher-order/of/me. */
+export type MyOrder = Data<'/api/voucher-order/of/me', 'get'>[number];
+export type Blog = Data<'/api/blog/{id}', 'get'>;
+export type SignMonth = Data<'/api/user/sign/month', 'get'>;
 
 const TOKEN_KEY = 'token';
 export const session = reactive<{ token: string | null; user: Me | null }>({
@@ -200,9 +127,9 @@ function fail(status: number, message: string, options: CallOptions): never {
 }
 
 export const api = {
-  sendCode: (phone: string) => call<null>('POST', `/user/code?phone=${encodeURIComponent(phone)}`),
-  login: (phone: string, code: string) => call<string>('POST', '/user/login', { body: { phone, code } }),
-  logout: () => call<null>('POST', '/user/logout'),
+  sendCode: (phone: string) => call<Data<'/api/user/code', 'post'>>('POST', `/user/code?phone=${encodeURIComponent(phone)}`),
+  login: (phone: string, code: string) => call<Data<'/api/user/login', 'post'>>('POST', '/user/login', { body: { phone, code } }),
+  logout: () => call<Data<'/api/user/logout', 'post'>>('POST', '/user/logout'),
   me: () => call<Me>('GET', '/user/me'),
   shopTypes: () => call<ShopType[]>('GET', '/shop-type/list'),
   shopsOfType: (typeId: string, current: number, x: number, y: number) =>
@@ -210,51 +137,45 @@ export const api = {
   shop: (id: string) => call<Shop>('GET', `/shop/${id}`),
   vouchers: (shopId: string) => call<Voucher[]>('GET', `/voucher/list/${shopId}`),
   seckill: (voucherId: string, purchaseToken?: string) =>
-    call<string>('POST', `/voucher-order/seckill/${voucherId}`, { quiet: true, ...(purchaseToken ? { headers: { 'x-purchase-token': purchaseToken } } : {}) }),
-  purchaseToken: (voucherId: string, captcha?: string) =>
-    call<{ token: string; expiresAt: string }>('POST', `/voucher-order/seckill/${voucherId}/token`, {
+    call<Data<'/api/voucher-order/seckill/{id}', 'post'>>('POST', `/voucher-order/seckill/${voucherId}`, {
       quiet: true,
-      body: captcha === undefined ? {} : { captcha },
+      ...(purchaseToken ? { headers: { 'x-purchase-token': purchaseToken } } : {}),
     }),
-  /** An ALTCHA proof-of-work challenge (purchase-gate.ts solves it). */
+  purchaseToken: (voucherId: string, captcha?: string) =>
+    call<Data<'/api/voucher-order/seckill/{id}/token', 'post'>>('POST', `/voucher-order/seckill/${voucherId}/token`, {
+      quiet: true,
+      body: (captcha === undefined ? {} : { captcha }) satisfies Body<'/api/voucher-order/seckill/{id}/token', 'post'>,
+    }),
+  /** An ALTCHA proof-of-work challenge, as altcha-lib (purchase-gate.ts) types and solves it. */
   captcha: (voucherId: string) => call<Challenge>('GET', `/voucher-order/seckill/${voucherId}/captcha`, { quiet: true }),
   order: (id: string) => call<Order>('GET', `/voucher-order/${id}`),
-  pay: (id: string) => call<Order>('POST', `/voucher-order/${id}/pay`),
+  pay: (id: string) => call<Data<'/api/voucher-order/{id}/pay', 'post'>>('POST', `/voucher-order/${id}/pay`),
   myOrders: (current = 1) => call<MyOrder[]>('GET', `/voucher-order/of/me?current=${current}`),
-  hotBlogs: (current = 1) => call<Blog[]>('GET', `/blog/hot?current=${current}`),
+  hotBlogs: (current = 1) => call<Data<'/api/blog/hot', 'get'>>('GET', `/blog/hot?current=${current}`),
   blog: (id: string) => call<Blog>('GET', `/blog/${id}`),
-  like: (id: string) => call<{ isLike: boolean; liked: number }>('PUT', `/blog/like/${id}`),
-  likers: (id: string) => call<User[]>('GET', `/blog/likes/${id}`),
-  myBlogs: (current = 1) => call<Blog[]>('GET', `/blog/of/me?current=${current}`),
-  createBlog: (blog: { shopId: string; title: string; content: string; images: string }) => call<string>('POST', '/blog', { body: blog }),
+  like: (id: string) => call<Data<'/api/blog/like/{id}', 'put'>>('PUT', `/blog/like/${id}`),
+  likers: (id: string) => call<Data<'/api/blog/likes/{id}', 'get'>>('GET', `/blog/likes/${id}`),
+  myBlogs: (current = 1) => call<Data<'/api/blog/of/me', 'get'>>('GET', `/blog/of/me?current=${current}`),
+  createBlog: (blog: Body<'/api/blog', 'post'>) => call<Data<'/api/blog', 'post'>>('POST', '/blog', { body: blog }),
   uploadImage: (file: File) => {
     const form = new FormData();
     form.append('file', file);
-    return call<string>('POST', '/upload/blog', { form, timeoutMs: 30_000 });
+    return call<Data<'/api/upload/blog', 'post'>>('POST', '/upload/blog', { form, timeoutMs: 30_000 });
   },
-  createShop: (shop: { name: string; typeId: string; area: string; address: string; x: number; y: number; avgPrice: number; openHours: string }) =>
-    call<string>('POST', '/shop', { body: shop }),
-  createSeckillVoucher: (voucher: {
-    shopId: string;
-    title: string;
-    subTitle: string;
-    payValue: number;
-    actualValue: number;
-    stock: number;
-    beginTime: string;
-    endTime: string;
-  }) => call<string>('POST', '/voucher/seckill', { body: voucher }),
-  pauseSale: (voucherId: string) => call<SaleControl>('POST', `/voucher/seckill/${voucherId}/pause`),
-  resumeSale: (voucherId: string) => call<SaleControl>('POST', `/voucher/seckill/${voucherId}/resume`),
-  updateSale: (voucherId: string, change: { stock?: number; beginTime?: string; endTime?: string }) =>
+  createShop: (shop: Body<'/api/shop', 'post'>) => call<Data<'/api/shop', 'post'>>('POST', '/shop', { body: shop }),
+  createSeckillVoucher: (voucher: Body<'/api/voucher/seckill', 'post'>) =>
+    call<Data<'/api/voucher/seckill', 'post'>>('POST', '/voucher/seckill', { body: voucher }),
+  pauseSale: (voucherId: string) => call<Data<'/api/voucher/seckill/{id}/pause', 'post'>>('POST', `/voucher/seckill/${voucherId}/pause`),
+  resumeSale: (voucherId: string) => call<Data<'/api/voucher/seckill/{id}/resume', 'post'>>('POST', `/voucher/seckill/${voucherId}/resume`),
+  updateSale: (voucherId: string, change: Body<'/api/voucher/seckill/{id}', 'patch'>) =>
     call<SaleControl>('PATCH', `/voucher/seckill/${voucherId}`, { body: change }),
   saleAudit: (voucherId: string) => call<SaleAuditEntry[]>('GET', `/voucher/seckill/${voucherId}/audit`),
-  follow: (userId: string, follow: boolean) => call<null>('PUT', `/follow/${userId}/${follow}`),
-  isFollowing: (userId: string) => call<boolean>('GET', `/follow/or/not/${userId}`),
+  follow: (userId: string, follow: boolean) => call<Data<'/api/follow/{id}/{isFollow}', 'put'>>('PUT', `/follow/${userId}/${follow}`),
+  isFollowing: (userId: string) => call<Data<'/api/follow/or/not/{id}', 'get'>>('GET', `/follow/or/not/${userId}`),
   feed: (lastId?: number, offset = 0) =>
-    call<{ list: Blog[]; minTime: number; offset: number }>('GET', `/blog/of/follow?offset=${offset}${lastId === undefined ? '' : `&lastId=${lastId}`}`),
-  sign: () => call<{ alreadySigned: boolean }>('POST', '/user/sign'),
-  signStreak: () => call<number>('GET', '/user/sign/count'),
+    call<Data<'/api/blog/of/follow', 'get'>>('GET', `/blog/of/follow?offset=${offset}${lastId === undefined ? '' : `&lastId=${lastId}`}`),
+  sign: () => call<Data<'/api/user/sign', 'post'>>('POST', '/user/sign'),
+  signStreak: () => call<Data<'/api/user/sign/count', 'get'>>('GET', '/user/sign/count'),
   signMonth: () => call<SignMonth>('GET', '/user/sign/month'),
 };
 

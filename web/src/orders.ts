@@ -1,5 +1,7 @@
-/** Labels of the order states the server reports (GET /voucher-order/{id} and /voucher-order/of/me). */
-export const STATE_LABEL: Record<string, string> = {
+import type { OrderState } from './api';
+
+/** Labels of the order states the server reports (GET /voucher-order/{id} and /voucher-order/of/me): one for each. */
+export const STATE_LABEL: Record<OrderState, string> = {
   queued: '排队中',
   created: '已创建 · 待支付',
   paid: '已支付',

@@ -1,12 +1,13 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { ADMIN_ONLY, Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
+import { ADMIN_ONLY, Current, EmptyResult, Id, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
 import { bothTexts } from '../../http/messages.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import { SHOP_MESSAGES } from './messages.js';
 import type { ShopService } from './shop-service.js';
+import { ShopViewSchema } from './shop-schemas.js';
 
 const Longitude = Type.Number({
   minimum: -LONGITUDE_LIMIT,
@@ -42,8 +43,10 @@ const ShopFields = {
  * check as voucher writes): 401 without a session, 403 for other users.
  */
 export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = async (app, { service }) => {
-  app.get('/shop/:id', { config: { public: true }, schema: { summary: 'A shop by id (cached)', params: IdParams } }, async (request) =>
-    ok(await service.get(request.params.id)),
+  app.get(
+    '/shop/:id',
+    { config: { public: true }, schema: { summary: 'A shop by id (cached)', params: IdParams, response: { 200: ResultOf(ShopViewSchema) } } },
+    async (request) => ok(await service.get(request.params.id)),
   );
 
   app.get(
@@ -58,6 +61,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
           x: Type.Optional(Longitude),
           y: Type.Optional(Latitude),
         }),
+        response: { 200: ResultOf(Type.Array(ShopViewSchema)) },
       },
     },
     async (request) => {
@@ -77,6 +81,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
       schema: {
         summary: 'Shops whose name contains a text, 10 a page',
         querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 128 })), current: Current }),
+        response: { 200: ResultOf(Type.Array(ShopViewSchema)) },
       },
     },
     async (request) => ok(await service.ofName(request.query.name, request.query.current)),
@@ -93,6 +98,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
           ...Type.Partial(Type.Object(ShopFields)).properties,
           ...Type.Pick(Type.Object(ShopFields), ['name', 'typeId', 'address', 'x', 'y']).properties,
         }),
+        response: { 200: ResultOf(Id) },
       },
     },
     async (request) => {
@@ -109,6 +115,7 @@ export const shopRoutes: FastifyPluginAsyncTypebox<{ service: ShopService }> = a
         summary: 'Update the fields given of a shop',
         // Only the fields present change (hmdp's updateById skips nulls).
         body: Type.Object({ id: IdBody, ...Type.Partial(Type.Object(ShopFields)).properties }),
+        response: { 200: EmptyResult },
       },
     },
     async (request) => {

@@ -1,7 +1,8 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
-import { IdParams, IdString } from '../../http/schemas.js';
+import { EmptyResult, IdParams, IdString, ResultOf } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
+import { UserSummarySchema } from '../users/user-schemas.js';
 import type { FollowService } from './follow-service.js';
 import { SOCIAL_MESSAGES } from './messages.js';
 import type { WriteLimits } from './write-limits.js';
@@ -17,6 +18,7 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService; l
           id: IdString,
           isFollow: Type.Union([Type.Literal('true'), Type.Literal('false')], { errorMessage: SOCIAL_MESSAGES.trueOrFalse.texts }),
         }),
+        response: { 200: EmptyResult },
       },
       preHandler: limits.preHandler('follow'),
     },
@@ -26,11 +28,15 @@ export const followRoutes: FastifyPluginAsyncTypebox<{ service: FollowService; l
     },
   );
 
-  app.get('/follow/or/not/:id', { schema: { summary: 'Whether I follow a user', params: IdParams } }, async (request) =>
-    ok(await service.isFollowing(currentUser(request).id, request.params.id)),
+  app.get(
+    '/follow/or/not/:id',
+    { schema: { summary: 'Whether I follow a user', params: IdParams, response: { 200: ResultOf(Type.Boolean()) } } },
+    async (request) => ok(await service.isFollowing(currentUser(request).id, request.params.id)),
   );
 
-  app.get('/follow/common/:id', { schema: { summary: 'Users both I and another user follow', params: IdParams } }, async (request) =>
-    ok(await service.common(currentUser(request).id, request.params.id)),
+  app.get(
+    '/follow/common/:id',
+    { schema: { summary: 'Users both I and another user follow', params: IdParams, response: { 200: ResultOf(Type.Array(UserSummarySchema)) } } },
+    async (request) => ok(await service.common(currentUser(request).id, request.params.id)),
   );
 };

@@ -3,6 +3,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import type { FastifyRequest } from 'fastify';
 import { badRequest, HttpError } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
+import { EmptyResult, ResultOf } from '../../http/schemas.js';
 import { currentUser } from '../users/auth.js';
 import type { UploadService, UploadStream } from './upload-service.js';
 import type { WriteLimits } from './write-limits.js';
@@ -24,7 +25,11 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; l
   app.post(
     '/upload/blog',
     {
-      schema: { summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name', consumes: ['multipart/form-data'] },
+      schema: {
+        summary: 'Upload a blog image (JPEG, PNG, GIF, WebP): data = its name',
+        consumes: ['multipart/form-data'],
+        response: { 200: ResultOf(Type.String({ description: 'the picture name' })) },
+      },
       // Images per hour, counted before a byte is read; the bytes per day once the size is known.
       preHandler: limits.preHandler('upload'),
     },
@@ -37,7 +42,13 @@ export const uploadRoutes: FastifyPluginAsyncTypebox<{ service: UploadService; l
 
   app.get(
     '/upload/blog/delete',
-    { schema: { summary: 'Delete one of my uploaded images', querystring: Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) }) } },
+    {
+      schema: {
+        summary: 'Delete one of my uploaded images',
+        querystring: Type.Object({ name: Type.String({ minLength: 1, maxLength: 256 }) }),
+        response: { 200: EmptyResult },
+      },
+    },
     async (request) => {
       await service.deleteBlogImage(currentUser(request).id, request.query.name);
       return ok();

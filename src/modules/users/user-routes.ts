@@ -1,9 +1,10 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
-import { IdParams } from '../../http/schemas.js';
+import { EmptyResult, IdParams, ResultOf } from '../../http/schemas.js';
 import { currentUser } from './auth.js';
 import { USER_MESSAGES } from './messages.js';
 import type { UserService } from './user-service.js';
+import { SessionUserSchema, UserSummarySchema } from './user-schemas.js';
 
 /** Mainland-China mobile numbers: 11 digits, 1 then 3-9. */
 const Phone = Type.String({
@@ -15,7 +16,7 @@ const Code = Type.String({ pattern: '^[0-9]{6}$', errorMessage: USER_MESSAGES.co
 export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = async (app, { service }) => {
   app.post(
     '/user/code',
-    { config: { public: true }, schema: { summary: 'Send a login code by SMS', querystring: Type.Object({ phone: Phone }) } },
+    { config: { public: true }, schema: { summary: 'Send a login code by SMS', querystring: Type.Object({ phone: Phone }), response: { 200: EmptyResult } } },
     async (request) => {
       await service.sendCode(request.query.phone, request.ip);
       return ok();
@@ -34,29 +35,36 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ service: UserService }> = a
           // hmdp's form also posts a password field; password login is not offered.
           password: Type.Optional(Type.String({ maxLength: 128 })),
         }),
+        response: { 200: ResultOf(Type.String({ description: 'the session token' })) },
       },
     },
     async (request) => ok(await service.login(request.body.phone, request.body.code)),
   );
 
-  app.post('/user/logout', { schema: { summary: 'End my session' } }, async (request) => {
+  app.post('/user/logout', { schema: { summary: 'End my session', response: { 200: EmptyResult } } }, async (request) => {
     if (request.sessionToken !== null && request.user !== null) await service.logout(request.sessionToken, request.user.id);
     return ok();
   });
 
   // After a lost phone or a shared computer: every session of the user ends, on every device.
-  app.post('/user/logout-all', { schema: { summary: 'End every session of mine (log out everywhere): data = how many ended' } }, async (request) =>
-    ok(await service.logoutEverywhere(currentUser(request).id)),
+  app.post(
+    '/user/logout-all',
+    { schema: { summary: 'End every session of mine (log out everywhere): data = how many ended', response: { 200: ResultOf(Type.Integer()) } } },
+    async (request) => ok(await service.logoutEverywhere(currentUser(request).id)),
   );
 
   // {id, nickName, icon} as in hmdp, plus `role` ('user' | 'admin') for the front end's admin link.
-  app.get('/user/me', { schema: { summary: 'The logged-in user (with role)' } }, async (request) => ok(currentUser(request)));
+  app.get('/user/me', { schema: { summary: 'The logged-in user (with role)', response: { 200: ResultOf(SessionUserSchema) } } }, async (request) =>
+    ok(currentUser(request)),
+  );
 
   app.get('/user/info/:id', { schema: { summary: "A user's profile details", params: IdParams } }, async (request) =>
     ok(await service.getInfo(request.params.id)),
   );
 
-  app.get('/user/:id', { schema: { summary: "A user's public name and icon", params: IdParams } }, async (request) =>
-    ok(await service.getUser(request.params.id)),
+  app.get(
+    '/user/:id',
+    { schema: { summary: "A user's public name and icon", params: IdParams, response: { 200: ResultOf(UserSummarySchema) } } },
+    async (request) => ok(await service.getUser(request.params.id)),
   );
 };

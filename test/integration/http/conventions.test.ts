@@ -2,10 +2,12 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/app.js';
 import { closeRedis, createRedis } from '../../../src/infra/redis.js';
 import { ok, stringifyResult } from '../../../src/http/result.js';
+import { ResultOf } from '../../../src/http/schemas.js';
 import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
 
 let env: TestEnv;
@@ -30,6 +32,10 @@ beforeAll(async () => {
     throw new Error('secret connection string mysql://root:hunter2@db');
   });
   app.get('/api/big', { config: { public: true } }, async () => ok({ id: 2n ** 63n - 1n, ids: [1n] }));
+  // A response schema that declares less than the handler returns, and a string where it returns a bigint.
+  app.get('/api/declared', { config: { public: true }, schema: { response: { 200: ResultOf(Type.Object({ id: Type.String() })) } } }, async () =>
+    ok({ id: 7n, undeclared: true }),
+  );
   await app.ready();
 });
 
@@ -124,5 +130,11 @@ describe('HTTP conventions', () => {
     const response = await app.inject({ url: '/api/big' });
     expect(response.body).toBe('{"success":true,"data":{"id":"9223372036854775807","ids":["1"]}}');
     expect(stringifyResult(ok(5n, 1))).toBe('{"success":true,"data":"5","total":1}');
+  });
+
+  it('writes an answer as its handler returned it: a response schema documents it, never filters or converts it', async () => {
+    const response = await app.inject({ url: '/api/declared' });
+    expect(response.statusCode).toBe(200);
+    expect(response.body).toBe('{"success":true,"data":{"id":"7","undeclared":true}}');
   });
 });

@@ -1,9 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
-import { ADMIN_ONLY, IdParams, Instant } from '../../../http/schemas.js';
+import { ADMIN_ONLY, IdParams, Instant, ResultOf } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
-import { Buckets, CaptchaMaxNumber, LimitPerUser, NoOtherSetting, PurchaseGateMode, SaleStock } from './sale-schemas.js';
+import {
+  AuditEntrySchema,
+  Buckets,
+  CaptchaMaxNumber,
+  LimitPerUser,
+  NoOtherSetting,
+  PurchaseGateMode,
+  SaleControlResultSchema,
+  SaleStock,
+} from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -11,13 +20,27 @@ import { SECKILL_MESSAGES } from '../messages.js';
 export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleControls }> = async (app, { controls }) => {
   app.post(
     '/voucher/seckill/:id/pause',
-    { schema: { ...ADMIN_ONLY, summary: 'Pause a sale: every order is refused until resumed (a repeat changes nothing)', params: IdParams } },
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: 'Pause a sale: every order is refused until resumed (a repeat changes nothing)',
+        params: IdParams,
+        response: { 200: ResultOf(SaleControlResultSchema) },
+      },
+    },
     async (request) => ok(await controls.pause(request.params.id, requireAdmin(request).id)),
   );
 
   app.post(
     '/voucher/seckill/:id/resume',
-    { schema: { ...ADMIN_ONLY, summary: 'Resume a paused sale (a repeat changes nothing)', params: IdParams } },
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: 'Resume a paused sale (a repeat changes nothing)',
+        params: IdParams,
+        response: { 200: ResultOf(SaleControlResultSchema) },
+      },
+    },
     async (request) => ok(await controls.resume(request.params.id, requireAdmin(request).id)),
   );
 
@@ -41,6 +64,7 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
           },
           { minProperties: 1, additionalProperties: NoOtherSetting, errorMessage: { minProperties: SECKILL_MESSAGES.giveOneSetting.texts } },
         ),
+        response: { 200: ResultOf(SaleControlResultSchema) },
       },
     },
     async (request) => ok(await controls.update(request.params.id, requireAdmin(request).id, request.body)),
@@ -48,7 +72,14 @@ export const saleControlRoutes: FastifyPluginAsyncTypebox<{ controls: SaleContro
 
   app.get(
     '/voucher/seckill/:id/audit',
-    { schema: { ...ADMIN_ONLY, summary: "The sale's changes by administrators, newest first (who, when, what, before and after)", params: IdParams } },
+    {
+      schema: {
+        ...ADMIN_ONLY,
+        summary: "The sale's changes by administrators, newest first (who, when, what, before and after)",
+        params: IdParams,
+        response: { 200: ResultOf(Type.Array(AuditEntrySchema)) },
+      },
+    },
     async (request) => {
       requireAdmin(request);
       const entries = await controls.audit(request.params.id);

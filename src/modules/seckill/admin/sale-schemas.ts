@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
 import { bothTexts } from '../../../http/messages.js';
+import { Id, Timestamp } from '../../../http/schemas.js';
 import { MAX_BUCKETS, MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
-import { GATE_MODES } from '../gate/gate-settings-cache.js';
+import { GATE_MODES, type GateMode } from '../gate/gate-settings-cache.js';
 
 // The settings of a sale that its creation (voucher-routes.ts) and its changes (sale-control-routes.ts) both take.
 
@@ -52,3 +53,45 @@ export const CaptchaMaxNumber = Type.Integer({
  * `{"Stock": 5}` became an empty change).
  */
 export const NoOtherSetting = Type.Never({ errorMessage: SECKILL_MESSAGES.unknownSetting.texts });
+
+// What the sale-control routes answer (their response schemas): sale-controls.ts SaleControlResult and AuditEntry.
+
+/** PurchaseGateMode typed as GateMode (TypeBox infers `never` from a Union of mapped literals), for answers. */
+export const GateModeAnswer = Type.Unsafe<GateMode>(PurchaseGateMode);
+
+const SaleSettingsFields = {
+  stock: Type.Integer({ description: 'units the sale offers, sold or not' }),
+  beginTime: Timestamp,
+  endTime: Timestamp,
+  paused: Type.Boolean(),
+  limitPerUser: Type.Integer(),
+  purchaseGate: GateModeAnswer,
+  captchaMaxNumber: Type.Integer(),
+  buckets: Type.Integer(),
+};
+
+/** A sale's settings after an administrator's control, with what is left. */
+export const SaleControlResultSchema = Type.Object({
+  voucherId: Id,
+  ...SaleSettingsFields,
+  left: Type.Integer({ description: 'units still for sale' }),
+  changed: Type.Boolean({ description: 'false when the sale already was as asked (nothing recorded)' }),
+});
+
+/** A sale's settings as an audit row holds them: captchaMaxNumber and buckets are absent from rows older than their migrations. */
+const AuditedSettings = Type.Object({
+  ...SaleSettingsFields,
+  captchaMaxNumber: Type.Optional(SaleSettingsFields.captchaMaxNumber),
+  buckets: Type.Optional(SaleSettingsFields.buckets),
+});
+
+/** One change of a sale by an administrator. */
+export const AuditEntrySchema = Type.Object({
+  id: Id,
+  voucherId: Id,
+  adminId: Id,
+  action: Type.String({ description: 'pause | resume | update' }),
+  before: AuditedSettings,
+  after: AuditedSettings,
+  time: Timestamp,
+});

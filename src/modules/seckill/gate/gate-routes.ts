@@ -1,9 +1,21 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { Challenge } from 'altcha-lib';
 import { ok } from '../../../http/result.js';
-import { IdParams } from '../../../http/schemas.js';
+import { IdParams, ResultOf, Timestamp } from '../../../http/schemas.js';
 import { currentUser } from '../../users/auth.js';
 import type { PurchaseGate } from './purchase-gate.js';
+
+/** An ALTCHA proof-of-work challenge (altcha-lib v2's Challenge: its library reads it). */
+const CaptchaChallenge = Type.Unsafe<Challenge>(
+  Type.Object({
+    parameters: Type.Object({}, { additionalProperties: true, description: "altcha-lib's ChallengeParameters, expiresAt among them" }),
+    signature: Type.Optional(Type.String()),
+  }),
+);
+
+/** A purchase token (purchase-gate.ts IssuedToken). */
+const IssuedTokenSchema = Type.Object({ token: Type.String({ description: 'the X-Purchase-Token of the order' }), expiresAt: Timestamp });
 
 /** The purchase gate's routes (purchase-gate.ts): a captcha, then a purchase token. */
 export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = async (app, { gate }) => {
@@ -14,6 +26,7 @@ export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = asy
         summary:
           "A captcha for a sale that asks for one: data = an ALTCHA proof-of-work challenge (v2: {parameters, signature}), good once, for this user and sale, until parameters.expiresAt; its solution goes in the token request's body.captcha",
         params: IdParams,
+        response: { 200: ResultOf(CaptchaChallenge) },
       },
     },
     async (request) => ok(await gate.challenge(currentUser(request).id, request.params.id)),
@@ -34,6 +47,7 @@ export const gateRoutes: FastifyPluginAsyncTypebox<{ gate: PurchaseGate }> = asy
           },
           { additionalProperties: false, description: 'optional: no body at all is {}' },
         ),
+        response: { 200: ResultOf(IssuedTokenSchema) },
       },
       // No body (a sale without captcha) is an empty one, before the schema is checked.
       preValidation: (request, _reply, done) => {

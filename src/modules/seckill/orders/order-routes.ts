@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { badRequest } from '../../../http/errors.js';
 import { ok } from '../../../http/result.js';
-import { Current, IdParams } from '../../../http/schemas.js';
+import { Current, Id, IdParams, ResultOf } from '../../../http/schemas.js';
 import { currentUser } from '../../users/auth.js';
 import { orderDeadlineMessage } from '../errors.js';
 import { PURCHASE_TOKEN_HEADER, type PurchaseGate } from '../gate/purchase-gate.js';
@@ -11,6 +11,7 @@ import type { KnownSales } from './known-sales.js';
 import type { OrderLimits } from './order-limits.js';
 import type { OrderPlacement } from './order-placement.js';
 import type { UserOrders } from './user-orders.js';
+import { OrderListItemSchema, OrderViewSchema } from './order-schemas.js';
 
 /** An Idempotency-Key: 1 to 64 visible ASCII characters (no spaces, no control characters). */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,64}$/;
@@ -44,6 +45,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
           'Buy a seckill voucher: data = the order id (refusals: 200 with success false; 429 over a rate limit; 503 when Redis did not answer, saying whether the outcome is unknown). ' +
           'Optional header Idempotency-Key (1-64 visible ASCII): a retry with it returns the same order id for 24 h; 422 when the key was used for another voucher',
         params: IdParams,
+        response: { 200: ResultOf(Id) },
       },
       config: { rateLimit: false, deadlineMessage: (request) => orderDeadlineMessage((request.params as { id: string }).id) },
     },
@@ -67,7 +69,13 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   // The caller's orders, newest first, 10 a page; `total` counts them all.
   app.get(
     '/voucher-order/of/me',
-    { schema: { summary: 'My orders, newest first, 10 a page (total = all of them)', querystring: Type.Object({ current: Current }) } },
+    {
+      schema: {
+        summary: 'My orders, newest first, 10 a page (total = all of them)',
+        querystring: Type.Object({ current: Current }),
+        response: { 200: ResultOf(Type.Array(OrderListItemSchema)) },
+      },
+    },
     async (request) => {
       const { list, total } = await userOrders.list(currentUser(request).id, request.query.current);
       return ok(list, total);
@@ -77,17 +85,27 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
   // After an "outcome unknown" answer: did that order go through? MySQL first, then Redis's buyer mark.
   app.get(
     '/voucher-order/of/me/voucher/:id',
-    { schema: { summary: 'My order of one voucher (created, paid... or queued: accepted, not yet written); 404 when I have none', params: IdParams } },
+    {
+      schema: {
+        summary: 'My order of one voucher (created, paid... or queued: accepted, not yet written); 404 when I have none',
+        params: IdParams,
+        response: { 200: ResultOf(Type.Union([OrderViewSchema, Type.Object({ voucherId: Id, state: Type.Literal('queued') })])) },
+      },
+    },
     async (request) => ok(await userOrders.findForVoucher(currentUser(request).id, request.params.id)),
   );
 
   app.get(
     '/voucher-order/:id',
-    { schema: { summary: 'One of my orders and its state (queued, created, paid, cancelled)', params: IdParams } },
+    {
+      schema: { summary: 'One of my orders and its state (queued, created, paid, cancelled)', params: IdParams, response: { 200: ResultOf(OrderViewSchema) } },
+    },
     async (request) => ok(await userOrders.get(currentUser(request).id, request.params.id)),
   );
 
-  app.post('/voucher-order/:id/pay', { schema: { summary: 'Pay one of my orders', params: IdParams } }, async (request) =>
-    ok(await userOrders.pay(currentUser(request).id, request.params.id)),
+  app.post(
+    '/voucher-order/:id/pay',
+    { schema: { summary: 'Pay one of my orders', params: IdParams, response: { 200: ResultOf(OrderViewSchema) } } },
+    async (request) => ok(await userOrders.pay(currentUser(request).id, request.params.id)),
   );
 };

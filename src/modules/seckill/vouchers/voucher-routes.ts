@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
-import { ADMIN_ONLY, IdBody, IdString, Instant } from '../../../http/schemas.js';
+import { ADMIN_ONLY, Id, IdBody, IdString, Instant, ResultOf } from '../../../http/schemas.js';
 import { requireAdmin } from '../../users/auth.js';
 import { Buckets, CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';
+import { VoucherViewSchema } from './voucher-schemas.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
 /** Money in fen (1/100 yuan), as hmdp stores it. */
@@ -20,10 +21,14 @@ const VoucherBody = {
 };
 
 export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService }> = async (app, { service }) => {
-  app.post('/voucher', { schema: { ...ADMIN_ONLY, summary: 'Create a voucher of a shop: data = its id', body: Type.Object(VoucherBody) } }, async (request) => {
-    requireAdmin(request);
-    return ok(await service.addVoucher(request.body));
-  });
+  app.post(
+    '/voucher',
+    { schema: { ...ADMIN_ONLY, summary: 'Create a voucher of a shop: data = its id', body: Type.Object(VoucherBody), response: { 200: ResultOf(Id) } } },
+    async (request) => {
+      requireAdmin(request);
+      return ok(await service.addVoucher(request.body));
+    },
+  );
 
   app.post(
     '/voucher/seckill',
@@ -42,6 +47,7 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
           captchaMaxNumber: Type.Optional(CaptchaMaxNumber),
           buckets: Type.Optional(Buckets),
         }),
+        response: { 200: ResultOf(Id) },
       },
     },
     async (request) => {
@@ -52,7 +58,14 @@ export const voucherRoutes: FastifyPluginAsyncTypebox<{ service: VoucherService 
 
   app.get(
     '/voucher/list/:shopId',
-    { config: { public: true }, schema: { summary: 'Vouchers of a shop, seckill ones with stock and window', params: Type.Object({ shopId: IdString }) } },
+    {
+      config: { public: true },
+      schema: {
+        summary: 'Vouchers of a shop, seckill ones with stock and window',
+        params: Type.Object({ shopId: IdString }),
+        response: { 200: ResultOf(Type.Array(VoucherViewSchema)) },
+      },
+    },
     async (request) => ok(await service.listByShop(request.params.shopId)),
   );
 };

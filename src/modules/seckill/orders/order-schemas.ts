@@ -1,0 +1,35 @@
+import { Type } from 'typebox';
+import { Id, Timestamp } from '../../../http/schemas.js';
+import type { OrderState } from '../types.js';
+
+// What the order routes answer (their response schemas): types.ts OrderView and OrderListItem.
+
+/** Every OrderState once: a Record, so a state added to the type and not here (or the reverse) fails to compile. */
+const ORDER_STATES: Record<OrderState, true> = { queued: true, created: true, paid: true, used: true, cancelled: true, refunding: true, refunded: true };
+
+export const OrderStateSchema = Type.Unsafe<OrderState>({
+  type: 'string',
+  enum: Object.keys(ORDER_STATES),
+  description: 'queued until the order is written to MySQL',
+});
+
+/** One order as GET /voucher-order/{id} shows it. */
+export const OrderViewSchema = Type.Object({
+  id: Id,
+  voucherId: Id,
+  state: OrderStateSchema,
+  createTime: Type.Optional(Timestamp),
+  payTime: Type.Optional(Timestamp),
+});
+
+/** One line of the caller's order list: the order with its voucher's title, shop and price. */
+export const OrderListItemSchema = Type.Object({
+  id: Id,
+  voucherId: Id,
+  title: Type.String(),
+  shopId: Id,
+  state: OrderStateSchema,
+  payValue: Type.Integer({ description: 'fen (1/100 yuan)' }),
+  createTime: Timestamp,
+  payTime: Type.Optional(Timestamp),
+});
