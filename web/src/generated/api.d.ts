@@ -3607,7 +3607,7 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha), captchaMaxNumber = the captcha's cost (from the next challenge), buckets = Redis buckets the stock is sold from (alone, until 10 s before the sale begins; a sale of more than one bucket takes no other change yet: 409)
+     * Change a live sale: stock = units offered in total (sold or not; not below what is sold or queued), window (an endTime not in the future ends it now), limitPerUser = live orders one user may hold, purchaseGate (off | token | captcha), captchaMaxNumber = the captcha's cost (from the next challenge), buckets = Redis buckets the stock is sold from (alone, before any unit is sold or queued and until 10 s before the sale begins, else 409; every other change applies to each bucket)
      * @description Needs a login (401 without a valid session). Administrators only (403 for other users).
      */
     patch: {
