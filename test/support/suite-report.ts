@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import type { Reporter, TestModule, Vitest } from 'vitest/node';
@@ -8,6 +9,8 @@ export const SUITE_REPORT = 'test-results/suite-report.json';
 export interface SuiteReport {
   /** ISO time the run started. */
   startedAt: string;
+  /** The commit checked out (short hash; a `+` when the tree had changes), if git could tell. */
+  commit?: string;
   /** Vitest's wall time, from its start to its last file's end. */
   wallMs: number;
   files: Array<{
@@ -40,6 +43,7 @@ export default class SuiteReporter implements Reporter {
   onTestRunEnd(testModules: readonly TestModule[]): void {
     const report: SuiteReport = {
       startedAt: new Date(this.started).toISOString(),
+      ...commitOf(this.root),
       wallMs: Date.now() - this.started,
       files: testModules.map((module) => {
         const diagnostic = module.diagnostic();
@@ -56,5 +60,14 @@ export default class SuiteReporter implements Reporter {
     const path = `${this.root}/${SUITE_REPORT}`;
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, `${JSON.stringify(report, null, 1)}\n`);
+  }
+}
+
+function commitOf(root: string): { commit?: string } {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
+    return { commit: `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain') === '' ? '' : '+'}` };
+  } catch {
+    return {};
   }
 }
