@@ -20,6 +20,9 @@ export default defineConfig({
     env: { NODE_ENV: 'test' },
     // The long files of a group first (sequencer.ts).
     sequence: { sequencer: LongestProjectsFirst },
+    // Beside Vitest's summary, each file's time with its hooks, for `npm run docs:testing`
+    // (test-results/suite-report.json).
+    reporters: ['default', './test/support/suite-report.ts'],
     projects: [
       {
         extends: true,

@@ -87,6 +87,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'warn',
   };
   delete env.TOPOLOGY_EDGE_EXEMPT; // the default: 127.0.0.1
+  await buildDist();
   await topology('up');
   db = createDb({ mysqlUrl: `${testMysqlUrl()}/${database}`, poolSize: 2 });
   redis = createRedis({ redisUrl: 'redis://unused', redisClusterNodes: nodes.slice(0, 3), redisKeyPrefix: '' });
@@ -259,6 +260,16 @@ describe('scripts/topology.sh', () => {
     expect(answers.filter((answer) => answer.status === 401)).toHaveLength(SALE_CONN);
   });
 });
+
+/**
+ * dist/ as `npm run build` makes it, without its type check (the checks project type-checks the
+ * same sources; tsc emits the same JavaScript either way): `up` builds only when dist/ is stale,
+ * the checked build takes ~19 s of CPU, this one ~8 s.
+ */
+async function buildDist(): Promise<void> {
+  await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json', '--noCheck']);
+  await run(process.execPath, ['scripts/copy-assets.mjs']);
+}
 
 async function insertVoucher(stock: number): Promise<string> {
   const result = await db!
