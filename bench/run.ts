@@ -13,21 +13,21 @@ import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
-import { prepareBaseline, prepareShopHot, type PreparedScenario } from './http-scenarios.js';
-import { measureAll } from './load.js';
-import { measureIds, type OpsRow } from './id.js';
-import { measureLockBench } from './lock.js';
-import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './options.js';
-import { summariseProfiles } from './profile.js';
-import { Progress } from './progress.js';
-import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
-import { prepareSale } from './seckill.js';
-import { prepareSemaphoreSale } from './seckill-semaphore.js';
-import { prepareRabbitSale } from './seckill-rabbitmq.js';
-import { attachWorld, createOwnWorld, type World } from './world.js';
+import { prepareBaseline, prepareShopHot, type PreparedScenario } from './scenarios/shop-hot.js';
+import { measureAll } from './harness/measure.js';
+import { measureIds, type OpsRow } from './micro/id.js';
+import { measureLockBench } from './micro/lock.js';
+import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './harness/options.js';
+import { summariseProfiles } from './reports/profile.js';
+import { Progress } from './reports/progress.js';
+import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './reports/markdown.js';
+import { prepareSale } from './sale/checks.js';
+import { prepareSemaphoreSale } from './scenarios/seckill-semaphore.js';
+import { prepareRabbitSale } from './scenarios/seckill-rabbitmq.js';
+import { attachWorld, createOwnWorld, type World } from './harness/world.js';
 import { loadConfig } from '../src/infra/config.js';
 import { startRedisServer, type RedisServer } from '../kit/redis-servers.js';
-import { mariadbPid, redisPid } from './cpu.js';
+import { mariadbPid, redisPid } from './harness/cpu.js';
 
 /** `env`: where an attached world (`--target`) reads the servers' configuration. */
 export async function runBench(options: BenchOptions, progress = new Progress(), env: Record<string, string | undefined> = process.env): Promise<BenchReport> {
@@ -169,8 +169,8 @@ async function describeMachine(world: World): Promise<Machine> {
 
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
-  if (command === 'growth') return (await import('./growth.js')).main(rest);
-  if (command === 'hot-voucher') return (await import('./hot-voucher.js')).main(rest);
+  if (command === 'growth') return (await import('./growth/render.js')).main(rest);
+  if (command === 'hot-voucher') return (await import('./hot-voucher/one-core.js')).main(rest);
   let options;
   try {
     options = parseBenchOptions(process.argv.slice(2));

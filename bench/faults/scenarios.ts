@@ -1,19 +1,19 @@
 /** Every fault scenario, in the order of docs/RELIABILITY.md: crashes first, then gray failures, then an administrator's changes under load. */
-import { bandwidthLimit } from './bandwidth-limit.js';
-import { bucketFaults } from './buckets.js';
-import { connectionReset } from './connection-reset.js';
-import type { FaultScenario } from './harness.js';
-import { killApp } from './kill-app.js';
-import { lockPause } from './lock-pause.js';
-import { mysqlOutage } from './mysql-outage.js';
-import { mysqlStall } from './mysql-stall.js';
-import { rabbitmqNodeKill } from './rabbitmq-node-kill.js';
-import { rabbitmqOutage } from './rabbitmq-outage.js';
-import { rabbitmqWriterKill } from './rabbitmq-writer-kill.js';
-import { redisFailover } from './redis-failover.js';
-import { redisLatency } from './redis-latency.js';
-import { redisRestart } from './redis-restart.js';
-import { redisStall } from './redis-stall.js';
+import { bandwidthLimit } from './gray/bandwidth-limit.js';
+import { bucketFaults } from './buckets/scenario.js';
+import { connectionReset } from './gray/connection-reset.js';
+import type { FaultScenario } from './harness/instances.js';
+import { killApp } from './crash/kill-app.js';
+import { lockPause } from './crash/lock-pause.js';
+import { mysqlOutage } from './crash/mysql-outage.js';
+import { mysqlStall } from './gray/mysql-stall.js';
+import { rabbitmqNodeKill } from './rabbitmq/rabbitmq-node-kill.js';
+import { rabbitmqOutage } from './rabbitmq/rabbitmq-outage.js';
+import { rabbitmqWriterKill } from './rabbitmq/rabbitmq-writer-kill.js';
+import { redisFailover } from './crash/redis-failover.js';
+import { redisLatency } from './gray/redis-latency.js';
+import { redisRestart } from './crash/redis-restart.js';
+import { redisStall } from './gray/redis-stall.js';
 import { saleControls } from './sale-controls.js';
 
 export const SCENARIOS: FaultScenario[] = [

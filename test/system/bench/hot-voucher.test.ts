@@ -5,7 +5,7 @@
  * option exits 2. Figures are only required to be measured, not to have any size.
  */
 import { describe, expect, it } from 'vitest';
-import { main, runHotVoucher } from '../../../bench/hot-voucher.js';
+import { main, runHotVoucher } from '../../../bench/hot-voucher/one-core.js';
 
 describe('npm run bench -- hot-voucher, bucketed sales', () => {
   it('sells one voucher out from 1, 2 and 3 buckets on a Cluster, every check passing, every figure reported', { timeout: 120_000 }, async () => {

@@ -4,8 +4,8 @@
  * check fail, while oversell and one-per-user still hold.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseBenchOptions, type BenchOptions } from '../../../bench/options.js';
-import { Progress } from '../../../bench/progress.js';
+import { parseBenchOptions, type BenchOptions } from '../../../bench/harness/options.js';
+import { Progress } from '../../../bench/reports/progress.js';
 import { runBench } from '../../../bench/run.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
 

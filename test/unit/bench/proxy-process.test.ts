@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createConnection, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startProxyProcess, type ProxyProcess } from '../../../bench/faults/proxy-process.js';
+import { startProxyProcess, type ProxyProcess } from '../../../bench/faults/proxy/proxy-process.js';
 
 let echo: Server;
 let echoPort = 0;

@@ -4,7 +4,7 @@
  * reason, a sale that said "sold out" while a unit was left, unless units came back.
  */
 import { describe, expect, it } from 'vitest';
-import { SoldOutLedger, soldOutChecks } from '../../../bench/seckill.js';
+import { SoldOutLedger, soldOutChecks } from '../../../bench/sale/checks.js';
 
 const verdicts = (checks: Array<{ name: string; pass: boolean }>) => Object.fromEntries(checks.map((check) => [check.name, check.pass]));
 

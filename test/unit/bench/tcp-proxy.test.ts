@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTcpProxy, type TcpProxy } from '../../../bench/faults/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../../../bench/faults/proxy/tcp-proxy.js';
 
 let echo: Server;
 let echoPort = 0;
