@@ -5,7 +5,7 @@
  * (WebCrypto, what the web app runs). Prints the median and spread of the time per solve, in ms,
  * and the load average, as other work on the machine slows both.
  *
- *   npx tsx bench/captcha-cost.ts [--iterations 5000] [--max-number 100,400,2000,5000] [--solves 40]
+ *   npx tsx bench/costs/captcha.ts [--iterations 5000] [--max-number 100,400,2000,5000] [--solves 40]
  */
 import { loadavg } from 'node:os';
 import { createServer } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * What the order limits cost, next to the reservation they guard: `npx tsx bench/rate-limit-cost.ts`.
+ * What the order limits cost, next to the reservation they guard: `npx tsx bench/costs/rate-limit.ts`.
  *
  * Starts a private redis-server (so its command statistics hold only these calls), runs N calls
  * of each at a concurrency of 100 through one auto-pipelined client, and prints per call the

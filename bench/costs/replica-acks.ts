@@ -3,8 +3,8 @@
  * and their latency, with acks = 0 (answer at once) and acks = 1 (group-committed WAIT), on a
  * Redis whose masters have a replica. Slices alternate so background load hits both alike.
  *
- *   npx tsx bench/replica-acks.ts redis://127.0.0.1:6380/0          standalone master with a replica
- *   npx tsx bench/replica-acks.ts 127.0.0.1:7001,127.0.0.1:7002     Redis Cluster (e.g. scripts/topology.sh)
+ *   npx tsx bench/costs/replica-acks.ts redis://127.0.0.1:6380/0          standalone master with a replica
+ *   npx tsx bench/costs/replica-acks.ts 127.0.0.1:7001,127.0.0.1:7002     Redis Cluster (e.g. scripts/topology.sh)
  *
  * Keys go under a prefix of their own and are deleted afterwards.
  */

@@ -1,5 +1,5 @@
 /**
- * What an order request costs Redis once its voucher is sold out: `npx tsx bench/sold-out-cost.ts`.
+ * What an order request costs Redis once its voucher is sold out: `npx tsx bench/costs/sold-out.ts`.
  *
  * Starts a private redis-server (so its statistics hold only this run), an app server (async
  * strategy, worker on) on it and on a database of its own, sells a voucher out, then sends
@@ -14,8 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { startRedisServer } from '../../kit/redis-servers.js';
-import { scrapeMetrics, startServer } from '../harness/processes.js';
-import { createOwnWorld } from '../harness/world.js';
+import { createOwnWorld, scrapeMetrics, startServer } from '../harness/index.js';
 
 const STOCK = 10;
 const REQUESTS = Number(process.env.REQUESTS ?? 5_000);

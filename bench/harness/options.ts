@@ -84,7 +84,7 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
   --rate-fraction F       0 < F < 1 (default 0.5)
   --max-rate N            ceiling of the rate from --rate-fraction (default 8000)
   --autocannon-rate       fixed-rate phase by autocannon's rate mode instead of the open loop
-                          (for comparison only: see bench/load.ts on why its figures mislead)
+                          (for comparison only: see bench/harness/saturate.ts on why its figures mislead)
   --users N               buyers with sessions (default 5000)
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)

@@ -1,8 +1,8 @@
 // Uncontended lock + unlock pairs per second: our simple, reentrant, fair and read-write locks against the
 // `redlock` npm package (v5) and redis-semaphore's Mutex, on one Redis, in one run. Not a test: numbers depend on the machine.
 //
-//   npx tsx bench/lock.ts                      # 5 s per case against redis://127.0.0.1:6379
-//   BENCH_DURATION_MS=2000 REDIS_URL=redis://host:6379 npx tsx bench/lock.ts
+//   npx tsx bench/micro/lock.ts                      # 5 s per case against redis://127.0.0.1:6379
+//   BENCH_DURATION_MS=2000 REDIS_URL=redis://host:6379 npx tsx bench/micro/lock.ts
 import { randomUUID } from 'node:crypto';
 import { cpus } from 'node:os';
 import { pathToFileURL } from 'node:url';

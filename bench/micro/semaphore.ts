@@ -2,8 +2,8 @@
 // Semaphore (a sorted set of holders with leases, like our PermitExpirableSemaphore), on one
 // Redis, in one run. Not a test: numbers depend on the machine.
 //
-//   npx tsx bench/semaphore.ts                 # 5 s per case and mode against redis://127.0.0.1:6379
-//   BENCH_DURATION_MS=2000 REDIS_URL=redis://host:6379 npx tsx bench/semaphore.ts
+//   npx tsx bench/micro/semaphore.ts                 # 5 s per case and mode against redis://127.0.0.1:6379
+//   BENCH_DURATION_MS=2000 REDIS_URL=redis://host:6379 npx tsx bench/micro/semaphore.ts
 //
 // Modes: "sequential", one pair in flight; "parallel ×32", 32 loops on ONE semaphore of 32
 // permits (every acquisition finds a permit: the cost of the counter, not of waiting).

@@ -4,7 +4,7 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { COMPILED_ROOT_PATTERN } from '../harness/compiled-server.js';
+import { COMPILED_ROOT_PATTERN } from '../harness/index.js';
 
 interface CpuProfile {
   nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }>;
@@ -51,7 +51,7 @@ export async function summariseProfileDir(dir: string, top = 15): Promise<Profil
 
 export async function summariseProfile(file: string, top = 15): Promise<ProfileSummary> {
   const profile = JSON.parse(await readFile(file, 'utf8')) as CpuProfile;
-  // The bench's servers run compiled copies (compiled-server.ts): name their code by its source path.
+  // The bench's servers run compiled copies (harness/compiled-server.ts): name their code by its source path.
   for (const node of profile.nodes) node.callFrame.url = node.callFrame.url.replace(COMPILED_ROOT_PATTERN, 'file:///');
   const selfUs = new Map<number, number>();
   for (const [i, nodeId] of profile.samples.entries()) selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i] ?? 0));

@@ -2,6 +2,8 @@
  * What the run is doing, on stderr (stdout carries the report): on a terminal one line redrawn
  * with a bar per timed phase, elsewhere (CI logs) one line per phase.
  */
+import type { Ticker } from '../harness/index.js';
+
 const BAR_WIDTH = 24;
 
 export class Progress {
@@ -48,8 +50,6 @@ export class Progress {
     return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, '0')}`;
   }
 }
-
-export type Ticker = (elapsedSeconds: number) => void;
 
 function bar(elapsed: number, total: number): string {
   const fraction = Math.min(1, Math.max(0, elapsed / total));

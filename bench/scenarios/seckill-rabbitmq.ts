@@ -7,10 +7,10 @@
  * counted with the serving processes'.
  */
 import { brokerPid, createOwnVhost, type OwnVhost } from '../../kit/rabbitmq-vhosts.js';
-import type { PreparedScenario } from './shop-hot.js';
-import type { BenchOptions } from '../harness/options.js';
-import { prepareSale, type SeckillResult } from '../sale/checks.js';
-import { createOwnWorld, type World } from '../harness/world.js';
+import { createOwnWorld, type BenchOptions, type World } from '../harness/index.js';
+import type { PreparedScenario } from './prepared-scenario.js';
+import { prepareSale } from './seckill.js';
+import type { SeckillResult } from './seckill-result.js';
 
 export async function prepareRabbitSale(options: BenchOptions, redisUrl: string): Promise<PreparedScenario<SeckillResult>> {
   let vhost: OwnVhost | undefined;

@@ -1,82 +1,18 @@
 /**
- * gulimall's seckill design beside ours (the `seckill-semaphore` scenario, run when named):
- * the sale's stock is held in a distributed semaphore (Redisson's RSemaphore there, ours here),
- * one permit per unit, set when the sale is published. A buy is
- *
- *   1. the buyer mark: SET NX of user + voucher, expiring with the sale (gulimall's
- *      `userId_sessionId_skuId` SETNX): refused if already there;
- *   2. `semaphore.tryAcquire(1, 100 ms)`: refused as sold out if no permit came;
- *   3. an order id, and the order written (gulimall sends it to RabbitMQ for the order service
- *      to write; here it is written to MySQL before answering, as the sync strategy does).
- *
- * Three Redis round trips and no atomicity across them, against one reserve.lua call for ours.
- * What it costs in correctness: a buyer marked in step 1 and refused in step 2 can never try
- * again, and a permit taken in step 2 whose order is not written in step 3 (the process dies,
- * MySQL refuses it) is gone: the sale undersells. The `no undersell` check looks for that.
- * The route lives in the bench server (bench/server.ts), not in the app: it is a comparison.
+ * gulimall's seckill design beside ours (the `seckill-semaphore` scenario, run when named): the
+ * bench server's route (server/gulimall-seckill.ts) holds a sale's stock as semaphore permits,
+ * set here when the sale is published, and takes the buyer mark, a permit and the order in three
+ * Redis round trips. What it costs in correctness: a buyer marked and then refused a permit can
+ * never try again, and a permit taken whose order is not written (the process dies, MySQL refuses
+ * it) is gone: the sale undersells. The `no undersell` check looks for that.
  */
-import type { FastifyInstance } from 'fastify';
-import type { Db } from '../../src/infra/db.js';
-import type { RedisClient } from '../../src/infra/redis.js';
-import { fail, ok } from '../../src/http/result.js';
-import { IdGenerator } from '../../src/lib/id/index.js';
 import { LockClient } from '../../src/lib/lock/index.js';
-import { OrderRepository, REFUSALS } from '../../src/modules/seckill/index.js';
-import { SessionStore } from '../../src/modules/users/index.js';
-import type { PreparedScenario } from './shop-hot.js';
-import type { BenchOptions } from '../harness/options.js';
-import { startServer } from '../harness/processes.js';
-import { checkSale, readVersions, Sale, saleSliceWork, type Check, type SeckillResult } from '../sale/checks.js';
-import { workPerOrder } from '../harness/redis-work.js';
-import type { World } from '../harness/world.js';
-
-/** The semaphore holding a voucher's stock (gulimall: `seckill:stock:<randomCode>`). */
-export const stockSemaphore = (voucherId: string): string => `seckill-stock:${voucherId}`;
-const buyerMark = (voucherId: string, userId: string): string => `gulimall:bought:{${voucherId}}:${userId}`;
-/** gulimall's mark lives until the end of the sale session; the bench's sales last hours. */
-const MARK_TTL_MS = 6 * 3600_000;
-/** gulimall: `semaphore.tryAcquire(num, 100, TimeUnit.MILLISECONDS)`. */
-const ACQUIRE_WAIT_MS = 100;
-/**
- * BENCH_GULIMALL_CRASH_RATE (0 to 1, default 0): the share of buys whose process "dies" between
- * the permit and the order (the connection is dropped, nothing more happens), as an instance
- * killed mid-sale would. reserve.lua has no such window: its order is in the stream already.
- */
-const CRASH_RATE = Number(process.env.BENCH_GULIMALL_CRASH_RATE ?? 0);
-
-interface GulimallDeps {
-  redis: RedisClient;
-  db: Db;
-  sessionTtlSeconds: number;
-}
-
-/** Adds `POST /bench/seckill-semaphore/:voucherId` to the bench server. */
-export function registerGulimallSeckill(app: FastifyInstance, deps: GulimallDeps): { close(): Promise<void> } {
-  const { redis, db } = deps;
-  const locks = new LockClient(redis);
-  const sessions = new SessionStore(redis, deps.sessionTtlSeconds);
-  const ids = new IdGenerator(redis);
-  const orders = new OrderRepository(db);
-  app.post<{ Params: { voucherId: string } }>('/bench/seckill-semaphore/:voucherId', async (request, reply) => {
-    const user = await sessions.touch(request.headers.authorization ?? '');
-    if (!user) return reply.code(401).send(fail('Not logged in'));
-    const { voucherId } = request.params;
-    if ((await redis.set(buyerMark(voucherId, user.id), '1', 'PX', MARK_TTL_MS, 'NX')) === null) return fail(REFUSALS.alreadyBought);
-    // Redisson's tryAcquire(1, 100 ms) makes its first attempt whatever it takes, then waits what
-    // is left of the 100 ms; ours bounds every attempt by waitMs, which under overload refuses
-    // buyers while stock is left. So: one unbounded try (waitMs 0), then the wait.
-    const stock = locks.semaphore(stockSemaphore(voucherId));
-    if (!(await stock.tryAcquire()) && !(await stock.tryAcquire({ waitMs: ACQUIRE_WAIT_MS }))) return fail(REFUSALS.soldOut);
-    if (CRASH_RATE > 0 && Math.random() < CRASH_RATE) {
-      request.raw.socket.destroy();
-      return reply.hijack();
-    }
-    const orderId = String(await ids.nextId('order'));
-    const outcome = await orders.persist({ orderId, userId: user.id, voucherId });
-    return outcome === 'created' ? ok(orderId) : fail(REFUSALS.alreadyBought);
-  });
-  return { close: () => locks.close() };
-}
+import { startServer, workPerOrder, type BenchOptions, type World } from '../harness/index.js';
+import { checkSale, readVersions, Sale, type Check } from '../sale/index.js';
+import { stockSemaphore } from '../server/index.js';
+import type { PreparedScenario } from './prepared-scenario.js';
+import { saleSliceWork } from './sale-metrics.js';
+import type { SeckillResult } from './seckill-result.js';
 
 /** The sale of the `seckill-semaphore` scenario: vouchers whose stock is set as semaphore permits. */
 export async function prepareSemaphoreSale(options: BenchOptions, world: World): Promise<PreparedScenario<SeckillResult>> {
@@ -129,7 +65,7 @@ export async function prepareSemaphoreSale(options: BenchOptions, world: World):
  * Every voucher offered to all its buyers (all but the last one reached) must have sold
  * min(stock, buyers) units: fewer means permits were taken without an order (undersold), and
  * the semaphore must hold exactly the units not sold. ("Sold out" while units were left: the
- * sold-out checks of every sale, seckill.ts soldOutChecks.)
+ * sold-out checks of every sale, sale/sold-out-ledger.ts soldOutChecks.)
  */
 async function undersellChecks(world: World, vouchers: readonly string[], stock: number, buyers: number): Promise<Check[]> {
   const locks = new LockClient(world.redis);

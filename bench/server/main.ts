@@ -8,7 +8,7 @@
  * - `GET /bench/shop/:id`: the same answer as `GET /api/shop/:id`, from process memory (the
  *   bare route the `shop-hot` scenario compares the cache with). Filled on first use.
  * - `POST /bench/seckill-semaphore/:voucherId`: gulimall's seckill design (the
- *   `seckill-semaphore` scenario, see seckill-semaphore.ts).
+ *   `seckill-semaphore` scenario, see gulimall-seckill.ts).
  *
  * Prints `{"listening":true,"port":N}` on stdout when ready; exits 0 after SIGTERM, which also
  * lets `node --cpu-prof` write its profile.
@@ -19,7 +19,7 @@ import { createDb } from '../../src/infra/db.js';
 import { closeRedis, createRedis } from '../../src/infra/redis.js';
 import { ok } from '../../src/http/result.js';
 import { defineScripts } from '../../src/lib/redis-scripts/index.js';
-import { registerGulimallSeckill } from '../scenarios/seckill-semaphore.js';
+import { registerGulimallSeckill } from './gulimall-seckill.js';
 
 const config = loadConfig();
 const redis = createRedis(config);

@@ -1,5 +1,5 @@
 /**
- * What the bucket fault scenarios (buckets.ts) share: a Redis Cluster of 3 masters + 3 replicas
+ * What the bucket fault scenarios (scenario.ts) share: a Redis Cluster of 3 masters + 3 replicas
  * (kit/redis-cluster.ts, cluster-node-timeout 1 s), a world on it (database, key prefix, users),
  * and three app instances with buckets on (SECKILL_MAX_BUCKETS=8) and SECKILL_REPLICA_ACKS=1.
  * Started once per process by the first run that needs it and kept while every node and instance
@@ -12,11 +12,13 @@
 import { randomBytes } from 'node:crypto';
 import { homeBucket, OrderStream, SaleKeys, SaleStore } from '../../../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../../../kit/redis-cluster.js';
-import type { BenchUser, World } from '../../harness/world.js';
-import { createFaultWorld, startInstances, stopInstances, type Instance, type Size } from '../harness/instances.js';
+import type { BenchUser, World } from '../../harness/index.js';
+import { createFaultWorld, startInstances, stopInstances, type Instance, type Size } from '../harness/index.js';
 
 /** The voucher's buckets: one per master of the kit's cluster (B = 3 lands on 3 masters, seckill-buckets.md). */
 export const BUCKETS = 3;
+/** The bucket nine buyers in ten home to: every refill gives to it. */
+export const HOT = { index: 0, of: BUCKETS };
 /**
  * Users made for the world, by size: about a third home to each bucket and the skewed order takes
  * nine in ten from bucket 0's, so a world of U users gives about 0.37 U buyers, more than any run's stock.

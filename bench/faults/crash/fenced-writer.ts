@@ -1,4 +1,4 @@
-// Child process of the lock-pause fault (bench/faults/lock-pause.ts): takes the lock (watchdog
+// Child process of the lock-pause fault (lock-pause.ts): takes the lock (watchdog
 // lease <leaseMs>), checks it still holds it and so decides to write, says `locked <token>`, then
 // waits for SIGUSR2 ("write now") and writes the fenced row: UPDATE ... WHERE fence < token. A
 // SIGSTOP between the decision and the write is the pause that fencing exists for: the holder

@@ -27,9 +27,9 @@ import {
   withCleanup,
   type FaultScenario,
   type Instance,
-} from '../harness/instances.js';
-import { startTcpProxy } from '../proxy/tcp-proxy.js';
-import type { World } from '../../harness/world.js';
+} from '../harness/index.js';
+import { startTcpProxy } from '../proxy/index.js';
+import type { World } from '../../harness/index.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/index.js';
 
 /** The victim's MySQL is cut this long before it is killed (see below). */

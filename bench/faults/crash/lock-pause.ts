@@ -13,7 +13,7 @@ import { createConnection } from 'mysql2/promise';
 import { deleteKeysWithPrefix } from '../../../src/infra/redis.js';
 import { runFixture } from '../../../kit/children.js';
 import { testRedisUrl } from '../../../kit/services.js';
-import { mysqlServerUrl, withCleanup, type FaultScenario } from '../harness/instances.js';
+import { mysqlServerUrl, withCleanup, type FaultScenario } from '../harness/index.js';
 
 const LEASE_MS = 1_000;
 

@@ -1,6 +1,6 @@
 /**
  * Fault 4: MySQL unreachable for 10 s in the middle of a sale. The shared MariaDB is never
- * touched: the three app instances reach it through a TCP proxy (tcp-proxy.ts), and the proxy is
+ * touched: the three app instances reach it through a TCP proxy (faults/proxy/tcp-proxy.ts), and the proxy is
  * cut (every connection reset, every new one reset on arrival) for OUTAGE_MS, then restored.
  *
  * The order path does not touch MySQL (Redis decides, the stream queues), so the API keeps
@@ -26,10 +26,10 @@ import {
   withCleanup,
   type FaultScenario,
   type Instance,
-} from '../harness/instances.js';
-import { scrapeMetrics } from '../../harness/processes.js';
-import { streamBacklog } from '../../sale/checks.js';
-import { startTcpProxy } from '../proxy/tcp-proxy.js';
+} from '../harness/index.js';
+import { scrapeMetrics } from '../../harness/index.js';
+import { streamBacklog } from '../../sale/index.js';
+import { startTcpProxy } from '../proxy/index.js';
 
 const OUTAGE_MS = 10_000;
 

@@ -35,7 +35,7 @@ import {
   withCleanup,
   type FaultScenario,
   sumMetric,
-} from '../harness/instances.js';
+} from '../harness/index.js';
 
 const STALE_MS = 1_500;
 

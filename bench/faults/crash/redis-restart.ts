@@ -24,7 +24,7 @@ import {
   timeDrain,
   withCleanup,
   type FaultScenario,
-} from '../harness/instances.js';
+} from '../harness/index.js';
 
 const DOWN_MS = 1_000;
 

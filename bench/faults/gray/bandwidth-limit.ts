@@ -3,7 +3,7 @@
  * at most KB_PER_SECOND KiB/s each way (a saturated link or a noisy neighbour), below what the
  * sale's rate needs, so replies queue behind each other.
  */
-import type { FaultScenario } from '../harness/instances.js';
+import type { FaultScenario } from '../harness/index.js';
 import { runGrayScenario } from './run-gray-scenario.js';
 
 const KB_PER_SECOND = 32;

@@ -4,7 +4,7 @@
  * lose their connection, clients reconnect (new connections are let through), and an order whose
  * reply was lost may be accepted by Redis all the same ("accepted, unanswered").
  */
-import type { FaultScenario } from '../harness/instances.js';
+import type { FaultScenario } from '../harness/index.js';
 import { runGrayScenario, type Proxies } from './run-gray-scenario.js';
 
 const EVERY_MS = 1_000;

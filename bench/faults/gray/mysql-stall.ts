@@ -4,7 +4,7 @@
  * then lets them through in order. The order path does not touch MySQL, so the API should keep
  * accepting; the order workers' writes wait, and are written once MySQL answers again.
  */
-import type { FaultScenario } from '../harness/instances.js';
+import type { FaultScenario } from '../harness/index.js';
 import { runGrayScenario } from './run-gray-scenario.js';
 
 export const mysqlStall: FaultScenario = {

@@ -4,7 +4,7 @@
  * order costs a few round trips to Redis, so answers slow to a few hundred ms but should stay
  * within the deadline.
  */
-import type { FaultScenario } from '../harness/instances.js';
+import type { FaultScenario } from '../harness/index.js';
 import { runGrayScenario } from './run-gray-scenario.js';
 
 export const redisLatency: FaultScenario = {

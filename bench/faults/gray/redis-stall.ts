@@ -5,7 +5,7 @@
  * Nothing is refused and nothing resets, so only the app's own deadline can answer a request
  * meanwhile (503 with Retry-After), never the Redis client.
  */
-import type { FaultScenario } from '../harness/instances.js';
+import type { FaultScenario } from '../harness/index.js';
 import { runGrayScenario } from './run-gray-scenario.js';
 
 export const redisStall: FaultScenario = {

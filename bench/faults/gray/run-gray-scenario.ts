@@ -1,14 +1,14 @@
 /**
  * Gray failures: the dependency is not gone but slow, hung, flaky or thin. The three app instances
- * reach Redis and MySQL through a toxic TCP proxy each (tcp-proxy.ts; the harness's own checking
+ * reach Redis and MySQL through a toxic TCP proxy each (faults/proxy/tcp-proxy.ts; the harness's own checking
  * client goes direct), a sale runs, and a toxic is applied for a while in the middle of it. Every
  * gray scenario reports the same figures: the sale's (accepted, in MySQL, lost, duplicated,
  * oversold), the share of requests answered within the request deadline, 5xx other than 503, p99
  * before, during and after the fault, and the time the service took to come back.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RequestTiming } from '../../harness/measure.js';
-import type { Check } from '../../sale/checks.js';
+import type { RequestTiming } from '../../harness/index.js';
+import type { Check } from '../../sale/index.js';
 import {
   createFaultWorld,
   driveSale,
@@ -27,8 +27,8 @@ import {
   type FaultRun,
   type Figures,
   type Size,
-} from '../harness/instances.js';
-import { startProxyProcess, type RemoteProxy } from '../proxy/proxy-process.js';
+} from '../harness/index.js';
+import { startProxyProcess, type RemoteProxy } from '../proxy/index.js';
 
 /** The app's per-request deadline (REQUEST_DEADLINE_MS, default 2000 ms): the instances get the same environment. */
 export const requestDeadlineMs = (): number => Number(process.env.REQUEST_DEADLINE_MS ?? 2000);

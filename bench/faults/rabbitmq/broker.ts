@@ -10,9 +10,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRabbitmqCluster, type ClusterVhost, type QueueState, type RabbitmqCluster } from '../../../kit/rabbitmq-cluster.js';
 import { DEAD_LETTER_QUEUE, ORDER_QUEUE } from '../../../src/modules/seckill/index.js';
-import type { Check, Sale } from '../../sale/checks.js';
-import type { World } from '../../harness/world.js';
-import { createFaultWorld, startInstances, stopInstances, sumMetric, timeDrain, type Instance, type LoadResult } from '../harness/instances.js';
+import type { Check, Sale } from '../../sale/index.js';
+import type { World } from '../../harness/index.js';
+import { createFaultWorld, startInstances, stopInstances, sumMetric, timeDrain, type Instance, type LoadResult } from '../harness/index.js';
 
 let shared: Promise<RabbitmqCluster> | undefined;
 /**

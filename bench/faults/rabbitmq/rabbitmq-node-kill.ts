@@ -9,7 +9,7 @@
  * queue, and the clients reconnect to the next node of the list. The killed node stays down until
  * the next run needs the cluster whole.
  */
-import { driveSale, prepareSale, saleChecks, saleFigures, saleRow, withCleanup, type FaultScenario } from '../harness/instances.js';
+import { driveSale, prepareSale, saleChecks, saleFigures, saleRow, withCleanup, type FaultScenario } from '../harness/index.js';
 import {
   unexpectedAnswers,
   brokerCounters,

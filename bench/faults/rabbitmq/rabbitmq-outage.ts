@@ -10,7 +10,7 @@
  * stopped (confirmed: on disk on a majority) is still there after the restart.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { driveSale, prepareSale, saleChecks, saleFigures, saleRow, sumMetric, withCleanup, type FaultScenario, type Instance } from '../harness/instances.js';
+import { driveSale, prepareSale, saleChecks, saleFigures, saleRow, sumMetric, withCleanup, type FaultScenario, type Instance } from '../harness/index.js';
 import { ORDER_QUEUE } from '../../../src/modules/seckill/index.js';
 import { accepting } from '../../../kit/ports.js';
 import {

@@ -1,7 +1,7 @@
 /**
  * Fault 6 (RabbitMQ): an order writer SIGKILLed mid-batch, holding unacknowledged messages.
  *
- * Three app instances on the 3-node cluster (rabbitmq-broker.ts), each with the relay and a
+ * Three app instances on the 3-node cluster (broker.ts), each with the relay and a
  * writer inside (prefetch 200). On loopback a writer holds a message for a few milliseconds, so to
  * kill it holding a batch every time, the victim reaches MySQL through a proxy cut at least HOLD_MS
  * before the kill: its batch's commit fails, and it keeps the batch and what arrives meanwhile in hand,
@@ -22,7 +22,7 @@ import {
   withCleanup,
   type FaultScenario,
   type Instance,
-} from '../harness/instances.js';
+} from '../harness/index.js';
 import {
   brokerCounters,
   drainBroker,
@@ -33,7 +33,7 @@ import {
   type BrokerSale,
   unexpectedAnswers,
 } from './broker.js';
-import { startTcpProxy, type TcpProxy } from '../proxy/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../proxy/index.js';
 
 const HOLD_MS = 1_500;
 const VICTIM = 1;

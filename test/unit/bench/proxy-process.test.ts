@@ -1,5 +1,5 @@
 /**
- * The fault harness's proxy process (bench/faults/proxy-process.ts): toxic proxies in a child
+ * The fault harness's proxy process (bench/faults/proxy/proxy-process.ts): toxic proxies in a child
  * process, controlled over IPC, in front of an echo server on loopback.
  */
 import { once } from 'node:events';

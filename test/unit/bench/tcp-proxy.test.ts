@@ -1,5 +1,5 @@
 /**
- * The fault harness's toxic TCP proxy (bench/faults/tcp-proxy.ts) in front of an echo server on
+ * The fault harness's toxic TCP proxy (bench/faults/proxy/tcp-proxy.ts) in front of an echo server on
  * loopback: each toxic's effect measured on real sockets (no Redis or MySQL needed).
  */
 import { once } from 'node:events';
