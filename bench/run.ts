@@ -1,33 +1,35 @@
 /**
  * `npm run bench [-- options]`: throughput, latency and correctness of hmdp-ts in one run on one
- * machine (see USAGE in options.ts and docs/BENCHMARKS.md). Exit code 1 when a correctness check
- * fails, 2 on bad options.
+ * machine (see USAGE in harness/options.ts, bench/README.md and docs/BENCHMARKS.md). Exit code 1
+ * when a correctness check fails, 2 on bad options.
  *
  * It uses the local MariaDB (scripts/services.sh) in a database of its own and a redis-server it
  * starts on a free port (or, with --shared-redis, REDIS_URL under a key prefix of its own), removed
  * afterwards, and starts a server process per scenario. `growth` and `hot-voucher` as the first
- * argument run bench/growth.ts and bench/hot-voucher.ts instead.
+ * argument run bench/growth/ and bench/hot-voucher/ instead.
  */
-import { mkdtemp, readFile } from 'node:fs/promises';
-import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { sql } from 'kysely';
-import { prepareBaseline, prepareShopHot, type PreparedScenario } from './http-scenarios.js';
-import { measureAll } from './load.js';
-import { measureIds, type OpsRow } from './id.js';
-import { measureLockBench } from './lock.js';
-import { OptionsError, parseBenchOptions, USAGE, type BenchOptions } from './options.js';
-import { summariseProfiles } from './profile.js';
-import { Progress } from './progress.js';
-import { computeTargets, renderMarkdown, writeDocs, type BenchReport, type Machine } from './report.js';
-import { prepareSale } from './seckill.js';
-import { prepareSemaphoreSale } from './seckill-semaphore.js';
-import { prepareRabbitSale } from './seckill-rabbitmq.js';
-import { attachWorld, createOwnWorld, type World } from './world.js';
 import { loadConfig } from '../src/infra/config.js';
 import { startRedisServer, type RedisServer } from '../kit/redis-servers.js';
-import { mariadbPid, redisPid } from './cpu.js';
+import {
+  attachWorld,
+  createOwnWorld,
+  describeMachine,
+  loadAverage,
+  mariadbPid,
+  measureAll,
+  OptionsError,
+  parseBenchOptions,
+  redisPid,
+  USAGE,
+  type BenchOptions,
+} from './harness/index.js';
+import { measureIds, measureLockBench, type OpsRow } from './micro/index.js';
+import { computeTargets, Progress, renderMarkdown, summariseProfiles, writeDocs, type BenchReport } from './reports/index.js';
+import { prepareBaseline, prepareRabbitSale, prepareSale, prepareSemaphoreSale, prepareShopHot, type PreparedScenario } from './scenarios/index.js';
 
 /** `env`: where an attached world (`--target`) reads the servers' configuration. */
 export async function runBench(options: BenchOptions, progress = new Progress(), env: Record<string, string | undefined> = process.env): Promise<BenchReport> {
@@ -146,31 +148,10 @@ function lockRows(rows: Awaited<ReturnType<typeof measureLockBench>>): OpsRow[] 
   });
 }
 
-/** The 1, 5 and 15 minute load averages: on two cores, above ~2 others compete for the CPU. */
-export async function loadAverage(): Promise<string> {
-  const text = await readFile('/proc/loadavg', 'utf8').catch(() => '');
-  return text.split(' ').slice(0, 3).join(' ') || '?';
-}
-
-async function describeMachine(world: World): Promise<Machine> {
-  const info = await world.redis.info('server');
-  const { rows } = await sql<{ v: string }>`SELECT VERSION() AS v`.execute(world.db);
-  const version = rows[0]?.v ?? '?';
-  return {
-    cpus: cpus().length,
-    cpuModel: cpus()[0]?.model.trim() ?? '?',
-    memoryGiB: Math.round(totalmem() / 2 ** 30),
-    os: `${platform()} ${release()}`,
-    node: process.version,
-    redis: /redis_version:(\S+)/.exec(info)?.[1] ?? '?',
-    mysql: /mariadb/i.test(version) ? `MariaDB ${version.split('-')[0]!}` : `MySQL ${version}`,
-  };
-}
-
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
-  if (command === 'growth') return (await import('./growth.js')).main(rest);
-  if (command === 'hot-voucher') return (await import('./hot-voucher.js')).main(rest);
+  if (command === 'growth') return (await import('./growth/index.js')).main(rest);
+  if (command === 'hot-voucher') return (await import('./hot-voucher/index.js')).main(rest);
   let options;
   try {
     options = parseBenchOptions(process.argv.slice(2));

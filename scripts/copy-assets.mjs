@@ -1,6 +1,6 @@
 // tsc emits only .js: copy the non-TypeScript files that code loads at run time
 // (Lua scripts live next to the modules that load them) from src/ to dist/, or to the folder
-// given as the first argument (the bench's compiled server: bench/compiled-server.ts).
+// given as the first argument (the bench's compiled server: bench/harness/compiled-server.ts).
 import { cp, readdir } from 'node:fs/promises';
 import { join, dirname } from 'node:path';
 

@@ -7,7 +7,7 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { FaultRun } from './harness.js';
+import type { FaultRun } from './harness/index.js';
 
 /** The pages that hold scenario tables; a scenario without markers yet is appended to the first. */
 const DOCS = [

@@ -8,7 +8,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { FaultRun } from './harness.js';
+import type { FaultRun } from './harness/index.js';
 import { renderMarkdown, writeReliabilityDoc } from './report.js';
 import { SCENARIOS } from './scenarios.js';
 

@@ -13,8 +13,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REFUSALS } from '../../src/modules/seckill/index.js';
 import { SessionStore } from '../../src/modules/users/index.js';
-import { readSaleFromMysql } from '../seckill.js';
-import type { World } from '../world.js';
+import { type Check, readSaleFromMysql } from '../sale/index.js';
+import type { World } from '../harness/index.js';
 import {
   createFaultWorld,
   driveSale,
@@ -27,8 +27,7 @@ import {
   type Instance,
   type SaleSetup,
   type Size,
-} from './harness.js';
-import type { Check } from '../seckill.js';
+} from './harness/index.js';
 
 /** Answers counted as landing inside a window only this long after the change was answered: a reserve decided before it may still be on its way. */
 const IN_FLIGHT_MS = 100;

@@ -1,4 +1,4 @@
-import { compiledServerEntry } from '../../bench/compiled-server.js';
+import { compiledServerEntry } from '../../bench/harness/compiled-server.js';
 
 /**
  * Global setup of the load project: compiles the bench's server once for all its files (each

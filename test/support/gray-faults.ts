@@ -1,6 +1,6 @@
-/** What every gray-failure run must show (bench/faults/gray.ts), whatever the fault. */
+/** What every gray-failure run must show (bench/faults/gray/run-gray-scenario.ts), whatever the fault. */
 import { expect } from 'vitest';
-import type { FaultRun } from '../../bench/faults/harness.js';
+import type { FaultRun } from '../../bench/faults/harness/index.js';
 
 export function expectGrayRunKeepsItsPromises(run: FaultRun): void {
   const { figures } = run;

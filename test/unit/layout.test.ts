@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -43,6 +43,15 @@ describe('layout: dependencies point inward, modules have one door', () => {
     );
     const fromBench = tsFiles('bench').flatMap((file) => importsInto(file, 'test').map((target) => `${file} -> ${target}`));
     expect([...fromLib, ...fromBench]).toEqual([]);
+  });
+
+  it('bench: a room of the bench is entered only through its index.ts', () => {
+    const crossings = tsFiles('bench').flatMap((file) =>
+      importsInto(file, 'bench')
+        .filter((target) => dirname(target) !== dirname(file) && !target.endsWith('/index.js'))
+        .map((target) => `${file} -> ${target}`),
+    );
+    expect(crossings).toEqual([]);
   });
 
   it("the sale's rooms are folders and only index.ts, the README and the shared files stand beside them", () => {

@@ -6,12 +6,10 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseBenchOptions, type BenchOptions } from '../../../bench/options.js';
-import { Progress } from '../../../bench/progress.js';
-import { renderMarkdown, renderSvg } from '../../../bench/report.js';
+import { createOwnWorld, parseBenchOptions, type BenchOptions, type World } from '../../../bench/harness/index.js';
+import { Progress, renderMarkdown, renderSvg } from '../../../bench/reports/index.js';
 import { runBench } from '../../../bench/run.js';
-import { checkSale } from '../../../bench/seckill.js';
-import { createOwnWorld, type World } from '../../../bench/world.js';
+import { checkSale } from '../../../bench/sale/index.js';
 import { type SaleStore } from '../../../src/modules/seckill/sale/sale-store.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
@@ -44,12 +42,12 @@ describe('npm run bench --smoke', () => {
         JSON.stringify(sale.checks),
       ).toBe(true);
       expect(sale.accepted).toBeGreaterThan(0);
-      // The sold-out checks judge every sale from its buyers' answers (bench/seckill.ts soldOutChecks).
+      // The sold-out checks judge every sale from its buyers' answers (bench/sale/sold-out-ledger.ts soldOutChecks).
       expect(sale.checks.map((check) => check.name)).toEqual(expect.arrayContaining(['every unit sold', 'no false sold out']));
       // Fed by every answer, saturation's included: the vouchers that answered "sold out" were judged.
       expect(sale.checks.find((check) => check.name === 'every unit sold')?.detail).toMatch(/^[1-9]\d* vouchers sold out or fully sold/);
       // More buyers than stock: the sale crossed the sold-out boundary under load (the bench's
-      // servers answer in English: bench/processes.ts).
+      // servers answer in English: bench/harness/processes.ts).
       expect(sale.refused[`200 ${SECKILL_MESSAGES.soldOut.texts.en}`]).toBeGreaterThan(0);
       expect(sale.saturation.errors + sale.fixedRate.errors).toBe(0);
     }
@@ -81,7 +79,7 @@ describe('npm run bench --smoke', () => {
     for (const sale of report.seckill) {
       expect(sale.slices.reduce((sum, slice) => sum + slice.cpu!.redis * slice.requests, 0)).toBeGreaterThan(0);
     }
-    // Redis work per accepted order, counted over the slices (bench/redis-work.ts): every order runs at least one script.
+    // Redis work per accepted order, counted over the slices (bench/harness/redis-work.ts): every order runs at least one script.
     for (const sale of report.seckill) {
       const work = sale.work!;
       expect(work.accepted, sale.scenario).toBeGreaterThan(0);

@@ -1,11 +1,11 @@
 /**
- * `npm run bench -- hot-voucher`'s bucketed sales, smoke-sized (bench/hot-voucher-buckets.ts): on
+ * `npm run bench -- hot-voucher`'s bucketed sales, smoke-sized (bench/hot-voucher/buckets.ts): on
  * a Redis Cluster of 3 masters + 3 replicas of its own, one voucher sold out from B = 1, 2, 3
  * buckets and from 3 with skewed buyers passes every sale check and reports every figure; a bad
  * option exits 2. Figures are only required to be measured, not to have any size.
  */
 import { describe, expect, it } from 'vitest';
-import { main, runHotVoucher } from '../../../bench/hot-voucher.js';
+import { main, runHotVoucher } from '../../../bench/hot-voucher/index.js';
 
 describe('npm run bench -- hot-voucher, bucketed sales', () => {
   it('sells one voucher out from 1, 2 and 3 buckets on a Cluster, every check passing, every figure reported', { timeout: 120_000 }, async () => {

@@ -1,11 +1,11 @@
 /**
- * The `seckill-semaphore` scenario (gulimall's design, bench/seckill-semaphore.ts): a smoke run
+ * The `seckill-semaphore` scenario (gulimall's design, bench/scenarios/seckill-semaphore.ts): a smoke run
  * passes every check, and buys dropped between the permit and the order make its no-undersell
  * check fail, while oversell and one-per-user still hold.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseBenchOptions, type BenchOptions } from '../../../bench/options.js';
-import { Progress } from '../../../bench/progress.js';
+import { parseBenchOptions, type BenchOptions } from '../../../bench/harness/index.js';
+import { Progress } from '../../../bench/reports/index.js';
 import { runBench } from '../../../bench/run.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
 

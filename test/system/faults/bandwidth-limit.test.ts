@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bandwidthLimit } from '../../../bench/faults/bandwidth-limit.js';
+import { bandwidthLimit } from '../../../bench/faults/gray/bandwidth-limit.js';
 import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
 
 describe('gray fault: app ↔ Redis limited to 32 KiB/s per connection for 6 s during a sale', () => {

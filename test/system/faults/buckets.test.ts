@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bucketBed, stopBucketBed } from '../../../bench/faults/bucket-bed.js';
-import { bucketFaults } from '../../../bench/faults/buckets.js';
-import type { FaultRun } from '../../../bench/faults/harness.js';
+import { bucketBed, stopBucketBed } from '../../../bench/faults/buckets/bed.js';
+import { bucketFaults } from '../../../bench/faults/buckets/scenario.js';
+import type { FaultRun } from '../../../bench/faults/harness/index.js';
 import { renderScenarioTable } from '../../../bench/faults/report.js';
 
 /**

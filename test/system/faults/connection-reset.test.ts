@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { connectionReset } from '../../../bench/faults/connection-reset.js';
+import { connectionReset } from '../../../bench/faults/gray/connection-reset.js';
 import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
 
 describe('gray fault: every Redis and MySQL connection reset once a second for 6 s during a sale', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { killApp } from '../../../bench/faults/kill-app.js';
+import { killApp } from '../../../bench/faults/crash/kill-app.js';
 
 describe('fault 1: SIGKILL one of three app instances during a sale', () => {
   it("every accepted order lands in MySQL once; the dead worker's pending entries are taken over; no oversell", async () => {

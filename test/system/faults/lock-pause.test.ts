@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { lockPause } from '../../../bench/faults/lock-pause.js';
+import { lockPause } from '../../../bench/faults/crash/lock-pause.js';
 import { killFixtures } from '../../../kit/children.js';
 
 afterAll(() => killFixtures());

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mysqlOutage } from '../../../bench/faults/mysql-outage.js';
+import { mysqlOutage } from '../../../bench/faults/crash/mysql-outage.js';
 
 describe('fault 4: MySQL unreachable for 10 s during a sale (a proxy cut, never the shared server)', () => {
   it('keeps accepting into the stream, dead-letters nothing, catches up, loses and doubles nothing', async () => {

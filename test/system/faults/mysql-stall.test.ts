@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mysqlStall } from '../../../bench/faults/mysql-stall.js';
+import { mysqlStall } from '../../../bench/faults/gray/mysql-stall.js';
 import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
 
 describe('gray fault: MySQL stalled (every byte held, nothing reset) for 6 s during a sale', () => {

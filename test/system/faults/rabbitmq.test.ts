@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { stopSharedCluster } from '../../../bench/faults/rabbitmq-broker.js';
-import { rabbitmqNodeKill } from '../../../bench/faults/rabbitmq-node-kill.js';
-import { rabbitmqOutage } from '../../../bench/faults/rabbitmq-outage.js';
-import { rabbitmqWriterKill } from '../../../bench/faults/rabbitmq-writer-kill.js';
-import type { FaultRun } from '../../../bench/faults/harness.js';
+import { stopSharedCluster } from '../../../bench/faults/rabbitmq/broker.js';
+import { rabbitmqNodeKill } from '../../../bench/faults/rabbitmq/rabbitmq-node-kill.js';
+import { rabbitmqOutage } from '../../../bench/faults/rabbitmq/rabbitmq-outage.js';
+import { rabbitmqWriterKill } from '../../../bench/faults/rabbitmq/rabbitmq-writer-kill.js';
+import type { FaultRun } from '../../../bench/faults/harness/index.js';
 import { renderScenarioTable } from '../../../bench/faults/report.js';
 
 /**

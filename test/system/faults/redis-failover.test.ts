@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisFailover } from '../../../bench/faults/redis-failover.js';
+import { redisFailover } from '../../../bench/faults/crash/redis-failover.js';
 
 describe('fault 2: SIGKILL a Redis master during a sale (3 masters + 3 replicas; a stale replica is promoted)', () => {
   it('MySQL never oversells or sells twice; with SECKILL_REPLICA_ACKS=1 losses stay within the unacknowledged answers; repair leaves zero drift', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisLatency } from '../../../bench/faults/redis-latency.js';
+import { redisLatency } from '../../../bench/faults/gray/redis-latency.js';
 import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
 
 describe('gray fault: Redis replies 100 ± 50 ms late for 6 s during a sale', () => {

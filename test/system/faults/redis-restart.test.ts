@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisRestart } from '../../../bench/faults/redis-restart.js';
+import { redisRestart } from '../../../bench/faults/crash/redis-restart.js';
 
 describe('fault 3: Redis (AOF, appendfsync always) SIGKILLed and restarted during a sale', () => {
   it('recovers stock and buyers from the AOF: no accepted order lost, nothing oversold or doubled, zero drift', async () => {

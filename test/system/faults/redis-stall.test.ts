@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redisStall } from '../../../bench/faults/redis-stall.js';
+import { redisStall } from '../../../bench/faults/gray/redis-stall.js';
 import { expectGrayRunKeepsItsPromises } from '../../support/gray-faults.js';
 
 describe('gray fault: Redis stalled (every byte held, nothing reset) for 6 s during a sale', () => {

@@ -1,12 +1,12 @@
 /**
- * The fault harness's proxy process (bench/faults/proxy-process.ts): toxic proxies in a child
+ * The fault harness's proxy process (bench/faults/proxy/proxy-process.ts): toxic proxies in a child
  * process, controlled over IPC, in front of an echo server on loopback.
  */
 import { once } from 'node:events';
 import { createConnection, createServer, type Server } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startProxyProcess, type ProxyProcess } from '../../../bench/faults/proxy-process.js';
+import { startProxyProcess, type ProxyProcess } from '../../../bench/faults/proxy/proxy-process.js';
 
 let echo: Server;
 let echoPort = 0;

@@ -1,6 +1,6 @@
 /** The bench's Redis work counters: INFO commandstats and a Prometheus histogram read as the report needs them. */
 import { describe, expect, it } from 'vitest';
-import { parseCommandstats, parseCounter, parseHistogram, workPerOrder, type SliceWork } from '../../../bench/redis-work.js';
+import { parseCommandstats, parseCounter, parseHistogram, workPerOrder, type SliceWork } from '../../../bench/harness/redis-work.js';
 
 describe('bench Redis work', () => {
   it('counts every command but INFO, and eval, evalsha and fcall (read-only ones too) as script calls', () => {

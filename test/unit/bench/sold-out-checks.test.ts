@@ -1,10 +1,10 @@
 /**
- * The bench's "every unit sold" and "no false sold out" checks (bench/seckill.ts soldOutChecks):
+ * The bench's "every unit sold" and "no false sold out" checks (bench/sale/sold-out-ledger.ts soldOutChecks):
  * they pass a correct sale, concurrent answers in any order included, and fail, each for its own
  * reason, a sale that said "sold out" while a unit was left, unless units came back.
  */
 import { describe, expect, it } from 'vitest';
-import { SoldOutLedger, soldOutChecks } from '../../../bench/seckill.js';
+import { SoldOutLedger, soldOutChecks } from '../../../bench/sale/sold-out-ledger.js';
 
 const verdicts = (checks: Array<{ name: string; pass: boolean }>) => Object.fromEntries(checks.map((check) => [check.name, check.pass]));
 

@@ -1,12 +1,12 @@
 /**
- * The fault harness's toxic TCP proxy (bench/faults/tcp-proxy.ts) in front of an echo server on
+ * The fault harness's toxic TCP proxy (bench/faults/proxy/tcp-proxy.ts) in front of an echo server on
  * loopback: each toxic's effect measured on real sockets (no Redis or MySQL needed).
  */
 import { once } from 'node:events';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startTcpProxy, type TcpProxy } from '../../../bench/faults/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../../../bench/faults/proxy/tcp-proxy.js';
 
 let echo: Server;
 let echoPort = 0;

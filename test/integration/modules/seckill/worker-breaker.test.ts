@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTcpProxy, type TcpProxy } from '../../../../bench/faults/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../../../../bench/faults/proxy/tcp-proxy.js';
 import { createDb, type Db } from '../../../../src/infra/db.js';
 import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';

@@ -1,0 +1,36 @@
+/** The HTTP scenarios of a report as rows, one per measured route, for its table and its chart. */
+import type { HttpResult } from '../scenarios/index.js';
+import type { BenchReport } from './bench-report.js';
+
+export interface HttpRow {
+  name: string;
+  route: string;
+  result: Pick<HttpResult, 'saturation' | 'fixedRate' | 'slices'>;
+  versus?: { name: string; rps: number };
+  correct?: boolean;
+  /** Another fixed-rate phase of a scenario already listed: its saturation figures are that row's. */
+  fixedRateOnly?: boolean;
+}
+
+export function httpRows(report: BenchReport): HttpRow[] {
+  const rows: HttpRow[] = [];
+  const base = report.baseline;
+  if (base) rows.push({ name: 'baseline', route: base.route, result: base });
+  if (base?.matchedRate)
+    rows.push({ name: "baseline at the order's rate", route: base.route, result: { ...base, fixedRate: base.matchedRate }, fixedRateOnly: true });
+  for (const sale of report.seckill) {
+    rows.push({
+      name: sale.scenario,
+      route: sale.strategy === 'semaphore' ? 'POST /bench/seckill-semaphore/{id}' : 'POST /api/voucher-order/seckill/{id}',
+      result: sale,
+      ...(base ? { versus: { name: 'baseline', rps: base.saturation.rps } } : {}),
+      correct: sale.pass,
+    });
+  }
+  if (report.shopHot) {
+    const { cached, bare } = report.shopHot;
+    rows.push({ name: 'shop-hot', route: cached.route, result: cached, versus: { name: 'bare route', rps: bare.saturation.rps } });
+    rows.push({ name: 'shop-hot bare route', route: bare.route, result: bare });
+  }
+  return rows;
+}

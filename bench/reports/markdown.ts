@@ -1,0 +1,140 @@
+/** The run's report as Markdown: printed, and written into docs/BENCHMARKS.md between its markers (docs.ts). */
+import { CPU_PARTS, formatSpread, spreadOf } from '../harness/index.js';
+import type { BenchReport } from './bench-report.js';
+import { number, ratio } from './format.js';
+import { httpRows } from './http-rows.js';
+import type { ProfileSummary } from './profile.js';
+
+export function renderMarkdown(report: BenchReport): string {
+  const { machine, options } = report;
+  const out: string[] = [];
+  out.push(
+    `Run of ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC, ${Math.round((Date.parse(report.finishedAt) - Date.parse(report.startedAt)) / 1000)} s: ` +
+      `\`${report.commandLine}\``,
+    '',
+    `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.os}; Node ${machine.node}, Redis ${machine.redis}, ${machine.mysql}. ` +
+      `Load generator, servers, Redis and MySQL all on this machine; load average ${report.loadAverage} (1, 5, 15 min; start → end).`,
+    '',
+    `Each HTTP scenario: ${options.durationSeconds} s closed loop at ${options.connections} connections (saturation), then ` +
+      `${options.durationSeconds} s ${options.autocannonRate ? "of autocannon's rate mode (overallRate; see BENCHMARKS.md on its figures)" : 'open loop'} at a fixed offered rate (${options.rate === undefined ? `${Math.round(options.rateFraction * 100)} % of its saturation rate, at most ${number(options.maxRate)} req/s` : `${number(options.rate)} req/s`}) ` +
+      `over up to ${number(options.latencyConnections)} connections, latency counted from each request's due time. ` +
+      `Sales: ${number(options.users)} users, vouchers of stock ${number(options.stock)}.`,
+    '',
+  );
+
+  const rows = httpRows(report);
+  if (rows.length > 0) {
+    out.push(
+      '| scenario | route | req/s at saturation | ratio | offered req/s | p50 ms | p90 ms | p99 ms | max ms | server loop lag p99 ms | generator lag p99 ms | errors | non-2xx | checks |',
+      '|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    );
+    for (const row of rows) {
+      const { saturation: s, fixedRate: l } = row.result;
+      const vs = row.versus ? `${ratio(s.rps / row.versus.rps)} ${row.versus.name}` : '–';
+      const rate = row.fixedRateOnly ? '(above)' : number(s.rps);
+      const checks = row.correct === undefined ? '–' : row.correct ? 'PASS' : '**FAIL**';
+      out.push(
+        `| ${row.name} | \`${row.route}\` | ${rate} | ${vs} | ${number(l.offeredRate ?? 0)} | ${l.latency.p50} | ${l.latency.p90} | ${l.latency.p99} | ${l.latency.max} | ${l.serverLagP99 ?? '–'} | ${l.generatorLagP99 ?? '–'} | ` +
+          `${row.fixedRateOnly ? l.errors : s.errors + l.errors} | ${row.fixedRateOnly ? l.non2xx : s.non2xx + l.non2xx} | ${checks} |`,
+      );
+    }
+    out.push('');
+  }
+
+  const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
+  if (cpuRows.length > 0) {
+    out.push(
+      'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it):',
+      '',
+      `| scenario | req/s per slice | ${CPU_PARTS.join(' | ')} | serving |`,
+      `|---|---:|${CPU_PARTS.map(() => '---:|').join('')}---:|`,
+    );
+    for (const row of cpuRows) {
+      const cpu = row.result.saturation.cpuSpread!;
+      const rates = spreadOf(row.result.slices.map((slice) => slice.rps));
+      out.push(`| ${row.name} | ${formatSpread(rates)} | ${CPU_PARTS.map((part) => formatSpread(cpu[part])).join(' | ')} | ${formatSpread(cpu.total)} |`);
+    }
+    out.push('');
+  }
+
+  const worked = report.seckill.filter((sale) => sale.work);
+  if (worked.length > 0) {
+    out.push(
+      'Per accepted order at saturation, over all slices (the order worker drained after each): Redis commands (INFO commandstats, ' +
+        'commands run by scripts included) and script calls, the mean reserve batch (orders per reserve script call, from the ' +
+        "server's `seckill_reserve_batch_size`; — when it has none), orders per MySQL transaction of the server's order worker, and CPU µs by process:",
+      '',
+      '| scenario | accepted orders | Redis commands | script calls | mean reserve batch | orders per worker write | server µs | Redis µs | MariaDB µs | broker µs | serving µs |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const sale of worked) {
+      const work = sale.work!;
+      const f = (value: number, digits = 3) => (Number.isFinite(value) ? Number(value.toPrecision(digits)).toLocaleString('en-US') : '–');
+      const { server, redis, mariadb, broker, total } = work.cpuPerOrder;
+      out.push(
+        `| ${sale.scenario} | ${number(work.accepted)} | ${f(work.commandsPerOrder)} | ${f(work.scriptsPerOrder)} | ${work.meanReserveBatch === null ? '—' : f(work.meanReserveBatch)} | ` +
+          `${work.ordersPerWorkerWrite === null ? '—' : f(work.ordersPerWorkerWrite)} | ` +
+          `${f(server)} | ${f(redis)} | ${f(mariadb)} | ${f(broker)} | ${f(total)} |`,
+      );
+    }
+    out.push('');
+  }
+
+  for (const sale of report.seckill) {
+    const refused =
+      Object.entries(sale.refused)
+        .map(([why, n]) => `${number(n)} "${why.replace(/^200 /, '')}"`)
+        .join(', ') || 'none';
+    out.push(
+      `**${sale.scenario}**: ${sale.vouchers} vouchers × ${number(sale.stockPerVoucher)} stock; ${number(sale.accepted)} orders accepted, refused: ${refused}; ` +
+        `worker drained ${sale.strategy === 'async' ? `${number(sale.drainMs)} ms after the load` : '– (sync writes MySQL before answering)'}` +
+        (sale.writeLag
+          ? `; acceptance to MySQL commit, p50 ≤ ${number(sale.writeLag.p50)} ms, p99 ≤ ${number(sale.writeLag.p99)} ms over ${number(sale.writeLag.count)} orders (the lag histogram's bucket bounds).`
+          : '.'),
+      '',
+      ...sale.checks.map((check) => `- ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`),
+      '',
+    );
+  }
+
+  const micro = [...(report.ids ?? []), ...(report.locks ?? [])];
+  if (micro.length > 0) {
+    out.push('| micro-benchmark | mode | ops/s | ratio |', '|---|---|---:|---|');
+    for (const row of micro)
+      out.push(`| ${row.name} | ${row.mode} | ${number(row.opsPerSecond)} | ${row.baseline ? `${ratio(row.ratio)} ${row.baseline}` : '–'} |`);
+    out.push('');
+  }
+
+  if (report.targets.length > 0) {
+    out.push(
+      'Targets: ratios are the median (lowest–highest) over rounds of alternating slices.',
+      '',
+      '| target | aim | measured | verdict |',
+      '|---|---|---|---|',
+    );
+    for (const t of report.targets) out.push(`| ${t.name} | ${t.target} | ${t.measured} | ${t.met === false ? `**${t.verdict}**` : t.verdict} |`);
+    out.push('');
+  }
+
+  for (const [server, profile] of Object.entries(report.profiles ?? {})) out.push(renderProfile(server, profile), '');
+  out.push(`Correctness: **${report.pass ? 'PASS' : 'FAIL'}**.`);
+  return out.join('\n');
+}
+
+function renderProfile(server: string, profile: ProfileSummary): string {
+  const lines = [
+    `CPU profile of the ${server} server (\`node --cpu-prof\` over its whole life: ${number(profile.totalMs)} ms, of which ${number(profile.busyMs)} ms busy; ` +
+      'the run names the .cpuprofile file: open it in Chrome DevTools for the call tree). Self time by area, as a share of the busy time, native code charged to the JavaScript that called it:',
+    '',
+    '| area | ms | % |',
+    '|---|---:|---:|',
+    ...profile.byArea.slice(0, 14).map((a) => `| ${a.name} | ${number(a.ms)} | ${a.percent} |`),
+    '',
+    'Top functions by self time:',
+    '',
+    '| function | ms | % |',
+    '|---|---:|---:|',
+    ...profile.topFunctions.map((f) => `| \`${f.name.replace(/\|/g, '\\|')}\` | ${number(f.ms)} | ${f.percent} |`),
+  ];
+  return lines.join('\n');
+}

@@ -1,0 +1,13 @@
+/**
+ * The door of `npm run bench`'s HTTP scenarios, one per file: `baseline` and `shop-hot` (no sale),
+ * the sales `seckill-async`, `seckill-sync` and `seckill-gated` (seckill.ts), `seckill-rabbitmq`
+ * and `seckill-semaphore`. Each is prepared (servers started, vouchers made), measured by the
+ * harness with the others, then finished (its results and checks).
+ */
+export { prepareBaseline } from './baseline.js';
+export type { HttpResult, PreparedScenario } from './prepared-scenario.js';
+export { prepareSale } from './seckill.js';
+export { prepareRabbitSale } from './seckill-rabbitmq.js';
+export type { SeckillResult } from './seckill-result.js';
+export { prepareSemaphoreSale } from './seckill-semaphore.js';
+export { prepareShopHot } from './shop-hot.js';
