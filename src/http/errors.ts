@@ -1,10 +1,10 @@
 import { HTTP_MESSAGES } from './http-messages.js';
-import { render, type Message } from './messages.js';
+import { render, type Message } from '../lib/messages/index.js';
 
 /**
  * An error whose message is meant for the client. Thrown anywhere in a request, it becomes
  * `{success: false, errorMsg}` with its HTTP status, the message in the request's language
- * (src/http/messages.ts); anything else is a 500 whose details stay in the log. `message` is the
+ * (src/lib/messages); anything else is a 500 whose details stay in the log. `message` is the
  * English text, for logs.
  */
 export class HttpError extends Error {

@@ -1,5 +1,5 @@
 import { HttpError, notFound } from '../../http/errors.js';
-import type { Message } from '../../http/messages.js';
+import type { Message } from '../../lib/messages/index.js';
 import { unavailableDependency } from '../../infra/transient-errors.js';
 import { SECKILL_MESSAGES } from './messages.js';
 import type { ReserveResult } from './types.js';

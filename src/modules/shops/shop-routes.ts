@@ -2,7 +2,7 @@ import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typ
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, Current, IdBody, IdParams, IdString } from '../../http/schemas.js';
-import { bothTexts } from '../../http/messages.js';
+import { bothTexts } from '../../lib/messages/index.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import { SHOP_MESSAGES } from './messages.js';

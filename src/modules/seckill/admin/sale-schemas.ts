@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { bothTexts } from '../../../http/messages.js';
+import { bothTexts } from '../../../lib/messages/index.js';
 import { MAX_BUCKETS, MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';

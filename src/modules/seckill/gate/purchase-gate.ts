@@ -1,5 +1,5 @@
 import { HttpError, notFound, tooManyRequests } from '../../../http/errors.js';
-import type { Message } from '../../../http/messages.js';
+import type { Message } from '../../../lib/messages/index.js';
 import type { RateLimit } from '../../../lib/rate-limit/index.js';
 import type { TokenSigner, VerifyFailure } from '../../../lib/signed-token/index.js';
 import type { Challenge } from 'altcha-lib';

@@ -1,5 +1,5 @@
 import { tooManyRequests } from '../../../http/errors.js';
-import type { MessageFactory } from '../../../http/messages.js';
+import type { MessageFactory } from '../../../lib/messages/index.js';
 import type { AdmissionLimiter, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../../lib/rate-limit/index.js';
 import { LIMIT_NAMES } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';

@@ -16,7 +16,7 @@ import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-mem
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
 import { REFUSALS, SECKILL_MESSAGES } from '../../../../src/modules/seckill/messages.js';
-import { render } from '../../../../src/http/messages.js';
+import { render } from '../../../../src/lib/messages/index.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
