@@ -21,7 +21,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { homeBucket, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
+import { homeBucket, OutcomeUnknown, SaleKeys, SaleStore, TemporarilyUnavailable } from '../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../kit/redis-cluster.js';
 import { processCpuMicros } from './cpu.js';
 import { SoldOutLedger, soldOutChecks, type Check } from './seckill.js';
@@ -301,7 +301,7 @@ async function sellOut(
       const outcome = await store.decide({ orderId, userId, voucherId }).then(
         (result) => result.outcome,
         (error: unknown) => {
-          if ((error as { statusCode?: number }).statusCode === 503) return 'retry' as const;
+          if (error instanceof TemporarilyUnavailable || error instanceof OutcomeUnknown) return 'retry' as const; // what the API answers 503
           throw error;
         },
       );

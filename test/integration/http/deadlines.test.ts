@@ -7,7 +7,7 @@ import type { Config } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { render } from '../../../src/lib/messages/index.js';
-import { orderDeadlineMessage } from '../../../src/modules/seckill/errors.js';
+import { orderDeadlineMessage } from '../../../src/modules/seckill/errors/index.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { ShopRepository, type ShopRow } from '../../../src/modules/shops/shop-repository.js';
 import { insertSeckillVoucher } from '../../support/seckill.js';

@@ -77,6 +77,7 @@ describe('English sentences without a code', () => {
   const RAW_MESSAGE = [
     /\b(?:badRequest|unauthorized|forbidden|notFound|tooManyRequests)\(\s*[`'"]/,
     /\bnew (?:HttpError|SaleRefused)\([^()]*?,\s*[`'"]/,
+    /\bnew (?:InvalidInput|NotFound|Conflict|GateRefused|TemporarilyUnavailable)\(\s*[`'"]/,
     /\bfail\(\s*[`'"]/,
     /\berrorMessage:\s*[`'"]/,
     /\berrorMessage:\s*\{\s*\w+:\s*[`'"]/,
@@ -97,6 +98,7 @@ describe('English sentences without a code', () => {
     expect(caught('throw notFound(`Shop ${id} not found`);')).toBe(true);
     expect(caught("throw new HttpError(409, 'Busy');")).toBe(true);
     expect(caught("throw new SaleRefused('limit', 'Limit reached');")).toBe(true);
+    expect(caught("throw new Conflict('Not payable');")).toBe(true);
     expect(caught("reply.send(fail('Nope'));")).toBe(true);
     expect(caught("Type.String({ errorMessage: 'must be a date' })")).toBe(true);
     expect(caught("{ errorMessage: { minProperties: 'give one' } }")).toBe(true);

@@ -4,7 +4,7 @@ import { badRequest } from '../../../http/errors.js';
 import { ok } from '../../../http/result.js';
 import { Current, IdParams } from '../../../http/schemas.js';
 import { currentUser } from '../../users/auth.js';
-import { orderDeadlineMessage } from '../errors.js';
+import { orderDeadlineMessage } from '../errors/index.js';
 import { PURCHASE_TOKEN_HEADER, type PurchaseGate } from '../gate/purchase-gate.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import type { KnownSales } from './known-sales.js';
