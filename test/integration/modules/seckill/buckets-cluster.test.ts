@@ -152,7 +152,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(await place(buyers())).toEqual(['accepted', 'accepted', 'accepted']);
 
     expect(await controls.update(voucherId, '1', { stock: 15 })).toMatchObject({ stock: 15, left: 9 });
-    await expect(controls.update(voucherId, '1', { stock: 5 })).rejects.toMatchObject({ statusCode: 400 });
+    expect(await controls.update(voucherId, '1', { stock: 5 }).then(() => 'updated', statusOf)).toBe(400);
     expect(await controls.update(voucherId, '1', { stock: 8 })).toMatchObject({ stock: 8, left: 2 });
     const readings = await readBuckets(redis, seckill.keys, voucherId, 3);
     expect(readings.reduce((sum, reading) => sum + reading.stock + reading.pending, 0)).toBe(2);
