@@ -356,7 +356,7 @@ write_edge_pages() {
   node --input-type=module -e '
     import { writeFileSync } from "node:fs";
     import { SECKILL_MESSAGES } from "./dist/modules/seckill/messages.js";
-    import { render } from "./dist/http/messages.js";
+    import { render } from "./dist/lib/messages/index.js";
     for (const language of ["zh", "en"]) {
       const errorMsg = render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), language);
       writeFileSync(`${process.argv[1]}/429.${language}.json`, JSON.stringify({ success: false, errorMsg }));

@@ -1,5 +1,5 @@
 /** One voucher sold out by distinct buyers through the stores, with what each answer said and when. */
-import { homeBucket, type SaleStore } from '../../src/modules/seckill/index.js';
+import { homeBucket, OutcomeUnknown, TemporarilyUnavailable, type SaleStore } from '../../src/modules/seckill/index.js';
 import { processCpuMicros } from '../harness/index.js';
 import { SoldOutLedger } from '../sale/index.js';
 import type { BucketedOptions, BucketedRow, LastPercent } from './bucketed-row.js';
@@ -58,7 +58,7 @@ export async function sellOut(
       const outcome = await store.decide({ orderId, userId, voucherId }).then(
         (result) => result.outcome,
         (error: unknown) => {
-          if ((error as { statusCode?: number }).statusCode === 503) return 'retry' as const;
+          if (error instanceof TemporarilyUnavailable || error instanceof OutcomeUnknown) return 'retry' as const; // what the API answers 503
           throw error;
         },
       );

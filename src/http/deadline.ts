@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HTTP_MESSAGES } from './http-messages.js';
 import { localize } from './language.js';
-import type { Message } from './messages.js';
+import type { Message } from '../lib/messages/index.js';
 import { fail } from './result.js';
 
 declare module 'fastify' {

@@ -6,7 +6,7 @@ import { RETRY_AFTER_SECONDS } from './deadline.js';
 import { HttpError } from './errors.js';
 import { HTTP_MESSAGES, VALIDATION_MESSAGES } from './http-messages.js';
 import { localize, negotiateLanguage } from './language.js';
-import { render, type Language, type Message, type MessageTexts } from './messages.js';
+import { render, type Language, type Message, type MessageTexts } from '../lib/messages/index.js';
 import { AJV_KEYWORDS } from './validation.js';
 import { fail } from './result.js';
 

@@ -1,11 +1,11 @@
 import { HTTP_MESSAGES } from './http-messages.js';
-import { render, type Message } from './messages.js';
+import { render, type Message } from '../lib/messages/index.js';
 
 /**
  * An error whose message is meant for the client. Thrown anywhere in a request, it becomes
  * `{success: false, errorMsg}` with its HTTP status, the message in the request's language
- * (src/http/messages.ts); anything else is a 500 whose details stay in the log. `message` is the
- * English text, for logs.
+ * (src/lib/messages); a module's own errors are answered by its table (error-answers.ts), anything
+ * else is a 500 whose details stay in the log. `message` is the English text, for logs.
  */
 export class HttpError extends Error {
   override name = 'HttpError';

@@ -1,4 +1,4 @@
-import { defineMessages } from './messages.js';
+import { defineMessages } from '../lib/messages/index.js';
 
 /** The messages of the shared HTTP plumbing (src/http): routing, limits, deadlines, faults, validation. */
 export const HTTP_MESSAGES = defineMessages('http', {

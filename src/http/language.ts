@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import Negotiator from 'negotiator';
-import { LANGUAGES, render, type Language, type Message } from './messages.js';
+import { LANGUAGES, render, type Language, type Message } from '../lib/messages/index.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

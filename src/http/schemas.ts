@@ -1,11 +1,8 @@
 import { Type, type TSchema } from 'typebox';
+import { ID_PATTERN } from '../lib/wire/index.js';
 import { HTTP_MESSAGES } from './http-messages.js';
 
-/**
- * A database id in a path or query: a positive decimal integer that fits BIGINT UNSIGNED.
- * Kept a string end to end: JavaScript numbers cannot hold every 64-bit id.
- */
-const ID_PATTERN = '^[1-9][0-9]{0,18}$';
+/** A database id in a path or query (`ID_PATTERN`: a 64-bit id, kept a string end to end). */
 export const IdString = Type.String({
   pattern: ID_PATTERN,
   errorMessage: HTTP_MESSAGES.idFormat.texts,
@@ -47,12 +44,6 @@ export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, 
  * a normal user is refused on every route so marked.
  */
 export const ADMIN_ONLY = { 'x-admin-only': true } as const;
-
-/** An id in an answer: a decimal string (64-bit ids exceed what a JSON number keeps exactly). */
-export const Id = Type.String({ pattern: ID_PATTERN, description: 'a 64-bit id, as a decimal string' });
-
-/** An instant in an answer: ISO 8601 in UTC (`toISOString()`). */
-export const Timestamp = Type.String({ format: 'date-time' });
 
 const Wrapper = {
   success: Type.Boolean({ description: 'false for a refusal answered with 200 (e.g. a sold-out seckill voucher)' }),

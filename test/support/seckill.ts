@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
+import { answerOf } from '../../src/http/error-answers.js';
 import type { Metrics } from '../../src/infra/metrics.js';
+import { SECKILL_ERROR_ANSWERS } from '../../src/modules/seckill/error-routes.js';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
 import type { AcceptedOrder } from '../../src/modules/seckill/types.js';
 import { parseEntry } from '../../src/modules/seckill/writer/order-stream.js';
@@ -10,6 +12,9 @@ import type { TestEnv } from './test-env.js';
 /** Fixtures of the flash sale, shared by the sale's tests, the HTTP and abuse tests and the browser tests. */
 
 export const HOUR = 3600_000;
+
+/** The HTTP status the routes answer a sale's error with (src/modules/seckill/error-routes.ts); undefined for an error of no row. */
+export const statusOf = (error: unknown): number | undefined => answerOf(SECKILL_ERROR_ANSWERS, error)?.status;
 
 /** The orders of stream entries (reserve.lua writes one entry per batch), in order; a malformed entry fails the test. */
 export function ordersOfEntries(entries: ReadonlyArray<[id: string, fields: string[]]>): AcceptedOrder[] {

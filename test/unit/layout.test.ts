@@ -57,6 +57,13 @@ describe('layout: dependencies point inward, modules have one door', () => {
   it("the sale's rooms are folders and only index.ts, the README and the shared files stand beside them", () => {
     const top = readdirSync(join(ROOT, 'src/modules/seckill'), { withFileTypes: true });
     const files = top.filter((entry) => entry.isFile()).map((entry) => entry.name);
-    expect(files.sort()).toEqual(['README.md', 'errors.ts', 'index.ts', 'keys.ts', 'messages.ts', 'types.ts']);
+    expect(files.sort()).toEqual(['README.md', 'error-routes.ts', 'index.ts', 'keys.ts', 'messages.ts', 'types.ts']);
+  });
+
+  it("the sale's code is free of HTTP: only its routes (*-routes.ts) and index.ts import src/http", () => {
+    const files = tsFiles('src/modules/seckill').filter((file) => !/-routes\.ts$/.test(file) && file !== 'src/modules/seckill/index.ts');
+    const intoHttp = files.flatMap((file) => importsInto(file, 'src/http').map((target) => `${file} -> ${target}`));
+    expect(files.length).toBeGreaterThan(50);
+    expect(intoHttp).toEqual([]);
   });
 });

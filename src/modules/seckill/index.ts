@@ -6,6 +6,7 @@
  */
 import { hostname } from 'node:os';
 import type { FastifyPluginAsync } from 'fastify';
+import { answerErrors } from '../../http/error-answers.js';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
@@ -29,6 +30,7 @@ import { GateSettingsCache } from './gate/gate-settings-cache.js';
 import { PurchaseGate } from './gate/purchase-gate.js';
 import { SpentTokens } from './gate/spent-tokens.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
+import { SECKILL_ERROR_ANSWERS } from './error-routes.js';
 import { GATE_LIMIT_NAME, LIMIT_NAMES, SaleKeys } from './keys.js';
 import { KnownSales } from './orders/known-sales.js';
 import { OrderLimits } from './orders/order-limits.js';
@@ -56,6 +58,7 @@ import { buildRabbitPath, type RabbitPath } from './broker/rabbit-path.js';
 // What the app, the CLIs and the bench use besides buildSeckill.
 export { reconcileSeckill, UnknownVoucherError } from './admin/reconcile.js';
 export type { ReconcileReport } from './admin/reconcile-report.js';
+export { OutcomeUnknown, TemporarilyUnavailable } from './errors/index.js';
 export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
 export { homeBucket, ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
 export { REFUSALS } from './messages.js';
@@ -176,6 +179,8 @@ export function buildSeckill(deps: SeckillDeps) {
   watchRabbitOnScrape(metrics, () => rabbit, Math.floor(config.deadlines.requestMs / 2));
 
   const routes: FastifyPluginAsync = async (api) => {
+    // First: the routes registered below inherit it (error-routes.ts).
+    answerErrors(api, SECKILL_ERROR_ANSWERS);
     // Built with the routes only: the standalone worker needs no token keys.
     const gate = buildPurchaseGate(deps, gateSettings, metrics);
     // Every unfinished sale's gate known ahead of its orders, so they need no MySQL (purchase-gate.ts).

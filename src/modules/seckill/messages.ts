@@ -1,6 +1,6 @@
-import { defineMessages, render } from '../../http/messages.js';
+import { defineMessages, render } from '../../lib/messages/index.js';
 
-/** What the seckill module tells users, in both languages (src/http/messages.ts); hmdp's wording where it had one. */
+/** What the seckill module tells users, in both languages (src/lib/messages); hmdp's wording where it had one. */
 export const SECKILL_MESSAGES = defineMessages('seckill', {
   notStarted: { en: 'The sale has not started yet', zh: '秒杀尚未开始！' },
   ended: { en: 'The sale has ended', zh: '秒杀已经结束！' },

@@ -1,6 +1,6 @@
-import { defineMessages } from '../../http/messages.js';
+import { defineMessages } from '../../lib/messages/index.js';
 
-/** What the shops module tells users, in both languages (src/http/messages.ts); hmdp's wording where it had one. */
+/** What the shops module tells users, in both languages (src/lib/messages); hmdp's wording where it had one. */
 export const SHOP_MESSAGES = defineMessages('shops', {
   shopNotFound: { en: 'Shop {id} not found', zh: '店铺不存在（{id}）' },
   shopTypeMissing: { en: 'body.typeId: shop type {typeId} does not exist', zh: 'body.typeId：店铺类型 {typeId} 不存在' },

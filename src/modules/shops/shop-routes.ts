@@ -1,8 +1,9 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { ADMIN_ONLY, Current, EmptyResult, Id, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
-import { bothTexts } from '../../http/messages.js';
+import { ADMIN_ONLY, Current, EmptyResult, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
+import { Id } from '../../lib/wire/index.js';
+import { bothTexts } from '../../lib/messages/index.js';
 import { requireAdmin } from '../users/auth.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import { SHOP_MESSAGES } from './messages.js';

@@ -1,7 +1,8 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { viaCompatSurface } from '../../http/hmdp-compat.js';
 import { ok } from '../../http/result.js';
-import { Current, Id, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
+import { Current, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
+import { Id } from '../../lib/wire/index.js';
 import { currentUser } from '../users/auth.js';
 import { UserSummarySchema } from '../users/user-schemas.js';
 import { BlogViewSchema, FeedPageSchema } from './blog-schemas.js';

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Timestamp } from '../../http/schemas.js';
+import { Id, Timestamp } from '../../lib/wire/index.js';
 
 // What the blog routes answer (their response schemas).
 

@@ -1,6 +1,6 @@
-import { defineMessages } from '../../http/messages.js';
+import { defineMessages } from '../../lib/messages/index.js';
 
-/** What the social module (blogs, follows, sign-in, visitors, uploads) tells users, in both languages (src/http/messages.ts). */
+/** What the social module (blogs, follows, sign-in, visitors, uploads) tells users, in both languages (src/lib/messages). */
 export const SOCIAL_MESSAGES = defineMessages('social', {
   blogNotFound: { en: 'Blog {id} not found', zh: '笔记 {id} 不存在' },
   blogShopMissing: { en: 'body.shopId: shop {shopId} not found', zh: 'body.shopId：店铺 {shopId} 不存在' },

@@ -1,6 +1,6 @@
 import type { preHandlerAsyncHookHandler } from 'fastify';
 import { tooManyRequests } from '../../http/errors.js';
-import type { MessageFactory } from '../../http/messages.js';
+import type { MessageFactory } from '../../lib/messages/index.js';
 import type { Config } from '../../infra/config.js';
 import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../lib/rate-limit/index.js';
 import { currentUser } from '../users/auth.js';

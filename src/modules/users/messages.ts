@@ -1,6 +1,6 @@
-import { defineMessages } from '../../http/messages.js';
+import { defineMessages } from '../../lib/messages/index.js';
 
-/** What the users module tells users, in both languages (src/http/messages.ts); hmdp's wording where it had one. */
+/** What the users module tells users, in both languages (src/lib/messages); hmdp's wording where it had one. */
 export const USER_MESSAGES = defineMessages('users', {
   smsFailed: { en: 'Could not send the code by SMS: try again in {seconds} s', zh: '验证码短信发送失败，请 {seconds} 秒后重试' },
   noValidCode: { en: 'No valid code for this phone: request a new one', zh: '验证码已失效，请重新获取' },

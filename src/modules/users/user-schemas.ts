@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id } from '../../http/schemas.js';
+import { Id } from '../../lib/wire/index.js';
 
 // What the user routes answer (their response schemas), and the user as other modules show it.
 

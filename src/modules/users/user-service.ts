@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { badRequest, HttpError, notFound, tooManyRequests } from '../../http/errors.js';
-import type { MessageFactory } from '../../http/messages.js';
+import type { MessageFactory } from '../../lib/messages/index.js';
 import type { Log } from '../../infra/logging.js';
 import type { RateLimit } from '../../lib/rate-limit/index.js';
 import type { LoginCodeStore } from './login-code-store.js';

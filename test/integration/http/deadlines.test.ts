@@ -6,8 +6,8 @@ import { startRedisServer, type RedisServer } from '../../../kit/redis-servers.j
 import type { Config } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { createRedis, type RedisClient } from '../../../src/infra/redis.js';
-import { render } from '../../../src/http/messages.js';
-import { orderDeadlineMessage } from '../../../src/modules/seckill/errors.js';
+import { render } from '../../../src/lib/messages/index.js';
+import { orderDeadlineMessage } from '../../../src/modules/seckill/errors/index.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { ShopRepository, type ShopRow } from '../../../src/modules/shops/shop-repository.js';
 import { insertSeckillVoucher } from '../../support/seckill.js';

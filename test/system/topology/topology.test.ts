@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { render } from '../../../src/http/messages.js';
+import { render } from '../../../src/lib/messages/index.js';
 import { loadConfig } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';

@@ -3,10 +3,10 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { negotiateLanguage } from '../../../src/http/language.js';
-import { defineMessages, interpolate, registeredMessages, render } from '../../../src/http/messages.js';
+import { defineMessages, interpolate, registeredMessages, render } from '../../../src/lib/messages/index.js';
 
 /**
- * The message catalogues (src/http/messages.ts): every message in both languages, and no
+ * The message catalogues (src/lib/messages): every message in both languages, and no
  * English sentence on its way to a client without a code. New messages go into a module's
  * messages.ts; this test then checks them with the rest.
  */
@@ -23,7 +23,7 @@ function sourceFiles(dir = SRC): string[] {
 
 /** Imports every file that defines a catalogue, so that all of them are registered. */
 async function loadCatalogues(): Promise<string[]> {
-  const files = sourceFiles().filter((file) => /\bdefineMessages\(/.test(readFileSync(file, 'utf8')) && !file.endsWith('/http/messages.ts'));
+  const files = sourceFiles().filter((file) => /\bdefineMessages\(/.test(readFileSync(file, 'utf8')) && !file.endsWith('/lib/messages/messages.ts'));
   for (const file of files) await import(pathToFileURL(file).href);
   return files.map((file) => relative(SRC, file));
 }
@@ -77,6 +77,7 @@ describe('English sentences without a code', () => {
   const RAW_MESSAGE = [
     /\b(?:badRequest|unauthorized|forbidden|notFound|tooManyRequests)\(\s*[`'"]/,
     /\bnew (?:HttpError|SaleRefused)\([^()]*?,\s*[`'"]/,
+    /\bnew (?:InvalidInput|NotFound|Conflict|GateRefused|TemporarilyUnavailable)\(\s*[`'"]/,
     /\bfail\(\s*[`'"]/,
     /\berrorMessage:\s*[`'"]/,
     /\berrorMessage:\s*\{\s*\w+:\s*[`'"]/,
@@ -97,6 +98,7 @@ describe('English sentences without a code', () => {
     expect(caught('throw notFound(`Shop ${id} not found`);')).toBe(true);
     expect(caught("throw new HttpError(409, 'Busy');")).toBe(true);
     expect(caught("throw new SaleRefused('limit', 'Limit reached');")).toBe(true);
+    expect(caught("throw new Conflict('Not payable');")).toBe(true);
     expect(caught("reply.send(fail('Nope'));")).toBe(true);
     expect(caught("Type.String({ errorMessage: 'must be a date' })")).toBe(true);
     expect(caught("{ errorMessage: { minProperties: 'give one' } }")).toBe(true);

@@ -1,10 +1,10 @@
 import { sql, type Selectable } from 'kysely';
 import type { Db } from '../../../infra/db.js';
 import type { SeckillVoucherTable } from '../../../infra/schema.js';
-import { badRequest, HttpError, notFound } from '../../../http/errors.js';
 import { toGateMode, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleControl } from '../sale/sale-scripts.js';
 import type { SaleStore } from '../sale/sale-store.js';
+import { Conflict, InvalidInput, UnknownVoucher } from '../errors/index.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
 /**
@@ -112,7 +112,7 @@ export class SaleControls {
    */
   update(voucherId: string, adminId: string, change: SaleChange): Promise<SaleControlResult> {
     if (change.buckets !== undefined) {
-      if (Object.keys(change).length > 1) throw badRequest(SECKILL_MESSAGES.bucketsAlone());
+      if (Object.keys(change).length > 1) throw new InvalidInput(SECKILL_MESSAGES.bucketsAlone());
       return this.rebucket(voucherId, adminId, change.buckets);
     }
     const plan = (row: Row): SaleControl => {
@@ -149,18 +149,18 @@ export class SaleControls {
    * the writes finds MySQL done and redoes Redis.
    */
   private async rebucket(voucherId: string, adminId: string, buckets: number): Promise<SaleControlResult> {
-    if (buckets > 1 && !this.store.keys.bucketLanes) throw badRequest(SECKILL_MESSAGES.bucketsOff({ most: 1 }));
+    if (buckets > 1 && !this.store.keys.bucketLanes) throw new InvalidInput(SECKILL_MESSAGES.bucketsOff({ most: 1 }));
     const result = await withSaleLock(this.db, voucherId, async (conn) => {
       const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
-      if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
+      if (!row) throw new UnknownVoucher(voucherId);
       const until = row.begin_time.getTime() - BUCKETS_FIXED_BEFORE_BEGIN_MS;
       if (Date.now() >= until) {
-        throw new HttpError(409, SECKILL_MESSAGES.bucketsFixed({ until: new Date(until).toISOString(), begin: row.begin_time.toISOString() }));
+        throw new Conflict(SECKILL_MESSAGES.bucketsFixed({ until: new Date(until).toISOString(), begin: row.begin_time.toISOString() }));
       }
       const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
       const inRedis = await this.store.bucketsOf(voucherId);
       const redisStock = await this.store.stockOf(voucherId);
-      if (row.stock !== total || (redisStock !== null && redisStock !== total)) throw new HttpError(409, SECKILL_MESSAGES.bucketsAfterSales());
+      if (row.stock !== total || (redisStock !== null && redisStock !== total)) throw new Conflict(SECKILL_MESSAGES.bucketsAfterSales());
       const before = settingsOf(row, total);
       const after: SaleSettings = { ...before, buckets };
       const changed = before.buckets !== buckets;
@@ -188,14 +188,14 @@ export class SaleControls {
       }
       return { voucherId, ...after, left: row.stock, changed };
     });
-    if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
+    if (result === SALE_BUSY) throw new Conflict(SECKILL_MESSAGES.saleChangeBusy());
     await this.onApplied(voucherId, result.changed);
     return result;
   }
 
   private async apply(voucherId: string, adminId: string, action: Action, plan: (row: Row) => SaleControl, gate: GateChange = {}): Promise<SaleControlResult> {
     const result = await withSaleLock(this.db, voucherId, (conn) => this.applyLocked(conn, voucherId, adminId, action, plan, gate));
-    if (result === SALE_BUSY) throw new HttpError(409, SECKILL_MESSAGES.saleChangeBusy());
+    if (result === SALE_BUSY) throw new Conflict(SECKILL_MESSAGES.saleChangeBusy());
     await this.onApplied(voucherId, result.changed);
     return result;
   }
@@ -209,7 +209,7 @@ export class SaleControls {
     gate: GateChange,
   ): Promise<SaleControlResult> {
     const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
-    if (!row) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
+    if (!row) throw new UnknownVoucher(voucherId);
     const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
     const control = plan(row);
     const before = settingsOf(row, total);
@@ -321,12 +321,12 @@ function plannedWindow(row: Row, change: SaleChange, now: number): { begin: Date
     if (change.beginTime === undefined && begin.getTime() >= end.getTime()) begin = new Date(end.getTime() - 1000);
   }
   if (end.getTime() > begin.getTime()) return { begin, end };
-  if (change.endTime === undefined) throw badRequest(SECKILL_MESSAGES.beginAfterSaleEnd({ end: end.toISOString() }));
-  if (change.beginTime === undefined) throw badRequest(SECKILL_MESSAGES.endBeforeSaleBegin({ begin: begin.toISOString() }));
-  throw badRequest(SECKILL_MESSAGES.endBeforeBegin());
+  if (change.endTime === undefined) throw new InvalidInput(SECKILL_MESSAGES.beginAfterSaleEnd({ end: end.toISOString() }));
+  if (change.beginTime === undefined) throw new InvalidInput(SECKILL_MESSAGES.endBeforeSaleBegin({ begin: begin.toISOString() }));
+  throw new InvalidInput(SECKILL_MESSAGES.endBeforeBegin());
 }
 
-const belowSold = (sold: number): HttpError => badRequest(SECKILL_MESSAGES.stockBelowSold({ sold }));
+const belowSold = (sold: number): InvalidInput => new InvalidInput(SECKILL_MESSAGES.stockBelowSold({ sold }));
 
 function settingsOf(row: Row, total: number): SaleSettings {
   return {

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
-import { bothTexts } from '../../../http/messages.js';
-import { Id, Timestamp } from '../../../http/schemas.js';
+import { bothTexts } from '../../../lib/messages/index.js';
+import { Id, Timestamp } from '../../../lib/wire/index.js';
 import { MAX_BUCKETS, MAX_LIMIT_PER_USER } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';

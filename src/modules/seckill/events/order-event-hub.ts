@@ -1,4 +1,4 @@
-import { HttpError } from '../../../http/errors.js';
+import { TemporarilyUnavailable } from '../errors/index.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import { orderEventsChannel } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
@@ -45,7 +45,7 @@ export class OrderEventHub {
     } catch {
       await this.leave(userId, listener);
       // The page then polls: a stream is a convenience, never the only way to an order's state.
-      throw new HttpError(503, SECKILL_MESSAGES.orderEventsUnavailable(), { 'retry-after': '1' });
+      throw new TemporarilyUnavailable(SECKILL_MESSAGES.orderEventsUnavailable(), 1_000);
     }
     return () => this.leave(userId, listener);
   }

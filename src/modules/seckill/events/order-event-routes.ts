@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { tooManyRequests } from '../../../http/errors.js';
 import { IdParams } from '../../../http/schemas.js';
 import { currentUser } from '../../users/auth.js';
+import { RateLimited } from '../errors/index.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderChange, OrderView } from '../types.js';
 import type { OrderEventHub } from './order-event-hub.js';
@@ -53,7 +53,7 @@ export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions
       reply.raw.once('close', () => held.releaseAll());
       if (connectionClosed(reply)) return abandon(reply); // left before the handler ran: nothing taken
       const seat = await options.seats.take(userId);
-      if (seat === null) throw tooManyRequests(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
+      if (seat === null) throw new RateLimited(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
       held.add(() => seat.release());
       if (held.released) return abandon(reply); // left while the seat was taken (released by now)
       const early: OrderChange[] = [];

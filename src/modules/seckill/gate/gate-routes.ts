@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Challenge } from 'altcha-lib';
 import { ok } from '../../../http/result.js';
-import { IdParams, ResultOf, Timestamp } from '../../../http/schemas.js';
+import { IdParams, ResultOf } from '../../../http/schemas.js';
+import { Timestamp } from '../../../lib/wire/index.js';
 import { currentUser } from '../../users/auth.js';
 import type { PurchaseGate } from './purchase-gate.js';
 

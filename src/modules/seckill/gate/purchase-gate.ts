@@ -1,25 +1,15 @@
-import { HttpError, notFound, tooManyRequests } from '../../../http/errors.js';
-import type { Message } from '../../../http/messages.js';
+import type { Message } from '../../../lib/messages/index.js';
 import type { RateLimit } from '../../../lib/rate-limit/index.js';
 import type { TokenSigner, VerifyFailure } from '../../../lib/signed-token/index.js';
 import type { Challenge } from 'altcha-lib';
 import type { CaptchaChallenges, CaptchaCheck } from './captcha-challenges.js';
 import { toGateMode, type GateMode, type GateSettings, type GateSettingsCache } from './gate-settings-cache.js';
 import type { SpentTokens } from './spent-tokens.js';
+import { Conflict, GateRefused, RateLimited, Refusal, TooEarly, UnknownVoucher } from '../errors/index.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
 /** The header carrying the purchase token on POST /voucher-order/seckill/{id}. */
 export const PURCHASE_TOKEN_HEADER = 'x-purchase-token';
-
-/** A refused purchase token or captcha: 403 (never 401, which a client reads as "logged out"). */
-export class GateRefused extends HttpError {
-  constructor(message: Message) {
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0; // routine under a flood of bad tokens: skip the stack trace
-    super(403, message);
-    Error.stackTraceLimit = limit;
-  }
-}
 
 const TOKEN_FAILURES: Record<VerifyFailure, Message> = {
   malformed: SECKILL_MESSAGES.gateTokenMalformed(),
@@ -85,7 +75,7 @@ export class PurchaseGate {
   async challenge(userId: string, voucherId: string): Promise<Challenge> {
     await this.limit(userId);
     const settings = await this.saleSettings(voucherId);
-    if (settings.mode !== 'captcha') throw new HttpError(409, SECKILL_MESSAGES.gateNoCaptcha({ voucherId }));
+    if (settings.mode !== 'captcha') throw new Conflict(SECKILL_MESSAGES.gateNoCaptcha({ voucherId }));
     return this.deps.captcha.create(userId, voucherId, settings.captchaMaxNumber);
   }
 
@@ -94,13 +84,8 @@ export class PurchaseGate {
     await this.limit(userId);
     const settings = await this.saleSettings(voucherId);
     const now = this.now();
-    if (now < settings.begin) {
-      const waitMs = settings.begin - now;
-      throw new HttpError(425, SECKILL_MESSAGES.gateOpensIn({ seconds: Math.ceil(waitMs / 1000), at: new Date(settings.begin).toISOString() }), {
-        'retry-after': String(Math.ceil(waitMs / 1000)),
-      });
-    }
-    if (now >= settings.end) throw new HttpError(409, SECKILL_MESSAGES.gateSaleEnded());
+    if (now < settings.begin) throw new TooEarly(settings.begin, now);
+    if (now >= settings.end) throw new Conflict(SECKILL_MESSAGES.gateSaleEnded());
     if (settings.mode === 'captcha') await this.solve(userId, voucherId, captchaAnswer);
     const { token, expiresAt } = this.deps.signer.sign([userId, voucherId, settings.mode], this.deps.tokenTtlMs);
     return { token, expiresAt: new Date(expiresAt).toISOString() };
@@ -129,9 +114,10 @@ export class PurchaseGate {
   /**
    * Places an order with the token `check` passed, spending it first (atomic across instances):
    * a second order with it is refused, except a retry with the same Idempotency-Key, which
-   * reserve.lua answers with that key's one order. A refusal (the sale's, or any other 4xx)
-   * placed nothing, so the token is given back. On an unknown outcome (a 503, any other failure)
-   * it stays spent, as the order may have been accepted: a retry with the same key finds it, and
+   * reserve.lua answers with that key's one order. A `Refusal` (the sale's, a reused key, an
+   * unknown voucher) placed nothing, so the token is given back. On an unknown outcome
+   * (`OutcomeUnknown`, units still moving between buckets, any other failure) it stays spent,
+   * as the order may have been accepted: a retry with the same key finds it, and
    * without a key the client asks GET /voucher-order/of/me/voucher/{id}, then for a new token.
    */
   async spendOn<T>(pass: TokenPass | undefined, idempotencyKey: string | undefined, place: () => Promise<T>): Promise<T> {
@@ -140,14 +126,14 @@ export class PurchaseGate {
     try {
       return await place();
     } catch (error) {
-      if (error instanceof HttpError && error.statusCode < 500) await this.deps.spent.giveBack(pass.nonce).catch(() => undefined);
+      if (error instanceof Refusal) await this.deps.spent.giveBack(pass.nonce).catch(() => undefined);
       throw error;
     }
   }
 
   private async saleSettings(voucherId: string): Promise<GateSettings> {
     const settings = await this.deps.settings.get(voucherId);
-    if (settings === null) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
+    if (settings === null) throw new UnknownVoucher(voucherId);
     return settings;
   }
 
@@ -162,7 +148,7 @@ export class PurchaseGate {
   private async limit(userId: string): Promise<void> {
     const decision = await this.deps.limit.consume(userId);
     if (!decision.allowed) {
-      throw tooManyRequests(SECKILL_MESSAGES.gateTooManyRequests, decision.retryAfterMs);
+      throw new RateLimited(SECKILL_MESSAGES.gateTooManyRequests, decision.retryAfterMs);
     }
   }
 }

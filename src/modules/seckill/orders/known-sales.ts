@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { notFound } from '../../../http/errors.js';
-import { SECKILL_MESSAGES } from '../messages.js';
+import { UnknownVoucher } from '../errors/index.js';
 
 /** Shortest time between two reads of every sale's id: at most this many a second per instance under any flood of unknown ids. */
 export const KNOWN_SALES_RELOAD_MS = 250;
@@ -30,7 +29,7 @@ export class KnownSales {
 
   /** 404 for an id that is no seckill voucher. */
   async refuseIfUnknown(voucherId: string): Promise<void> {
-    if (!(await this.mayExist(voucherId))) throw notFound(SECKILL_MESSAGES.unknownVoucher({ id: voucherId }));
+    if (!(await this.mayExist(voucherId))) throw new UnknownVoucher(voucherId);
   }
 
   private async mayExist(voucherId: string): Promise<boolean> {

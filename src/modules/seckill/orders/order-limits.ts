@@ -1,6 +1,6 @@
-import { tooManyRequests } from '../../../http/errors.js';
-import type { MessageFactory } from '../../../http/messages.js';
+import type { MessageFactory } from '../../../lib/messages/index.js';
 import type { AdmissionLimiter, RateLimitCheck, RateLimitDecision, RateLimiter, RateLimitRule } from '../../../lib/rate-limit/index.js';
+import { RateLimited } from '../errors/index.js';
 import { LIMIT_NAMES } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -49,7 +49,7 @@ export class OrderLimits {
     if (this.saleGate.enabled) {
       const admission = await this.saleGate.admit(voucherId);
       if (!admission.admitted) {
-        throw tooManyRequests(SECKILL_MESSAGES.tooManyBuyers, admission.retryAfterMs);
+        throw new RateLimited(SECKILL_MESSAGES.tooManyBuyers, admission.retryAfterMs);
       }
     }
     refuseIfDenied(await this.limiter.consume(checks));
@@ -58,5 +58,5 @@ export class OrderLimits {
 
 function refuseIfDenied(decision: RateLimitDecision | null): void {
   if (decision === null || decision.allowed) return;
-  throw tooManyRequests(MESSAGES[decision.rule] ?? SECKILL_MESSAGES.tooManyRequests, decision.retryAfterMs);
+  throw new RateLimited(MESSAGES[decision.rule] ?? SECKILL_MESSAGES.tooManyRequests, decision.retryAfterMs);
 }

@@ -1,7 +1,6 @@
-import { HttpError } from '../../../http/errors.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import { LockTimeoutError } from '../../../lib/lock/index.js';
-import { OutcomeUnknown, SaleRefused, throwIfRefused } from '../errors.js';
+import { IdempotencyKeyReused, OutcomeUnknown, SaleRefused, throwIfRefused, UnknownVoucher } from '../errors/index.js';
 import { ORDER_ID_PREFIX, userOrderLock } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { OutOfStockInDatabase, type OrderRepository } from '../record/order-repository.js';
@@ -85,7 +84,7 @@ export class OrderPlacement {
 
   private async bindKey(userId: string, key: string, voucherId: string): Promise<void> {
     const binding = await this.deps.store.bindIdempotencyKey(userId, key, voucherId);
-    if (!binding.bound) throw new HttpError(422, SECKILL_MESSAGES.idempotencyKeyReused({ voucherId: binding.voucherId }));
+    if (!binding.bound) throw new IdempotencyKeyReused(binding.voucherId);
   }
 
   /**
@@ -179,6 +178,6 @@ function placedOrRefused(result: ReserveResult, order: OrderRequest): Placed {
 
 function outcomeOf(error: unknown): string {
   if (error instanceof SaleRefused || error instanceof OutcomeUnknown) return error.outcome;
-  if (error instanceof HttpError && error.statusCode === 404) return 'unknown-voucher';
+  if (error instanceof UnknownVoucher) return 'unknown-voucher';
   return 'error';
 }

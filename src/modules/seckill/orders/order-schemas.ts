@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Id, Timestamp } from '../../../http/schemas.js';
+import { Id, Timestamp } from '../../../lib/wire/index.js';
 import type { OrderState } from '../types.js';
 
 // What the order routes answer (their response schemas): types.ts OrderView and OrderListItem.

@@ -1,4 +1,4 @@
-import { HttpError, notFound } from '../../../http/errors.js';
+import { Conflict, NotFound } from '../errors/index.js';
 import type { OrderEvents } from '../events/order-events.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { OrderStatus, type OrderRepository } from '../record/order-repository.js';
@@ -40,7 +40,7 @@ export class UserOrders {
     // Written between the two reads (the worker's commit comes before its Redis cleanup).
     const written = await this.deps.orders.findForUser(orderId, userId);
     if (written) return toView(written);
-    throw notFound(SECKILL_MESSAGES.orderNotFound({ orderId }));
+    throw new NotFound(SECKILL_MESSAGES.orderNotFound({ orderId }));
   }
 
   /**
@@ -54,7 +54,7 @@ export class UserOrders {
     const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
     if (row) return toView(row);
     if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
-    throw notFound(SECKILL_MESSAGES.noOrderForVoucher({ voucherId }));
+    throw new NotFound(SECKILL_MESSAGES.noOrderForVoucher({ voucherId }));
   }
 
   /**
@@ -99,8 +99,8 @@ export class UserOrders {
     }
     const order = await this.get(userId, orderId);
     if (order.state === 'paid') return order;
-    if (order.state === 'queued') throw new HttpError(409, SECKILL_MESSAGES.orderProcessing());
-    throw new HttpError(409, SECKILL_MESSAGES.orderNotPayable({ state: order.state }));
+    if (order.state === 'queued') throw new Conflict(SECKILL_MESSAGES.orderProcessing());
+    throw new Conflict(SECKILL_MESSAGES.orderNotPayable({ state: order.state }));
   }
 }
 

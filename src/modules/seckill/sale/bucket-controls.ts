@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RedisClient } from '../../../infra/redis.js';
-import { HttpError } from '../../../http/errors.js';
+import { TemporarilyUnavailable } from '../errors/index.js';
 import type { BucketRef, SaleKeys } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { bucketsOf, shareOf } from './transfers.js';
@@ -159,7 +159,7 @@ export class BucketControls {
       }
       if (Date.now() >= giveUpAt) {
         await this.giveBack(voucherId, start, now);
-        throw new HttpError(503, SECKILL_MESSAGES.bucketsRefilling(), { 'retry-after': '1' });
+        throw new TemporarilyUnavailable(SECKILL_MESSAGES.bucketsRefilling(), 1_000);
       }
       const takes = planTakes(now, total - target);
       if (takes.length === 0) {

@@ -1,8 +1,7 @@
 import type { RedisClient } from '../../../infra/redis.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { SmartBatcher } from '../../../lib/smart-batch/index.js';
-import { HttpError } from '../../../http/errors.js';
-import { OutcomeUnknown } from '../errors.js';
+import { OutcomeUnknown, TemporarilyUnavailable } from '../errors/index.js';
 import { IDEMPOTENCY_TTL_MS, SALE_STOCK_NEAR_REGION, homeBucket, queuedByUserMember, type BucketRef, type SaleKeys } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderRequest, QueuedOrder, ReserveResult, SaleState, UserQueuedOrder } from '../types.js';
@@ -319,7 +318,7 @@ export class SaleStore {
     for (;;) {
       const result = await this.reserveOnce(order, mode, home);
       if (result.outcome !== 'sold-out') return result;
-      if (Date.now() >= giveUpAt) throw new HttpError(503, SECKILL_MESSAGES.bucketsRefilling(), { 'retry-after': '1' });
+      if (Date.now() >= giveUpAt) throw new TemporarilyUnavailable(SECKILL_MESSAGES.bucketsRefilling(), 1_000);
       if ((await this.transfers.refill(order.voucherId, home)) === 'sold-out') return result;
     }
   }

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
-import { ADMIN_ONLY, Id, IdBody, IdString, Instant, ResultOf } from '../../../http/schemas.js';
+import { ADMIN_ONLY, IdBody, IdString, Instant, ResultOf } from '../../../http/schemas.js';
+import { Id } from '../../../lib/wire/index.js';
 import { requireAdmin } from '../../users/auth.js';
 import { Buckets, CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';

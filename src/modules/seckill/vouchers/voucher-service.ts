@@ -1,4 +1,4 @@
-import { badRequest } from '../../../http/errors.js';
+import { InvalidInput } from '../errors/index.js';
 import type { Cache, CacheClient } from '../../../lib/cache/index.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { DEFAULT_LIMIT_PER_USER, MAX_BUCKETS, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
@@ -118,12 +118,12 @@ export class VoucherService {
     // DATETIME keeps whole seconds: cut the milliseconds here so MySQL and Redis hold one window.
     const begin = wholeSeconds(new Date(input.beginTime));
     const end = wholeSeconds(new Date(input.endTime));
-    if (end.getTime() <= begin.getTime()) throw badRequest(SECKILL_MESSAGES.endBeforeBegin());
-    if (end.getTime() <= Date.now()) throw badRequest(SECKILL_MESSAGES.endInPast());
+    if (end.getTime() <= begin.getTime()) throw new InvalidInput(SECKILL_MESSAGES.endBeforeBegin());
+    if (end.getTime() <= Date.now()) throw new InvalidInput(SECKILL_MESSAGES.endInPast());
     const voucher = await this.validated(input);
     const limitPerUser = input.limitPerUser ?? DEFAULT_LIMIT_PER_USER;
     const buckets = input.buckets ?? 1;
-    if (buckets > this.maxBuckets) throw badRequest(SECKILL_MESSAGES.bucketsOff({ most: this.maxBuckets }));
+    if (buckets > this.maxBuckets) throw new InvalidInput(SECKILL_MESSAGES.bucketsOff({ most: this.maxBuckets }));
     const voucherId = await this.vouchers.insertSeckill(voucher, {
       stock: input.stock,
       total_stock: input.stock,
@@ -173,8 +173,8 @@ export class VoucherService {
   }
 
   private async validated(input: VoucherInput): Promise<NewVoucher> {
-    if (!(await this.vouchers.shopExists(input.shopId))) throw badRequest(SECKILL_MESSAGES.shopMissing({ shopId: input.shopId }));
-    if (input.payValue > input.actualValue) throw badRequest(SECKILL_MESSAGES.payOverActual());
+    if (!(await this.vouchers.shopExists(input.shopId))) throw new InvalidInput(SECKILL_MESSAGES.shopMissing({ shopId: input.shopId }));
+    if (input.payValue > input.actualValue) throw new InvalidInput(SECKILL_MESSAGES.payOverActual());
     return {
       shop_id: input.shopId,
       title: input.title,

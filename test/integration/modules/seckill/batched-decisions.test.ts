@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
-import { OutcomeUnknown } from '../../../../src/modules/seckill/errors.js';
+import { OutcomeUnknown } from '../../../../src/modules/seckill/errors/index.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { VoucherRepository } from '../../../../src/modules/seckill/record/voucher-repository.js';
 import { SaleStore, type SaleStoreOptions } from '../../../../src/modules/seckill/sale/sale-store.js';
@@ -11,7 +11,7 @@ import type { OrderRequest, ReserveResult } from '../../../../src/modules/seckil
 import { stallingRelay, type StallingRelay } from '../../../support/stall.js';
 import { startRedisServer } from '../../../../kit/redis-servers.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, buy, insertSeckillVoucher, ordersOfEntries } from '../../../support/seckill.js';
+import { HOUR, buy, insertSeckillVoucher, ordersOfEntries, statusOf } from '../../../support/seckill.js';
 
 /**
  * Batched decisions (SECKILL_RESERVE_BATCH_MAX): per shard one reserve.lua call is out at a time
@@ -223,7 +223,7 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
       const errors = await Promise.all(batch);
       errors.forEach((error, index) => {
         expect(error).toBeInstanceOf(OutcomeUnknown);
-        expect((error as OutcomeUnknown).statusCode).toBe(503);
+        expect(statusOf(error)).toBe(503);
         expect((error as OutcomeUnknown).message).toContain(order(index + 1).orderId);
       });
       relay.resume();

@@ -16,7 +16,7 @@ import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-mem
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { HOUR, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -67,7 +67,7 @@ async function place(voucherId: string, userId: string): Promise<ReserveResult> 
     try {
       return await seckill.store.decide(request);
     } catch (error) {
-      if ((error as { statusCode?: number }).statusCode !== 503 || attempt === 20) throw error;
+      if (statusOf(error) !== 503 || attempt === 20) throw error;
     }
   }
 }

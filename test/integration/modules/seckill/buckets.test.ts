@@ -16,10 +16,10 @@ import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-mem
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
 import { REFUSALS, SECKILL_MESSAGES } from '../../../../src/modules/seckill/messages.js';
-import { render } from '../../../../src/http/messages.js';
+import { render } from '../../../../src/lib/messages/index.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -79,7 +79,7 @@ async function placeRetrying(request: ReturnType<typeof order>): Promise<Reserve
     try {
       return await seckill.store.decide(request);
     } catch (error) {
-      if ((error as { statusCode?: number }).statusCode !== 503 || attempt === 20) throw error;
+      if (statusOf(error) !== 503 || attempt === 20) throw error;
     }
   }
 }
@@ -195,7 +195,7 @@ describe('a voucher sold from buckets', () => {
       outcomes.push(
         await seckill.store.decide(order(voucherId, userId)).then(
           ({ outcome }) => outcome,
-          (error: unknown) => `http ${(error as { statusCode?: number }).statusCode ?? 'none'}`,
+          (error: unknown) => `http ${statusOf(error) ?? 'none'}`,
         ),
       );
     }

@@ -20,7 +20,7 @@ import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
-import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
+import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -69,7 +69,7 @@ async function place(voucherId: string, users: string[]): Promise<ReserveResult[
         results.push(await seckill.store.decide({ orderId: String(nextOrder++), userId, voucherId }));
         break;
       } catch (error) {
-        if ((error as { statusCode?: number }).statusCode !== 503 || attempt === 20) throw error;
+        if (statusOf(error) !== 503 || attempt === 20) throw error;
       }
     }
   }

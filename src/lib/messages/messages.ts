@@ -1,7 +1,8 @@
 /**
  * Messages for users, in Chinese and English. Each module keeps its own catalogue in a
  * `messages.ts` (`defineMessages('seckill', {...})`); an error carries a message (code +
- * parameters), and the reply path writes it in the request's language (src/http/language.ts).
+ * parameters), and whoever answers writes it in the reader's language (the HTTP layer picks it
+ * from Accept-Language: src/http/language.ts).
  *
  *     export const SHOP_MESSAGES = defineMessages('shops', {
  *       notFound: { en: 'Shop {id} not found', zh: '店铺 {id} 不存在' },
@@ -80,5 +81,5 @@ export function interpolate(text: string, params: MessageParams): string {
   return text.replace(/\{(\w+)\}/g, (whole, name: string) => (name in params ? String(params[name]) : whole));
 }
 
-/** Both texts of a message, parameters filled in: a schema's `errorMessage` (src/http/error-handling.ts). */
+/** Both texts of a message, parameters filled in: e.g. a schema's `errorMessage` (src/http/error-handling.ts reads it). */
 export const bothTexts = (message: Message): MessageTexts => ({ en: render(message, 'en'), zh: render(message, 'zh') });

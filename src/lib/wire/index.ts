@@ -1,0 +1,1 @@
+export { Id, ID_PATTERN, Timestamp } from './wire-types.js';
