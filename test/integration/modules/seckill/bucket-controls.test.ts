@@ -12,6 +12,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
@@ -209,7 +210,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     const voucherId = await bucketedSale(6);
     // A refill took bucket 0's 2 units for bucket 1 and died before its give.
     const donor: BucketRef = { index: 0, of: B };
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     expect(await scripts.take({ voucherId, bucket: donor, transferId: 'dead-refill-control', to: 1, most: 64 })).toBe(1);
     expect((await buckets(voucherId)).map(({ stock, pending }) => [stock, pending])).toEqual([
       [1, 1],
@@ -289,7 +290,7 @@ describe('the voucher list of a bucketed sale', () => {
     expect(await outcomes(voucherId, [...oneUserPerBucket(), userOf(0)])).toEqual(['accepted', 'accepted', 'accepted', 'accepted']);
     // Orders are not in MySQL yet (no worker here): the list shows Redis's units, not MySQL's 9.
     await eventually(async () => expect(await listed()).toBe(5), 5_000);
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     expect(await scripts.take({ voucherId, bucket: { index: 1, of: B }, transferId: 'list-refill', to: 0, most: 64 })).toBe(1);
     expect(await listed()).toBe(5);
     expect((await patch(voucherId, { stock: 12 })).json().success).toBe(true);

@@ -12,6 +12,7 @@ import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { VoucherRepository } from '../../../../src/modules/seckill/record/voucher-repository.js';
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
@@ -183,7 +184,7 @@ describe('a voucher sold from buckets', () => {
     for (const userId of usersHomingTo(1, 2, 5)) expect((await seckill.store.decide(order(voucherId, userId))).outcome).toBe('accepted');
     // A refill of bucket 1 takes from bucket 0 and dies before its give.
     const donor: BucketRef = { index: 0, of: 2 };
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     const taken = await scripts.take({ voucherId, bucket: donor, transferId: 'dead-refill', to: 1, most: 64 });
     expect(taken).toBe(3);
     const [stock0, stock1] = await readBuckets(env.redis, seckill.keys, voucherId, 2);

@@ -15,6 +15,7 @@ import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
@@ -94,15 +95,7 @@ const bucket = (index: number, of: number): BucketRef => ({ index, of });
 const unitsIn = async (voucherId: string, buckets: number) =>
   (await readBuckets(env.redis, seckill.keys, voucherId, buckets)).map(({ stock, pending }) => stock + pending);
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-const scripts = () =>
-  (
-    seckill.store as unknown as {
-      scripts: {
-        take: (input: object) => Promise<number>;
-        transferIn: (input: object) => Promise<boolean>;
-      };
-    }
-  ).scripts;
+const scripts = () => defineSaleScripts(env.redis, seckill.keys);
 
 describe('reconciling a bucketed sale', () => {
   it('reports nothing for a clean sale with refills, orders written and orders still queued', async () => {
