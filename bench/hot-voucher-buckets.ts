@@ -4,7 +4,7 @@
  * here on free ports (kit/redis-cluster.ts) and stopped by pid at the end.
  *
  * For each B, with buyers spread evenly over the buckets, and once more for the largest B with
- * nine buyers in ten homing to bucket 0 (the skew refills exist for), the driver (this process, through the app's SaleStore: one store per connection, as
+ * nine buyers in ten homing to bucket 0 (the skew refills exist for), the driver (this process, through the app's sale decider: one sale per connection, as
  * one per app instance, batched at the app's SECKILL_RESERVE_BATCH_MAX) sells a voucher of `stock`
  * units to distinct buyers until every loop has been told "sold out": demand above stock, the
  * sold-out boundary crossed under full concurrency. Measured from the first order to the one that
@@ -21,7 +21,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { closeRedis, createRedis, type RedisClient } from '../src/infra/redis.js';
-import { homeBucket, SaleKeys, SaleStore } from '../src/modules/seckill/index.js';
+import { buildSale, homeBucket, type Sale, SaleKeys } from '../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../kit/redis-cluster.js';
 import { processCpuMicros } from './cpu.js';
 import { SoldOutLedger, soldOutChecks, type Check } from './seckill.js';
@@ -139,12 +139,12 @@ async function oneBucketedSale(
     counts.batches += 1;
     counts.batchOrders += size;
   };
-  const stores = parts.clients.map((client) => new SaleStore(client, keys, { maxBatch: options.batchMax, onBatch }));
+  const stores = parts.clients.map((client) => buildSale(client, keys, { maxBatch: options.batchMax, onBatch }));
   const traces = stores.map(traceStore);
   const publish = async (voucherId: string, stock: number) => {
     const begin = new Date(Date.now() - 60_000);
-    await stores[0]!.publish({ voucherId, stock, begin, end: new Date(begin.getTime() + 6 * 3600_000), buckets });
-    for (const store of stores) await store.bucketsOf(voucherId);
+    await stores[0]!.publisher.publish({ voucherId, stock, begin, end: new Date(begin.getTime() + 6 * 3600_000), buckets });
+    for (const store of stores) await store.layouts.bucketsOf(voucherId);
   };
   // Warm-up (scripts loaded on every master, the driver's JIT), then a clean slate for the measured sale.
   const warmUpStock = Math.max(500, Math.ceil(options.stock / 50));
@@ -208,14 +208,14 @@ interface SaleTrace {
 
 /**
  * Counts, with their times, the store's reserve.lua attempts and the refills that moved units,
- * and its refill rounds, by wrapping the store's own methods (reserveRouted calls `this.reserve`
- * and `this.transfers.refill`, which calls `this.move`): the bench counts what the app does
+ * and its refill rounds, by wrapping the sale's own parts (the router calls `batches.reserve`
+ * and `transfers.refill`, which calls `this.move`): the bench counts what the app does
  * without a hook in the app for it.
  */
-function traceStore(store: SaleStore): SaleTrace {
+function traceStore(store: Sale): SaleTrace {
   const trace = { reserveCalls: [] as number[], moves: [] as number[], rounds: 0 };
-  const reserve = store.reserve.bind(store);
-  store.reserve = (...args) => {
+  const reserve = store.batches.reserve.bind(store.batches);
+  store.batches.reserve = (...args) => {
     trace.reserveCalls.push(performance.now());
     return reserve(...args);
   };
@@ -271,7 +271,7 @@ interface SaleRun {
  * other answer fails the run. The CPU of `pids` is read at the start and when the last unit is taken.
  */
 async function sellOut(
-  stores: SaleStore[],
+  stores: Sale[],
   sale: { voucherId: string; stock: number; buckets: number; buyers: BucketedRow['buyers'] },
   options: BucketedOptions,
   firstUser: number,
@@ -292,13 +292,13 @@ async function sellOut(
   };
   const deadline = run.startedAt + (options.timeoutMs ?? 300_000);
   let nextOrder = 0;
-  const buy = async (store: SaleStore): Promise<'accepted' | 'sold-out'> => {
+  const buy = async (store: Sale): Promise<'accepted' | 'sold-out'> => {
     const userId = nextBuyer();
     for (;;) {
       if (performance.now() > deadline) throw new Error(`voucher ${voucherId} not sold out in ${options.timeoutMs ?? 300_000} ms`);
       const orderId = String(firstUser * 10 + nextOrder++);
       const sentAt = performance.now();
-      const outcome = await store.decide({ orderId, userId, voucherId }).then(
+      const outcome = await store.decider.decide({ orderId, userId, voucherId }).then(
         (result) => result.outcome,
         (error: unknown) => {
           if ((error as { statusCode?: number }).statusCode === 503) return 'retry' as const;

@@ -345,8 +345,8 @@ export class Sale implements RequestSource {
 }
 
 /** Each voucher's `restocks` version: every step that gives units back (release, raise, repair) adds one to it. */
-export async function readVersions(world: Pick<World, 'redis' | 'store'>, vouchers: readonly string[]): Promise<Map<string, number>> {
-  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.store.keys.voucher(voucher).voucher, 'restocks')));
+export async function readVersions(world: Pick<World, 'redis' | 'sale'>, vouchers: readonly string[]): Promise<Map<string, number>> {
+  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.sale.keys.voucher(voucher).voucher, 'restocks')));
   return new Map(vouchers.map((voucher, index) => [voucher, Number(versions[index] ?? Number.NaN)]));
 }
 
@@ -398,16 +398,15 @@ export async function readSaleFromMysql(db: World['db'], vouchers: readonly stri
  * harness's own tests, which show that each check can fail.
  */
 export async function checkSale(
-  world: Pick<World, 'db' | 'store' | 'redis' | 'stream'>,
+  world: Pick<World, 'db' | 'sale' | 'redis' | 'stream'>,
   strategy: Strategy,
   vouchers: readonly string[],
   stock: number,
   sale: Pick<Sale, 'accepted'> & Partial<Pick<Sale, 'ledger' | 'versionsBefore'>>,
 ): Promise<Check[]> {
-  const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   const redisStock = new Map<string, number | undefined>();
-  for (const voucher of vouchers) redisStock.set(voucher, (await store.read(voucher))?.stock);
+  for (const voucher of vouchers) redisStock.set(voucher, (await world.sale.reads.read(voucher))?.stock);
   const backlog = await streamBacklog(world);
 
   const orders = perVoucher.reduce((sum, row) => sum + Number(row.orders), 0);

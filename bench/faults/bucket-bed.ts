@@ -6,11 +6,11 @@
  * lives: a run of its own costs a voucher, not a cluster (a 3+3 start and three instances take
  * 10–20 s here). A failover leaves a master dead, so the next run starts a new bed.
  *
- * The world's store and streams are rebuilt with the bucket lanes: the drain, the backlog and the
+ * The world's sale and streams are rebuilt with the bucket lanes: the drain, the backlog and the
  * sweep's records then cover the lanes' streams and queued hashes.
  */
 import { randomBytes } from 'node:crypto';
-import { homeBucket, OrderStream, SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, homeBucket, OrderStream, SaleKeys } from '../../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../../kit/redis-cluster.js';
 import type { BenchUser, World } from '../world.js';
 import { createFaultWorld, startInstances, stopInstances, type Instance, type Size } from './harness.js';
@@ -25,7 +25,7 @@ const WORLD_USERS: Record<Size, number> = { test: 1_500, report: 3_600 };
 
 export interface BucketBed {
   cluster: TestCluster;
-  /** The world, its store and stream with the bucket lanes. */
+  /** The world, its sale and stream with the bucket lanes. */
   world: World;
   instances: Instance[];
   size: Size;
@@ -72,7 +72,7 @@ async function startBed(size: Size): Promise<BucketBed> {
   try {
     const plain = await createFaultWorld({ redisClusterNodes: cluster.nodes, users: WORLD_USERS[size] });
     const keys = new SaleKeys(Number(plain.env.SECKILL_STREAM_SHARDS), true);
-    world = { ...plain, store: new SaleStore(plain.redis, keys), stream: new OrderStream(plain.redis, keys) };
+    world = { ...plain, sale: buildSale(plain.redis, keys), stream: new OrderStream(plain.redis, keys) };
     const instances = await startInstances(3, {
       ...world.env,
       SECKILL_MAX_BUCKETS: '8',
@@ -124,6 +124,6 @@ export async function createBucketedVoucher(world: World, stock: number): Promis
     .insertInto('tb_seckill_voucher')
     .values({ voucher_id: voucherId, stock, total_stock: stock, begin_time: begin, end_time: end, buckets: BUCKETS })
     .execute();
-  await world.store.publish({ voucherId, stock, total: stock, begin, end, buckets: BUCKETS });
+  await world.sale.publisher.publish({ voucherId, stock, total: stock, begin, end, buckets: BUCKETS });
   return voucherId;
 }

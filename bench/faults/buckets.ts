@@ -5,7 +5,7 @@
  * other buckets' units reach them by refills (take, give, settle) all through the sale.
  *
  * - `refill abandoned between take and give`: before the load, every unit of buckets 1 and 2 is
- *   taken towards bucket 0 and never given (SaleStore.transfers.takeAndAbandon: the state an
+ *   taken towards bucket 0 and never given (BucketTransfers.takeAndAbandon: the state an
  *   instance SIGKILLed between the two steps leaves, made on purpose rather than by a lucky kill).
  *   A first load sells bucket 0's units and then meets nothing but pending units: it must get 503
  *   (retry), never "sold out". The instances' own sweep (records older than 10 s, every 5 s)
@@ -122,9 +122,9 @@ async function redisCount(world: World, voucherId: string): Promise<{ marked: nu
   let pending = 0;
   for (let index = 0; index < BUCKETS; index += 1) {
     const bucket = { index, of: BUCKETS };
-    const snapshot = await world.store.bucketSnapshot(voucherId, bucket);
-    marked += await world.redis.hlen(world.store.keys.bucket(voucherId, bucket).buyers);
-    const given = await world.store.transfers.given(snapshot.transfers);
+    const snapshot = await world.sale.snapshots.bucketSnapshot(voucherId, bucket);
+    marked += await world.redis.hlen(world.sale.keys.bucket(voucherId, bucket).buyers);
+    const given = await world.sale.transfers.given(snapshot.transfers);
     const givenUnits = snapshot.transfers.filter((transfer) => given.has(transfer.transferId)).reduce((sum, transfer) => sum + transfer.units, 0);
     held += snapshot.stock + snapshot.pending - givenUnits;
     pending += snapshot.pending;
@@ -199,7 +199,7 @@ async function abandonedRefills(bed: BucketBed, size: Size): Promise<FaultRun> {
   let transfers = 0;
   for (const donor of [1, 2]) {
     for (;;) {
-      const units = await world.store.transfers.takeAndAbandon(voucherId, { index: donor, of: BUCKETS }, HOT);
+      const units = await world.sale.transfers.takeAndAbandon(voucherId, { index: donor, of: BUCKETS }, HOT);
       if (units === 0) break;
       stranded += units;
       transfers += 1;
@@ -260,7 +260,7 @@ async function hotMasterKilled(bed: BucketBed, size: Size, stale: boolean): Prom
   const ackTimeoutsBefore = await sumMetric(instances, 'seckill_replica_ack_timeouts_total');
   const voucherId = await createBucketedVoucher(world, stock);
   const setup = newSale(bed, voucherId, stock, rate, durationSeconds);
-  const hotKey = world.store.keys.bucket(voucherId, HOT).voucher;
+  const hotKey = world.sale.keys.bucket(voucherId, HOT).voucher;
   const slot = calculateSlot(hotKey);
   const { master, replicas } = await cluster.shardOf(slot);
   const replica = replicas[0]!;

@@ -47,7 +47,7 @@ async function bucketedSale(stock: number, { limit = 1, begin = new Date(Date.no
   const voucherId = await insertSeckillVoucher(env, { stock, shopId: SHOP, begin });
   await env.db.updateTable('tb_seckill_voucher').set({ buckets: B, limit_per_user: limit, total_stock: stock }).where('voucher_id', '=', voucherId).execute();
   const sale = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
-  await seckill.store.publish({ voucherId, stock, begin: sale.begin_time, end: sale.end_time, total: stock, limitPerUser: limit, buckets: B });
+  await seckill.sale.publisher.publish({ voucherId, stock, begin: sale.begin_time, end: sale.end_time, total: stock, limitPerUser: limit, buckets: B });
   return voucherId;
 }
 
@@ -66,7 +66,7 @@ async function place(voucherId: string, userId: string): Promise<ReserveResult> 
   const request = { orderId: String(nextOrder++), userId, voucherId };
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await seckill.store.decide(request);
+      return await seckill.sale.decider.decide(request);
     } catch (error) {
       if ((error as { statusCode?: number }).statusCode !== 503 || attempt === 20) throw error;
     }
@@ -162,7 +162,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     const first = await outcomes(voucherId, [...oneUserPerBucket(), ...oneUserPerBucket(), ...oneUserPerBucket()]);
     expect(first.filter((outcome) => outcome === 'accepted')).toHaveLength(6);
     expect(first.filter((outcome) => outcome === 'sold-out')).toHaveLength(3);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.store.routedBuckets(id));
+    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
     try {
       await memory.remember(voucherId);
       expect(memory.known(voucherId)).toBe(true);
@@ -225,7 +225,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     expect(await redisTotal(voucherId)).toBe(6);
     expect(await mysqlStock(env, voucherId)).toBe(6);
     // Once swept, the unit is back in stock and the lower goes through.
-    expect(await seckill.store.sweepTransfers(0)).toBe(1);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(1);
     expect((await patch(voucherId, { stock: 0 })).json().data).toMatchObject({ stock: 0, left: 0, changed: true });
     expect(await outcomes(voucherId, oneUserPerBucket())).toEqual(['sold-out', 'sold-out', 'sold-out']);
     await expectBalanced(voucherId, 0, 0);
@@ -295,6 +295,6 @@ describe('the voucher list of a bucketed sale', () => {
     expect(await listed()).toBe(5);
     expect((await patch(voucherId, { stock: 12 })).json().success).toBe(true);
     await eventually(async () => expect(await listed()).toBe(8), 5_000);
-    expect(await seckill.store.sweepTransfers(0)).toBe(1);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(1);
   });
 });
