@@ -12,7 +12,7 @@
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../../kit/redis-servers.js';
 import { AdmissionLimiter, RateLimiter } from '../../src/lib/rate-limit/index.js';
-import { OrderLimits, SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, OrderLimits, SaleKeys } from '../../src/modules/seckill/index.js';
 
 const CALLS = 20_000;
 /** Buyers of a sale come from many addresses: a thousand here. */
@@ -22,14 +22,14 @@ const CONCURRENCY = 100;
 const server = await startRedisServer();
 const redis = new Redis(server.url, { enableAutoPipelining: true });
 try {
-  const store = new SaleStore(redis, new SaleKeys(4));
-  await store.publish({ voucherId: '7', stock: 10_000_000, begin: new Date(Date.now() - 3600_000), end: new Date(Date.now() + 3600_000) });
+  const sale = buildSale(redis, new SaleKeys(4));
+  await sale.publisher.publish({ voucherId: '7', stock: 10_000_000, begin: new Date(Date.now() - 3600_000), end: new Date(Date.now() + 3600_000) });
   const limiter = new RateLimiter(redis);
   const userAndIp = new OrderLimits(limiter, new AdmissionLimiter(redis, { name: 'sale', ratePerSecond: 0 }), { perUser: 5, perIp: 1_000_000 });
   const withGate = new OrderLimits(limiter, new AdmissionLimiter(redis, { name: 'sale', ratePerSecond: 1_000_000 }), { perUser: 5, perIp: 1_000_000 });
   for (let round = 0; round < 2; round += 1) {
     const user = (i: number) => String(round * 10 * CALLS + i); // every call a new user, as in a sale
-    await measure('reserve.lua (the reservation)', (i) => store.reserve({ orderId: `9${user(i)}`, userId: user(i), voucherId: '7' }));
+    await measure('reserve.lua (the reservation)', (i) => sale.batches.reserve({ orderId: `9${user(i)}`, userId: user(i), voucherId: '7' }));
     // A buyer's first request of a second passes on the local burst: no Redis command at all.
     await measure('per user + per IP, first request of a user', (i) => userAndIp.check(user(CALLS + i), ipOf(i), '7'));
     await measure('  + sale admission', (i) => withGate.check(user(2 * CALLS + i), ipOf(i), '7'));

@@ -10,7 +10,7 @@
  */
 import { build } from 'hdr-histogram-js';
 import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
-import { SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, type Sale, SaleKeys } from '../../src/modules/seckill/index.js';
 
 const target = process.argv[2] ?? 'redis://127.0.0.1:6379/0';
 const parallelism = [1, 100];
@@ -27,7 +27,7 @@ const redis: RedisClient = createRedis({
 const voucherIds = Array.from({ length: shards }, (_, shard) => String(1000 + shard));
 let nextOrder = 1;
 
-async function run(store: SaleStore, loops: number, ms: number, latencies: ReturnType<typeof build>): Promise<number> {
+async function run(sale: Sale, loops: number, ms: number, latencies: ReturnType<typeof build>): Promise<number> {
   const end = Date.now() + ms;
   let done = 0;
   await Promise.all(
@@ -35,7 +35,7 @@ async function run(store: SaleStore, loops: number, ms: number, latencies: Retur
       while (Date.now() < end) {
         const id = nextOrder++;
         const started = process.hrtime.bigint();
-        const { outcome } = await store.reserve({ orderId: String(id), userId: String(id), voucherId: voucherIds[id % shards]! });
+        const { outcome } = await sale.batches.reserve({ orderId: String(id), userId: String(id), voucherId: voucherIds[id % shards]! });
         latencies.recordValue(Number(process.hrtime.bigint() - started) / 1000); // µs
         if (outcome !== 'accepted') throw new Error(`unexpected ${outcome}`);
         done += 1;
@@ -48,8 +48,8 @@ async function run(store: SaleStore, loops: number, ms: number, latencies: Retur
 let timeouts = 0;
 try {
   const stores = {
-    'acks=0': new SaleStore(redis, new SaleKeys(shards)),
-    'acks=1': new SaleStore(redis, new SaleKeys(shards), {
+    'acks=0': buildSale(redis, new SaleKeys(shards)),
+    'acks=1': buildSale(redis, new SaleKeys(shards), {
       replicaAcks: {
         acks: 1,
         timeoutMs: 1000,
@@ -61,7 +61,7 @@ try {
   };
   const now = Date.now();
   for (const voucherId of voucherIds) {
-    await stores['acks=0'].publish({ voucherId, stock: 100_000_000, begin: new Date(now - 60_000), end: new Date(now + 3_600_000) });
+    await stores['acks=0'].publisher.publish({ voucherId, stock: 100_000_000, begin: new Date(now - 60_000), end: new Date(now + 3_600_000) });
   }
   console.log(`| target | calls in flight | mode | accepted/s | p50 µs | p99 µs |\n|---|---|---|---|---|---|`);
   for (const loops of parallelism) {
@@ -84,7 +84,7 @@ try {
   console.log(`WAIT timeouts (acks=1): ${timeouts}`);
   await stores['acks=1'].close();
 } finally {
-  const store = new SaleStore(redis, new SaleKeys(shards));
+  const store = buildSale(redis, new SaleKeys(shards));
   for (const voucherId of voucherIds) {
     const keys = store.keys.voucher(voucherId);
     await redis.del(keys.voucher);

@@ -94,7 +94,7 @@ export const saleControls: FaultScenario = {
           run: async () => {
             // Lower by a third of what is left: above what is sold or queued, however fast it sells.
             const latest = changes[changes.length - 1]!;
-            const left = (await world.store.read(voucherId!))?.stock ?? 0;
+            const left = (await world.sale.reads.read(voucherId!))?.stock ?? 0;
             await change('lower', instances[0]!, '', 'PATCH', () => ({ stock: latest.total - Math.floor(left / 3) }))();
           },
         },
@@ -156,7 +156,7 @@ async function judge(world: World, voucherId: string, sale: WatchedSale, changes
   const buyers = Number(perVoucher[0]?.users ?? 0);
   const total = await totalOf(world, voucherId);
   const inMysql = mysqlStock.get(voucherId) ?? 0;
-  const inRedis = (await world.store.read(voucherId))?.stock;
+  const inRedis = (await world.sale.reads.read(voucherId))?.stock;
   const lost = [...sale.accepted].filter((id) => !orderIds.has(id)).length;
   const byName = new Map(changes.map((c) => [c.name, c]));
   const [pause, resume, topUp, lower, end] = ['pause', 'resume', 'top up', 'lower', 'end'].map((name) => byName.get(name));

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { closeRedis, createRedis } from '../../src/infra/redis.js';
-import { SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, SaleKeys } from '../../src/modules/seckill/index.js';
 import { sessionKeyOfDigest, tokenDigest, userSessionsKey } from '../../src/modules/users/index.js';
 import type { RedisServer } from '../../kit/redis-servers.js';
 import type { MemoryRow } from './report.js';
@@ -45,19 +45,21 @@ export async function sessionMemory(redis: Redis, sizes: number[]): Promise<Memo
 export async function buyerMemory(server: RedisServer, sizes: number[]): Promise<Array<MemoryRow & { bytesPerQueuedOrder: number }>> {
   const client = createRedis({ redisUrl: server.url, redisClusterNodes: [], redisKeyPrefix: '' });
   const keys = new SaleKeys(4);
-  const store = new SaleStore(client, keys);
+  const sale = buildSale(client, keys);
   const rows: Array<MemoryRow & { bytesPerQueuedOrder: number }> = [];
   try {
     for (const [i, count] of sizes.entries()) {
       await client.flushall();
       const voucherId = String(1_000 + i);
       const begin = new Date(Date.now() - 60_000);
-      await store.publish({ voucherId, stock: count, begin, end: new Date(begin.getTime() + 6 * 3600_000) });
+      await sale.publisher.publish({ voucherId, stock: count, begin, end: new Date(begin.getTime() + 6 * 3600_000) });
       const before = await usedMemory(client);
       for (let start = 0; start < count; start += 5_000) {
         const batch = Array.from({ length: Math.min(5_000, count - start) }, (_, j) => start + j);
         // Order ids as the id generator makes them: 19 digits.
-        await Promise.all(batch.map((k) => store.reserve({ orderId: String(7_000_000_000_000_000_000n + BigInt(k)), userId: String(1_000 + k), voucherId })));
+        await Promise.all(
+          batch.map((k) => sale.batches.reserve({ orderId: String(7_000_000_000_000_000_000n + BigInt(k)), userId: String(1_000 + k), voucherId })),
+        );
       }
       const queued = await usedMemory(client);
       const { stream, queued: queue } = keys.voucher(voucherId);

@@ -15,7 +15,7 @@ import type { Config } from '../../src/infra/config.js';
 import { createDb, type Db } from '../../src/infra/db.js';
 import { ensureDatabase, migrateToLatest } from '../../src/infra/migrate.js';
 import { closeRedis, createRedis, deleteKeysWithPrefix, type RedisClient } from '../../src/infra/redis.js';
-import { OrderStream, SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, OrderStream, type Sale, SaleKeys } from '../../src/modules/seckill/index.js';
 import { SessionStore } from '../../src/modules/users/index.js';
 
 export interface BenchUser {
@@ -31,7 +31,7 @@ export interface World {
   users: BenchUser[];
   shopId: string;
   /** The Redis side of sales, with the servers' stream shards (SECKILL_STREAM_SHARDS). */
-  store: SaleStore;
+  sale: Sale;
   /** The order streams of those shards. */
   stream: OrderStream;
   /** Every voucher the run created. */
@@ -134,19 +134,19 @@ async function populate(
   const shopId = await createShop(db);
   const users = await createUsers(db, redis, userCount);
   const keys = new SaleKeys(shards);
-  const store = new SaleStore(redis, keys);
+  const sale = buildSale(redis, keys);
   const vouchers: string[] = [];
   return {
     db,
     redis,
     users,
     shopId,
-    store,
+    sale,
     stream: new OrderStream(redis, keys),
     vouchers,
     env,
     createVouchers: async (count, stock) => {
-      const created = await createVouchers(db, store, shopId, count, stock);
+      const created = await createVouchers(db, sale, shopId, count, stock);
       vouchers.push(...created);
       return created;
     },
@@ -156,14 +156,14 @@ async function populate(
 
 /** A shared database keeps only what it had: the run's orders, vouchers, shop, users and sessions go. */
 async function removeWhatWasCreated(world: World): Promise<void> {
-  const { vouchers, store } = world;
+  const { vouchers, sale } = world;
   for (let i = 0; i < vouchers.length; i += 500) {
     const chunk = vouchers.slice(i, i + 500);
     await world.db.deleteFrom('tb_voucher_order').where('voucher_id', 'in', chunk).execute();
     await world.db.deleteFrom('tb_seckill_voucher').where('voucher_id', 'in', chunk).execute();
     await world.db.deleteFrom('tb_voucher').where('id', 'in', chunk).execute();
     for (const voucherId of chunk) {
-      const keys = store.keys.voucher(voucherId);
+      const keys = sale.keys.voucher(voucherId);
       await world.redis.del(keys.voucher, keys.buyers);
     }
   }
@@ -219,7 +219,7 @@ async function createUsers(db: Db, redis: RedisClient, count: number): Promise<B
  * `count` vouchers on sale from a minute ago for six hours, made in bulk (a sale of the smoke run
  * alone plans for hundreds: one transaction and one publish at a time cost seconds of its setup).
  */
-async function createVouchers(db: Db, store: SaleStore, shopId: string, count: number, stock: number): Promise<string[]> {
+async function createVouchers(db: Db, sale: Sale, shopId: string, count: number, stock: number): Promise<string[]> {
   const begin = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
   const end = new Date(begin.getTime() + 6 * 3600_000);
   // Titles unique to this call find the ids the rows were given.
@@ -243,7 +243,7 @@ async function createVouchers(db: Db, store: SaleStore, shopId: string, count: n
     });
   }
   for (let first = 0; first < ids.length; first += PUBLISHES_AT_ONCE) {
-    await Promise.all(ids.slice(first, first + PUBLISHES_AT_ONCE).map((voucherId) => store.publish({ voucherId, stock, begin, end })));
+    await Promise.all(ids.slice(first, first + PUBLISHES_AT_ONCE).map((voucherId) => sale.publisher.publish({ voucherId, stock, begin, end })));
   }
   return ids;
 }

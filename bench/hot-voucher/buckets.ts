@@ -4,7 +4,7 @@
  * here on free ports (kit/redis-cluster.ts) and stopped by pid at the end.
  *
  * For each B, with buyers spread evenly over the buckets, and once more for the largest B with
- * nine buyers in ten homing to bucket 0 (the skew refills exist for), the driver (this process, through the app's SaleStore: one store per connection, as
+ * nine buyers in ten homing to bucket 0 (the skew refills exist for), the driver (this process, through the app's sale decider: one sale per connection, as
  * one per app instance, batched at the app's SECKILL_RESERVE_BATCH_MAX) sells a voucher of `stock`
  * units to distinct buyers until every loop has been told "sold out": demand above stock, the
  * sold-out boundary crossed under full concurrency. Measured from the first order to the one that
@@ -21,7 +21,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
-import { SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, SaleKeys } from '../../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../../kit/redis-cluster.js';
 import { bucketedChecks } from './bucketed-checks.js';
 import type { BucketedOptions, BucketedRow } from './bucketed-row.js';
@@ -77,12 +77,12 @@ async function oneBucketedSale(
     counts.batches += 1;
     counts.batchOrders += size;
   };
-  const stores = parts.clients.map((client) => new SaleStore(client, keys, { maxBatch: options.batchMax, onBatch }));
+  const stores = parts.clients.map((client) => buildSale(client, keys, { maxBatch: options.batchMax, onBatch }));
   const traces = stores.map(traceStore);
   const publish = async (voucherId: string, stock: number) => {
     const begin = new Date(Date.now() - 60_000);
-    await stores[0]!.publish({ voucherId, stock, begin, end: new Date(begin.getTime() + 6 * 3600_000), buckets });
-    for (const store of stores) await store.bucketsOf(voucherId);
+    await stores[0]!.publisher.publish({ voucherId, stock, begin, end: new Date(begin.getTime() + 6 * 3600_000), buckets });
+    for (const store of stores) await store.layouts.bucketsOf(voucherId);
   };
   // Warm-up (scripts loaded on every master, the driver's JIT), then a clean slate for the measured sale.
   const warmUpStock = Math.max(500, Math.ceil(options.stock / 50));

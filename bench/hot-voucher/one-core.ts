@@ -1,6 +1,6 @@
 /**
  * The one-core cases of `npm run bench -- hot-voucher`: a redis-server of its own on a free port
- * (stopped by pid at the end); the driver is this process, through the app's SaleStore over
+ * (stopped by pid at the end); the driver is this process, through the app's ReserveBatches over
  * several auto-pipelined ioredis connections. Two cases: `accepting` (stock left: every order
  * takes a unit, marks the buyer and appends to the stream) and `sold out` (the script refuses
  * after reading the stock), each decided one order per script run and in batches (the app's
@@ -9,7 +9,7 @@
  * includes time Redis was descheduled.
  */
 import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
-import { SaleKeys, SaleStore } from '../../src/modules/seckill/index.js';
+import { buildSale, SaleKeys } from '../../src/modules/seckill/index.js';
 import { loadConfig } from '../../src/infra/config.js';
 import { startRedisServer } from '../../kit/redis-servers.js';
 import { processCpuMicros, redisPid } from '../harness/index.js';
@@ -65,17 +65,17 @@ async function oneCase(
   options: { seconds: number; inFlight: number },
 ): Promise<HotVoucherRow> {
   const keys = new SaleKeys(4);
-  const stores = clients.map((client) => new SaleStore(client, keys, { maxBatch: batchCap }));
+  const stores = clients.map((client) => buildSale(client, keys, { maxBatch: batchCap }));
   const voucherId = '4242';
   const begin = new Date(Date.now() - 60_000);
-  await stores[0]!.publish({ voucherId, stock: which === 'accepting' ? 100_000_000 : 0, begin, end: new Date(begin.getTime() + 6 * 3600_000) });
+  await stores[0]!.publisher.publish({ voucherId, stock: which === 'accepting' ? 100_000_000 : 0, begin, end: new Date(begin.getTime() + 6 * 3600_000) });
   let next = 0;
   const drive = async (until: number) => {
     const loops = Array.from({ length: options.inFlight }, async (_, loop) => {
       const store = stores[loop % stores.length]!;
       while (performance.now() < until) {
         const k = next++;
-        const { outcome } = await store.reserve({ orderId: String(7_000_000_000_000_000_000n + BigInt(k)), userId: String(1_000 + k), voucherId });
+        const { outcome } = await store.batches.reserve({ orderId: String(7_000_000_000_000_000_000n + BigInt(k)), userId: String(1_000 + k), voucherId });
         if (outcome !== (which === 'accepting' ? 'accepted' : 'sold-out')) throw new Error(`reserve answered ${outcome}`);
       }
     });

@@ -1,5 +1,5 @@
 /** One voucher sold out by distinct buyers through the stores, with what each answer said and when. */
-import { homeBucket, OutcomeUnknown, TemporarilyUnavailable, type SaleStore } from '../../src/modules/seckill/index.js';
+import { homeBucket, OutcomeUnknown, TemporarilyUnavailable, type Sale } from '../../src/modules/seckill/index.js';
 import { processCpuMicros } from '../harness/index.js';
 import { SoldOutLedger } from '../sale/index.js';
 import type { BucketedOptions, BucketedRow, LastPercent } from './bucketed-row.js';
@@ -28,7 +28,7 @@ export interface SaleRun {
  * other answer fails the run. The CPU of `pids` is read at the start and when the last unit is taken.
  */
 export async function sellOut(
-  stores: SaleStore[],
+  stores: Sale[],
   sale: { voucherId: string; stock: number; buckets: number; buyers: BucketedRow['buyers'] },
   options: BucketedOptions,
   firstUser: number,
@@ -49,13 +49,13 @@ export async function sellOut(
   };
   const deadline = run.startedAt + (options.timeoutMs ?? 300_000);
   let nextOrder = 0;
-  const buy = async (store: SaleStore): Promise<'accepted' | 'sold-out'> => {
+  const buy = async (store: Sale): Promise<'accepted' | 'sold-out'> => {
     const userId = nextBuyer();
     for (;;) {
       if (performance.now() > deadline) throw new Error(`voucher ${voucherId} not sold out in ${options.timeoutMs ?? 300_000} ms`);
       const orderId = String(firstUser * 10 + nextOrder++);
       const sentAt = performance.now();
-      const outcome = await store.decide({ orderId, userId, voucherId }).then(
+      const outcome = await store.decider.decide({ orderId, userId, voucherId }).then(
         (result) => result.outcome,
         (error: unknown) => {
           if (error instanceof TemporarilyUnavailable || error instanceof OutcomeUnknown) return 'retry' as const; // what the API answers 503

@@ -1,5 +1,5 @@
 /** The store's reserve.lua attempts, refills and refill rounds, counted with their times. */
-import type { SaleStore } from '../../src/modules/seckill/index.js';
+import type { Sale } from '../../src/modules/seckill/index.js';
 
 export interface SaleTrace {
   reserveCalls: number[];
@@ -10,14 +10,14 @@ export interface SaleTrace {
 
 /**
  * Counts, with their times, the store's reserve.lua attempts and the refills that moved units,
- * and its refill rounds, by wrapping the store's own methods (reserveRouted calls `this.reserve`
- * and `this.transfers.refill`, which calls `this.move`): the bench counts what the app does
+ * and its refill rounds, by wrapping the sale's own parts (the router calls `batches.reserve`
+ * and `transfers.refill`, which calls `this.move`): the bench counts what the app does
  * without a hook in the app for it.
  */
-export function traceStore(store: SaleStore): SaleTrace {
+export function traceStore(store: Sale): SaleTrace {
   const trace = { reserveCalls: [] as number[], moves: [] as number[], rounds: 0 };
-  const reserve = store.reserve.bind(store);
-  store.reserve = (...args) => {
+  const reserve = store.batches.reserve.bind(store.batches);
+  store.batches.reserve = (...args) => {
     trace.reserveCalls.push(performance.now());
     return reserve(...args);
   };

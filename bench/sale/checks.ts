@@ -13,16 +13,15 @@ export type Strategy = 'async' | 'sync';
  * harness's own tests, which show that each check can fail.
  */
 export async function checkSale(
-  world: Pick<World, 'db' | 'store' | 'redis' | 'stream'>,
+  world: Pick<World, 'db' | 'sale' | 'redis' | 'stream'>,
   strategy: Strategy,
   vouchers: readonly string[],
   stock: number,
   sale: Pick<Sale, 'accepted'> & Partial<Pick<Sale, 'ledger' | 'versionsBefore'>>,
 ): Promise<Check[]> {
-  const { store } = world;
   const { perVoucher, orderIds, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   const redisStock = new Map<string, number | undefined>();
-  for (const voucher of vouchers) redisStock.set(voucher, (await store.read(voucher))?.stock);
+  for (const voucher of vouchers) redisStock.set(voucher, (await world.sale.reads.read(voucher))?.stock);
   const backlog = await streamBacklog(world);
 
   const orders = perVoucher.reduce((sum, row) => sum + Number(row.orders), 0);

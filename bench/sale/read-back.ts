@@ -4,8 +4,8 @@ import { sql } from 'kysely';
 import type { World } from '../harness/index.js';
 
 /** Each voucher's `restocks` version: every step that gives units back (release, raise, repair) adds one to it. */
-export async function readVersions(world: Pick<World, 'redis' | 'store'>, vouchers: readonly string[]): Promise<Map<string, number>> {
-  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.store.keys.voucher(voucher).voucher, 'restocks')));
+export async function readVersions(world: Pick<World, 'redis' | 'sale'>, vouchers: readonly string[]): Promise<Map<string, number>> {
+  const versions = await Promise.all(vouchers.map((voucher) => world.redis.hget(world.sale.keys.voucher(voucher).voucher, 'restocks')));
   return new Map(vouchers.map((voucher, index) => [voucher, Number(versions[index] ?? Number.NaN)]));
 }
 

@@ -3,7 +3,7 @@ import { loadConfig, type Config } from '../infra/config.js';
 import type { Db } from '../infra/db.js';
 import { redactUrl } from '../infra/migrate.js';
 import type { RedisClient } from '../infra/redis.js';
-import { type ReconcileReport, reconcileSeckill, SaleKeys, SaleStore, UnknownVoucherError } from '../modules/seckill/index.js';
+import { type ReconcileReport, buildSale, reconcileSeckill, SaleKeys, UnknownVoucherError } from '../modules/seckill/index.js';
 import { closeAll, openDb, openRedis } from './connections.js';
 import { EXIT_UNAVAILABLE, failureExitCode } from './run-cli.js';
 
@@ -83,9 +83,9 @@ if (typeof options === 'string') {
     config = loadConfig();
     db = await openDb(config, 2);
     redis = await openRedis(config);
-    const store = new SaleStore(redis, new SaleKeys(config.seckill.streamShards, config.seckill.maxBuckets > 1));
+    const sale = buildSale(redis, new SaleKeys(config.seckill.streamShards, config.seckill.maxBuckets > 1));
     const report = await reconcileSeckill(
-      { db, store },
+      { db, sale },
       {
         repair: options.repair,
         voucherIds: options.voucherIds,

@@ -28,7 +28,7 @@ export async function abandonedRefills(bed: BucketBed, size: Size): Promise<Faul
   let transfers = 0;
   for (const donor of [1, 2]) {
     for (;;) {
-      const units = await world.store.transfers.takeAndAbandon(voucherId, { index: donor, of: BUCKETS }, HOT);
+      const units = await world.sale.transfers.takeAndAbandon(voucherId, { index: donor, of: BUCKETS }, HOT);
       if (units === 0) break;
       stranded += units;
       transfers += 1;

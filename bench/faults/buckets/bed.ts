@@ -10,7 +10,7 @@
  * sweep's records then cover the lanes' streams and queued hashes.
  */
 import { randomBytes } from 'node:crypto';
-import { homeBucket, OrderStream, SaleKeys, SaleStore } from '../../../src/modules/seckill/index.js';
+import { buildSale, homeBucket, OrderStream, SaleKeys } from '../../../src/modules/seckill/index.js';
 import { startRedisCluster, type TestCluster } from '../../../kit/redis-cluster.js';
 import type { BenchUser, World } from '../../harness/index.js';
 import { createFaultWorld, startInstances, stopInstances, type Instance, type Size } from '../harness/index.js';
@@ -74,7 +74,7 @@ async function startBed(size: Size): Promise<BucketBed> {
   try {
     const plain = await createFaultWorld({ redisClusterNodes: cluster.nodes, users: WORLD_USERS[size] });
     const keys = new SaleKeys(Number(plain.env.SECKILL_STREAM_SHARDS), true);
-    world = { ...plain, store: new SaleStore(plain.redis, keys), stream: new OrderStream(plain.redis, keys) };
+    world = { ...plain, sale: buildSale(plain.redis, keys), stream: new OrderStream(plain.redis, keys) };
     const instances = await startInstances(3, {
       ...world.env,
       SECKILL_MAX_BUCKETS: '8',
@@ -126,6 +126,6 @@ export async function createBucketedVoucher(world: World, stock: number): Promis
     .insertInto('tb_seckill_voucher')
     .values({ voucher_id: voucherId, stock, total_stock: stock, begin_time: begin, end_time: end, buckets: BUCKETS })
     .execute();
-  await world.store.publish({ voucherId, stock, total: stock, begin, end, buckets: BUCKETS });
+  await world.sale.publisher.publish({ voucherId, stock, total: stock, begin, end, buckets: BUCKETS });
   return voucherId;
 }

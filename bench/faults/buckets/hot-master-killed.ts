@@ -40,7 +40,7 @@ export async function hotMasterKilled(bed: BucketBed, size: Size, stale: boolean
   const ackTimeoutsBefore = await sumMetric(instances, 'seckill_replica_ack_timeouts_total');
   const voucherId = await createBucketedVoucher(world, stock);
   const setup = newSale(bed, voucherId, stock, rate, durationSeconds);
-  const hotKey = world.store.keys.bucket(voucherId, HOT).voucher;
+  const hotKey = world.sale.keys.bucket(voucherId, HOT).voucher;
   const slot = calculateSlot(hotKey);
   const { master, replicas } = await cluster.shardOf(slot);
   const replica = replicas[0]!;

@@ -16,9 +16,9 @@ export async function redisCount(world: World, voucherId: string): Promise<{ mar
   let pending = 0;
   for (let index = 0; index < BUCKETS; index += 1) {
     const bucket = { index, of: BUCKETS };
-    const snapshot = await world.store.bucketSnapshot(voucherId, bucket);
-    marked += await world.redis.hlen(world.store.keys.bucket(voucherId, bucket).buyers);
-    const given = await world.store.transfers.given(snapshot.transfers);
+    const snapshot = await world.sale.snapshots.bucketSnapshot(voucherId, bucket);
+    marked += await world.redis.hlen(world.sale.keys.bucket(voucherId, bucket).buyers);
+    const given = await world.sale.transfers.given(snapshot.transfers);
     const givenUnits = snapshot.transfers.filter((transfer) => given.has(transfer.transferId)).reduce((sum, transfer) => sum + transfer.units, 0);
     held += snapshot.stock + snapshot.pending - givenUnits;
     pending += snapshot.pending;

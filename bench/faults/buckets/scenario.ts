@@ -5,7 +5,7 @@
  * other buckets' units reach them by refills (take, give, settle) all through the sale.
  *
  * - `refill abandoned between take and give`: before the load, every unit of buckets 1 and 2 is
- *   taken towards bucket 0 and never given (SaleStore.transfers.takeAndAbandon: the state an
+ *   taken towards bucket 0 and never given (BucketTransfers.takeAndAbandon: the state an
  *   instance SIGKILLed between the two steps leaves, made on purpose rather than by a lucky kill).
  *   A first load sells bucket 0's units and then meets nothing but pending units: it must get 503
  *   (retry), never "sold out". The instances' own sweep (records older than 10 s, every 5 s)

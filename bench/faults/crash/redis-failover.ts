@@ -65,7 +65,7 @@ export const redisFailover: FaultScenario = {
       // buys voucher ⌊i / users⌋), so that its whole sale falls inside the stale window.
       const faultAtSeconds = durationSeconds * 0.35;
       const nextVoucher = setup.vouchers[Math.floor((faultAtSeconds * setup.rate) / world.users.length) + 1]!;
-      const slot = await keySlot(cluster.nodes[0]!, world.store.keys.voucher(nextVoucher).stream);
+      const slot = await keySlot(cluster.nodes[0]!, world.sale.keys.voucher(nextVoucher).stream);
       const { master, replicas } = await cluster.shardOf(slot);
       const replica = replicas[0]!;
 
@@ -100,7 +100,7 @@ export const redisFailover: FaultScenario = {
             if (repairAtFailover) {
               // What an operator (or a hook on the failover event) would do at once: Redis from MySQL, under the live sale.
               const repairStarted = performance.now();
-              const report = await reconcileSeckill({ db: world.db, store: world.store }, { repair: true, voucherIds: setup.vouchers });
+              const report = await reconcileSeckill({ db: world.db, sale: world.sale }, { repair: true, voucherIds: setup.vouchers });
               repairedAtFailover = `${report.repaired} in ${Math.round(performance.now() - repairStarted)} ms`;
             }
           },
@@ -109,7 +109,7 @@ export const redisFailover: FaultScenario = {
       const drainMs = await timeDrain(world);
       const figures = await saleFigures(world, setup);
       const ackTimeouts = await sumMetric(instances, 'seckill_replica_ack_timeouts_total');
-      const deps = { db: world.db, store: world.store };
+      const deps = { db: world.db, sale: world.sale };
       const before = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });
       const repair = await reconcileSeckill(deps, { repair: true, voucherIds: setup.vouchers });
       const after = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });

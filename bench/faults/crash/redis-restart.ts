@@ -62,7 +62,7 @@ export const redisRestart: FaultScenario = {
       ]);
       const drainMs = await timeDrain(world);
       const figures = await saleFigures(world, setup);
-      const deps = { db: world.db, store: world.store };
+      const deps = { db: world.db, sale: world.sale };
       const before = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });
       const repair = await reconcileSeckill(deps, { repair: true, voucherIds: setup.vouchers });
       const after = await reconcileSeckill(deps, { repair: false, voucherIds: setup.vouchers });

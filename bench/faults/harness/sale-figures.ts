@@ -33,7 +33,7 @@ export async function saleFigures(world: World, setup: SaleSetup): Promise<SaleF
   const { vouchers, stock, sale } = setup;
   const { perVoucher: rows, orderIds: ids, mysqlStock } = await readSaleFromMysql(world.db, vouchers);
   let redisStockDrift = 0;
-  for (const voucher of vouchers) if ((await world.store.read(voucher))?.stock !== mysqlStock.get(voucher)) redisStockDrift += 1;
+  for (const voucher of vouchers) if ((await world.sale.reads.read(voucher))?.stock !== mysqlStock.get(voucher)) redisStockDrift += 1;
   const orders = new Map(rows.map((row) => [row.voucher_id, Number(row.orders)]));
   const inMysql = ids.size;
   const sold = vouchers.reduce((sum, voucher) => sum + (stock - (mysqlStock.get(voucher) ?? stock)), 0);

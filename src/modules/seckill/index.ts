@@ -39,7 +39,8 @@ import { orderRoutes } from './orders/order-routes.js';
 import { UserOrders } from './orders/user-orders.js';
 import type { PersistOutcome } from './record/order-repository.js';
 import { VoucherRepository } from './record/voucher-repository.js';
-import { SaleStore } from './sale/sale-store.js';
+import { buildSale, type Sale } from './sale/sale.js';
+import type { SaleSettlement } from './sale/sale-settlement.js';
 import { SoldOutMemory } from './sale/sold-out-memory.js';
 import { DueTrackedOrders, type DueSchedule } from './unpaid/due-tracked-orders.js';
 import { UnpaidCancellations } from './unpaid/unpaid-cancellations.js';
@@ -66,7 +67,7 @@ export { OrderLimits } from './orders/order-limits.js';
 export type { Locks } from './orders/order-placement.js';
 export { OrderRepository } from './record/order-repository.js';
 export type { VoucherRepository } from './record/voucher-repository.js';
-export { SaleStore } from './sale/sale-store.js';
+export { buildSale, type Sale } from './sale/sale.js';
 export { OrderStream } from './writer/order-stream.js';
 export type { BrokerStatus } from './broker/broker-connection.js';
 export { DEAD_LETTER_QUEUE, ORDER_QUEUE } from './broker/rabbit-topology.js';
@@ -120,9 +121,9 @@ export function buildSeckill(deps: SeckillDeps) {
     redis,
     keys,
     (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'),
-    (voucherId) => store.routedBuckets(voucherId),
+    (voucherId) => sale.layouts.routedBuckets(voucherId),
   );
-  const store = new SaleStore(redis, keys, {
+  const sale = buildSale(redis, keys, {
     replicaAcks: {
       acks: settings.replicaAcks,
       timeoutMs: settings.replicaTimeoutMs,
@@ -136,7 +137,7 @@ export function buildSeckill(deps: SeckillDeps) {
     onUnitsBack: (voucherId) => soldOut.forget(voucherId),
     maxBatch: settings.reserveBatchMax,
     onBatch: (size) => metrics.reserveBatchSize.observe(size),
-    // A bucketed order still refilling is answered 503 "retry" by the store before the request deadline answers "outcome unknown".
+    // A bucketed order still refilling is answered 503 "retry" by the sale before the request deadline answers "outcome unknown".
     requestDeadlineMs: config.deadlines.requestMs,
   });
   const stream = new OrderStream(redis, keys);
@@ -151,10 +152,10 @@ export function buildSeckill(deps: SeckillDeps) {
   );
   // The process's lock client, or one of the sale's own (it opens no connection until a lock is waited for).
   const lockClient = deps.lockClient ?? new LockClient(redis, { observer: lockWaitObserver(metrics) });
-  const { voucherService, caches } = buildVoucherService(deps, vouchers, store, lockClient, metrics);
+  const { voucherService, caches } = buildVoucherService(deps, vouchers, sale, lockClient, metrics);
   const gateSettings = GateSettingsCache.fromDatabase(db);
   // After every control (after the MySQL commit): the gate memory of a changed sale, and the list every instance shows.
-  const controls = new SaleControls(db, store, async (voucherId, changed) => {
+  const controls = new SaleControls(db, sale, async (voucherId, changed) => {
     if (changed) gateSettings.forget(voucherId);
     await voucherService.forgetListOf(voucherId);
   });
@@ -165,16 +166,18 @@ export function buildSeckill(deps: SeckillDeps) {
   const placement = new OrderPlacement({
     strategy: settings.strategy,
     ids: new IdGenerator(redis, { blockSize: config.idBlockSize }),
-    store,
+    decider: sale.decider,
+    idempotencyKeys: sale.idempotencyKeys,
+    settlement: sale.settlement,
     orders,
     ...(locks ? { locks } : {}),
     soldOut,
     countOutcome: (strategy, outcome) => metrics.seckillRequests.inc({ strategy, outcome }),
   });
-  const userOrders = new UserOrders({ store, orders, events });
+  const userOrders = new UserOrders({ reads: sale.reads, orders, events });
   const limits = buildOrderLimits(deps, metrics);
-  const worker = buildWorker(deps, { stream, store, orders, events, metrics });
-  const canceller = buildCanceller(deps, { store, orders, unpaidQueue, events, metrics });
+  const worker = buildWorker(deps, { stream, settlement: sale.settlement, orders, events, metrics });
+  const canceller = buildCanceller(deps, { settlement: sale.settlement, orders, unpaidQueue, events, metrics });
   watchOnScrape(metrics, log, () => rabbit?.writer.breaker ?? worker.breaker, stream, voucherService);
   watchRabbitOnScrape(metrics, () => rabbit, Math.floor(config.deadlines.requestMs / 2));
 
@@ -207,7 +210,7 @@ export function buildSeckill(deps: SeckillDeps) {
         settings,
         redis,
         stream,
-        store,
+        settlement: sale.settlement,
         orders,
         log,
         consumer: consumerOf(deps),
@@ -220,14 +223,14 @@ export function buildSeckill(deps: SeckillDeps) {
     }
     canceller.start();
     // Transfers whose refill died between its steps: their units back where they belong (transfers.ts).
-    store.transfers.startSweeping(settings.transferSweepEveryMs, settings.transferSweepAfterMs, (err: unknown) =>
+    sale.transfers.startSweeping(settings.transferSweepEveryMs, settings.transferSweepAfterMs, (err: unknown) =>
       log.warn({ err }, 'could not sweep the bucket transfers'),
     );
   };
 
   return {
     keys,
-    store,
+    sale,
     stream,
     orders,
     voucherService,
@@ -265,7 +268,7 @@ export function buildSeckill(deps: SeckillDeps) {
       await worker.stop();
       await rabbit?.stop();
       await canceller.stop();
-      await store.close();
+      await sale.close();
       await eventHub.close();
       await caches.idle();
       if (!deps.lockClient) await lockClient.close();
@@ -274,7 +277,7 @@ export function buildSeckill(deps: SeckillDeps) {
 }
 
 interface JobParts {
-  store: SaleStore;
+  settlement: SaleSettlement;
   orders: DueTrackedOrders;
   events: RedisOrderEvents;
   metrics: Metrics;
@@ -304,10 +307,10 @@ function writerReports(events: RedisOrderEvents, metrics: Metrics) {
 }
 
 /** The order worker of this process: stream → MySQL, with its metrics and the `created` events. */
-function buildWorker(deps: SeckillDeps, { stream, store, orders, events, metrics }: JobParts & { stream: OrderStream }): OrderWorker {
+function buildWorker(deps: SeckillDeps, { stream, settlement, orders, events, metrics }: JobParts & { stream: OrderStream }): OrderWorker {
   const settings = deps.config.seckill;
   const { onResult, onWritten, breaker } = writerReports(events, metrics);
-  return new OrderWorker(stream, store, orders, {
+  return new OrderWorker(stream, settlement, orders, {
     consumer: consumerOf(deps),
     batchSize: settings.workerBatchSize,
     maxDeliveries: settings.maxDeliveries,
@@ -354,10 +357,10 @@ function dueScheduleOf(rabbitOf: () => RabbitPath | undefined, unpaidQueue: Unpa
  */
 function buildCanceller(
   { config, db, log }: SeckillDeps,
-  { store, orders, unpaidQueue, events, metrics }: JobParts & { unpaidQueue: UnpaidQueue },
+  { settlement, orders, unpaidQueue, events, metrics }: JobParts & { unpaidQueue: UnpaidQueue },
 ): UnpaidOrderCanceller {
   const settings = config.seckill;
-  return new UnpaidOrderCanceller(orders, store, {
+  return new UnpaidOrderCanceller(orders, settlement, {
     paymentWindowSeconds: settings.paymentWindowSeconds,
     intervalMs: Math.min(30_000, Math.max(1_000, (settings.paymentWindowSeconds * 1000) / 4)),
     cancellations: new UnpaidCancellations(db),
@@ -371,7 +374,7 @@ function buildCanceller(
 }
 
 /** The voucher list: its cache (rebuild locks on the lock client) read through the near cache, if any. */
-function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, store: SaleStore, lockClient: LockClient, metrics: Metrics) {
+function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sale: Sale, lockClient: LockClient, metrics: Metrics) {
   const { config, redis, log } = deps;
   const caches = new CacheClient(redis, {
     locks: lockClient,
@@ -381,7 +384,7 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sto
   });
   const voucherService = new VoucherService(
     vouchers,
-    store,
+    sale,
     {
       caches,
       reader: deps.near ?? new PassThroughReader(redis),

@@ -10,7 +10,7 @@ import { createOwnWorld, parseBenchOptions, type BenchOptions, type World } from
 import { Progress, renderMarkdown, renderSvg } from '../../../bench/reports/index.js';
 import { runBench } from '../../../bench/run.js';
 import { checkSale } from '../../../bench/sale/index.js';
-import { type SaleStore } from '../../../src/modules/seckill/sale/sale-store.js';
+import type { Sale } from '../../../src/modules/seckill/sale/sale.js';
 import { ORDER_GROUP } from '../../../src/modules/seckill/keys.js';
 import { testMysqlUrl, testRedisUrl } from '../../../kit/services.js';
 import { createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
@@ -128,13 +128,13 @@ describe('npm run bench --smoke', () => {
 
 describe('sale checks', () => {
   let world: World;
-  let store: SaleStore;
+  let sale: Sale;
   let vouchers: string[];
   const stock = 5;
 
   beforeAll(async () => {
     world = await createOwnWorld({ redisUrl: testRedisUrl(), mysqlServerUrl: testMysqlUrl(), users: 3 });
-    store = world.store;
+    sale = world.sale;
     vouchers = await world.createVouchers(2, stock);
   });
 
@@ -153,9 +153,9 @@ describe('sale checks', () => {
 
     // Lost: answered success, never reached MySQL. Drift: Redis took a unit MySQL did not.
     accepted.add('1002');
-    await store.reserve({ orderId: '1002', userId: bob.id, voucherId: second });
+    await sale.batches.reserve({ orderId: '1002', userId: bob.id, voucherId: second });
     // A dead letter and an entry read but never acknowledged.
-    const { deadLetters, stream } = store.keys.shard(0);
+    const { deadLetters, stream } = sale.keys.shard(0);
     await world.redis.xadd(deadLetters, '*', 'orderId', '9', 'error', 'poison');
     await world.stream.ensureGroup(0);
     await world.redis.xadd(stream, '*', 'orderId', '10');
@@ -172,7 +172,7 @@ describe('sale checks', () => {
   });
 
   async function placeInRedisAndMysql(orderId: string, userId: string, voucherId: string) {
-    expect(await store.reserve({ orderId, userId, voucherId })).toMatchObject({ outcome: 'accepted', slot: 1 });
+    expect(await sale.batches.reserve({ orderId, userId, voucherId })).toMatchObject({ outcome: 'accepted', slot: 1 });
     await world.db.insertInto('tb_voucher_order').values({ id: orderId, user_id: userId, voucher_id: voucherId }).execute();
     await world.db
       .updateTable('tb_seckill_voucher')
@@ -180,7 +180,7 @@ describe('sale checks', () => {
       .where('voucher_id', '=', voucherId)
       .execute();
     // The worker's acknowledgement: the order is no longer queued.
-    for (let shard = 0; shard < store.keys.shards; shard++) await world.redis.hdel(store.keys.shard(shard).queued, orderId);
+    for (let shard = 0; shard < sale.keys.shards; shard++) await world.redis.hdel(sale.keys.shard(shard).queued, orderId);
   }
 });
 

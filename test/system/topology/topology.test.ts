@@ -11,7 +11,7 @@ import { loadConfig } from '../../../src/infra/config.js';
 import { createDb, type Db } from '../../../src/infra/db.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { SECKILL_MESSAGES } from '../../../src/modules/seckill/messages.js';
-import { SaleStore } from '../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale } from '../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
@@ -168,7 +168,7 @@ describe('scripts/topology.sh', () => {
     expect(new Set(orders.map((order) => order.user_id)).size).toBe(stock);
     const row = await db!.selectFrom('tb_seckill_voucher').select('stock').where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
     expect(row.stock).toBe(0);
-    expect((await new SaleStore(redis!, new SaleKeys(SHARDS)).read(voucherId))?.stock).toBe(0);
+    expect((await buildSale(redis!, new SaleKeys(SHARDS)).reads.read(voucherId))?.stock).toBe(0);
   });
 
   it("pushes an order's states through nginx unbuffered (SSE): the current one at once, then paid, then the stream ends", async () => {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { homeBucket, type BucketRef } from '../keys.js';
-import type { BucketSnapshot, SaleStore } from '../sale/sale-store.js';
+import type { Sale } from '../sale/sale.js';
+import type { BucketSnapshot } from '../sale/sale-snapshots.js';
 import { bucketsOf, shareOf, type PendingTransfer } from '../sale/transfers.js';
 import type { MysqlSnapshot, PendingTransferReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile-report.js';
 
@@ -20,7 +21,7 @@ import type { MysqlSnapshot, PendingTransferReport, RepairResult, SeckillRow, Vo
  * the buckets by the difference (repair-bucket.lua), rewriting each bucket's buyers in the same step.
  */
 
-/** What a bucketed comparison needs besides the store: MySQL's view and the drain's question. */
+/** What a bucketed comparison needs besides the sale's parts: MySQL's view and the drain's question. */
 export interface BucketMysql {
   read(voucherId: string, queuedIds: string[]): Promise<MysqlSnapshot>;
   written(orderIds: string[]): Promise<Set<string>>;
@@ -40,7 +41,7 @@ const REPAIR_ATTEMPTS = 3;
 
 export class BucketReconciler {
   constructor(
-    private readonly store: SaleStore,
+    private readonly sale: Pick<Sale, 'snapshots' | 'administration' | 'publisher' | 'transfers'>,
     private readonly mysql: BucketMysql,
     private readonly drainTimeoutMs: number,
   ) {}
@@ -63,18 +64,18 @@ export class BucketReconciler {
     let lastDrift: VoucherDrift | null = null;
     for (let attempt = 0; attempt < REPAIR_ATTEMPTS; attempt += 1) {
       const token = randomBytes(8).toString('hex');
-      await this.store.freezeBuckets(voucher, buckets, token, this.drainTimeoutMs + FREEZE_MARGIN_MS);
+      await this.sale.administration.freezeBuckets(voucher, buckets, token, this.drainTimeoutMs + FREEZE_MARGIN_MS);
       const round = await this.repairFrozen(voucher, buckets, token).catch(async (error: unknown) => {
-        await this.store.thawBuckets(voucher.voucherId, buckets, token);
+        await this.sale.administration.thawBuckets(voucher.voucherId, buckets, token);
         throw error;
       });
       lastDrift = round.drift ?? lastDrift;
       if (round.skipped !== undefined) {
-        await this.store.thawBuckets(voucher.voucherId, buckets, token);
+        await this.sale.administration.thawBuckets(voucher.voucherId, buckets, token);
         return { drift: lastDrift, repaired: false, skipped: round.skipped };
       }
       const settled = (await this.mysql.read(voucher.voucherId, [])).notLive === round.notLive;
-      await this.store.thawBuckets(voucher.voucherId, buckets, token);
+      await this.sale.administration.thawBuckets(voucher.voucherId, buckets, token);
       if (settled) return { drift: lastDrift, repaired: true };
     }
     return { drift: lastDrift, repaired: false, skipped: 'cancellations kept committing during the repair; run it again' };
@@ -87,14 +88,14 @@ export class BucketReconciler {
       return { drift: null, notLive: 0, skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)` };
     }
     // No unit may be under way while the units are counted: every bucket is frozen, so no new transfer starts.
-    if (!(await this.store.transfers.endAllOf(voucherId, buckets))) {
+    if (!(await this.sale.transfers.endAllOf(voucherId, buckets))) {
       return { drift: null, notLive: 0, skipped: 'a refill between buckets could not be ended durably (replicas lag behind); run it again' };
     }
     const mysql = await this.mysql.read(voucherId, queuedIdsOf((await this.readBuckets(voucherId, buckets)).buckets));
     const unreleasedIn = groupByHome(mysql.unreleased, buckets);
     const snapshots = await Promise.all(
       bucketsOf(buckets).map((bucket) =>
-        this.store.bucketSnapshot(
+        this.sale.snapshots.bucketSnapshot(
           voucherId,
           bucket,
           (unreleasedIn[bucket.index] ?? []).map((order) => order.orderId),
@@ -105,7 +106,7 @@ export class BucketReconciler {
     const drift = compareBuckets(voucher, buckets, { buckets: snapshots, transfers: [], given: new Set() }, mysql, released);
     const deltas = stockDeltas(snapshots, mysql, released);
     for (const bucket of bucketsOf(buckets)) {
-      const written = await this.store.repairBucket({
+      const written = await this.sale.administration.repairBucket({
         sale: voucher,
         bucket,
         token,
@@ -119,7 +120,7 @@ export class BucketReconciler {
       if (written < 0) return { drift, notLive: mysql.notLive, skipped: 'the freeze lapsed before the write (repair too slow); run it again' };
     }
     // The layout record routes the orders to the buckets: written again in case Redis lost it.
-    if (!(await this.store.publishLayout(voucher, buckets))) {
+    if (!(await this.sale.publisher.publishLayout(voucher, buckets))) {
       return { drift, notLive: mysql.notLive, skipped: "the voucher's shard holds a one-bucket sale besides its buckets; not repaired" };
     }
     return { drift, notLive: mysql.notLive };
@@ -138,9 +139,9 @@ export class BucketReconciler {
   }
 
   private async readBuckets(voucherId: string, buckets: number): Promise<BucketsRead> {
-    const snapshots = await Promise.all(bucketsOf(buckets).map((bucket) => this.store.bucketSnapshot(voucherId, bucket)));
+    const snapshots = await Promise.all(bucketsOf(buckets).map((bucket) => this.sale.snapshots.bucketSnapshot(voucherId, bucket)));
     const transfers = snapshots.flatMap((snapshot) => snapshot.transfers);
-    return { buckets: snapshots, transfers, given: await this.store.transfers.given(transfers) };
+    return { buckets: snapshots, transfers, given: await this.sale.transfers.given(transfers) };
   }
 
   /** Which of MySQL's unreleased orders have their release marker, each in its user's home bucket's lane. */
@@ -148,7 +149,7 @@ export class BucketReconciler {
     const byHome = groupByHome(mysql.unreleased, buckets);
     const found = await Promise.all(
       bucketsOf(buckets).map((bucket: BucketRef) =>
-        this.store.releasedOrders(
+        this.sale.snapshots.releasedOrders(
           voucherId,
           (byHome[bucket.index] ?? []).map((order) => order.orderId),
           bucket,

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../../infra/db.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SALE_KEYS_KEPT_AFTER_END_MS } from '../keys.js';
-import type { SaleSnapshot, SaleStore } from '../sale/sale-store.js';
+import type { Sale } from '../sale/sale.js';
+import type { SaleSnapshot } from '../sale/sale-snapshots.js';
 import { BucketReconciler } from './reconcile-buckets.js';
 import type { MysqlSnapshot, PendingTransferReport, ReconcileReport, RepairResult, SeckillRow, VoucherDrift } from './reconcile-report.js';
 import { SALE_BUSY, withSaleLock } from './sale-controls.js';
@@ -51,8 +52,11 @@ const DRAIN_POLL_MS = 50;
 /** The freeze outlives the drain wait by this much, then lapses by itself (a crashed repair cannot stop a sale). */
 const FREEZE_MARGIN_MS = 30_000;
 
-export async function reconcileSeckill(deps: { db: Db; store: SaleStore }, options: ReconcileOptions): Promise<ReconcileReport> {
-  const reconciler = new Reconciler(deps.db, deps.store, options.drainTimeoutMs ?? 10_000);
+/** The parts of the sale a reconciliation reads and repairs. */
+export type ReconciledSale = Pick<Sale, 'keys' | 'snapshots' | 'administration' | 'publisher' | 'transfers'>;
+
+export async function reconcileSeckill(deps: { db: Db; sale: ReconciledSale }, options: ReconcileOptions): Promise<ReconcileReport> {
+  const reconciler = new Reconciler(deps.db, deps.sale, options.drainTimeoutMs ?? 10_000);
   const vouchers = await reconciler.scope(options.voucherIds);
   const report: ReconcileReport = { vouchers: vouchers.length, drifted: [], repaired: 0, skipped: [] };
   for (const voucher of vouchers) {
@@ -97,11 +101,11 @@ class Reconciler {
 
   constructor(
     readonly db: Db,
-    private readonly store: SaleStore,
+    private readonly sale: ReconciledSale,
     private readonly drainTimeoutMs: number,
   ) {
     this.buckets = new BucketReconciler(
-      store,
+      sale,
       { read: (voucherId, queuedIds) => this.readMysql(voucherId, queuedIds), written: (orderIds) => this.writtenOrders(orderIds) },
       drainTimeoutMs,
     );
@@ -109,7 +113,7 @@ class Reconciler {
 
   /** Whether this layout has the bucket lanes (SECKILL_MAX_BUCKETS > 1): else a bucketed voucher cannot be read. */
   get readsBuckets(): boolean {
-    return this.store.keys.bucketLanes;
+    return this.sale.keys.bucketLanes;
   }
 
   /** The given vouchers, or every seckill voucher whose Redis keys may still exist (sale not ended longer than the keep window ago). */
@@ -149,7 +153,7 @@ class Reconciler {
   private async compareOnce(voucher: SeckillRow): Promise<{ drift: VoucherDrift | null; transfers: PendingTransferReport[] }> {
     const buckets = voucher.buckets ?? 1;
     if (buckets > 1) return this.buckets.compareOnce(voucher, buckets);
-    const redis = await this.store.snapshot(voucher.voucherId);
+    const redis = await this.sale.snapshots.snapshot(voucher.voucherId);
     const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]);
     return { drift: await this.compare(voucher, redis, mysql), transfers: [] };
   }
@@ -164,24 +168,24 @@ class Reconciler {
     let lastDrift: VoucherDrift | null = null;
     for (let attempt = 0; attempt < REPAIR_ATTEMPTS; attempt += 1) {
       const token = randomBytes(8).toString('hex');
-      await this.store.freeze(voucher, token, this.drainTimeoutMs + FREEZE_MARGIN_MS);
+      await this.sale.administration.freeze(voucher, token, this.drainTimeoutMs + FREEZE_MARGIN_MS);
       const drained = await this.drain(voucher.voucherId);
       if (!drained) {
-        await this.store.thaw(voucher.voucherId, token);
+        await this.sale.administration.thaw(voucher.voucherId, token);
         return {
           drift: lastDrift,
           repaired: false,
           skipped: `queued orders not written to MySQL within ${this.drainTimeoutMs} ms (is an order worker running?)`,
         };
       }
-      const redis = await this.store.snapshot(voucher.voucherId);
+      const redis = await this.sale.snapshots.snapshot(voucher.voucherId);
       const mysql = await this.readMysql(voucher.voucherId, [...redis.queued.keys()]).catch(async (error: unknown) => {
-        await this.store.thaw(voucher.voucherId, token);
+        await this.sale.administration.thaw(voucher.voucherId, token);
         throw error;
       });
       const drift = await this.compare(voucher, redis, mysql);
       // Always write (exact, and it thaws the sale): the markers are decided inside the script.
-      const written = await this.store.repair(voucher, token, mysql);
+      const written = await this.sale.administration.repair(voucher, token, mysql);
       if (written < 0) return { drift: drift ?? lastDrift, repaired: false, skipped: 'the freeze lapsed before the write (repair too slow); nothing written' };
       lastDrift = drift ?? lastDrift;
       if ((await this.readMysql(voucher.voucherId, [])).notLive === mysql.notLive) return { drift: lastDrift, repaired: true };
@@ -193,7 +197,7 @@ class Reconciler {
   private async drain(voucherId: string): Promise<boolean> {
     const deadline = Date.now() + this.drainTimeoutMs;
     for (;;) {
-      const queued = (await this.store.snapshot(voucherId)).queued;
+      const queued = (await this.sale.snapshots.snapshot(voucherId)).queued;
       const written = await this.writtenOrders([...queued.keys()]);
       if ([...queued.keys()].every((orderId) => written.has(orderId))) return true;
       if (Date.now() >= deadline) return false;
@@ -240,7 +244,7 @@ class Reconciler {
       expectedStock -= 1;
       addSlot(expectedSlots, userId, slot);
     }
-    const released = await this.store.releasedOrders(
+    const released = await this.sale.snapshots.releasedOrders(
       voucherId,
       mysql.unreleased.map((order) => order.orderId),
     );

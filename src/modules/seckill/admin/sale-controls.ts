@@ -3,7 +3,7 @@ import type { Db } from '../../../infra/db.js';
 import type { SeckillVoucherTable } from '../../../infra/schema.js';
 import { toGateMode, type GateMode } from '../gate/gate-settings-cache.js';
 import type { SaleControl } from '../sale/sale-scripts.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { Sale } from '../sale/sale.js';
 import { Conflict, InvalidInput, UnknownVoucher } from '../errors/index.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -21,7 +21,7 @@ import { SECKILL_MESSAGES } from '../messages.js';
  *   between the two writes, converges and changes nothing more. Redis is written on every call.
  * - Audited: a change that alters MySQL writes one tb_seckill_audit row in the same transaction;
  *   a repeated pause or an unchanged PATCH is a no-op and writes none (`changed: false`).
- * - A sale sold from B > 1 buckets takes the same path; the store writes the change into every
+ * - A sale sold from B > 1 buckets takes the same path; Redis gets the change in every
  *   bucket (sale/bucket-controls.ts: Redis's total is the sum of the buckets' totals).
  */
 
@@ -89,7 +89,8 @@ const LOCK_WAIT_SECONDS = 0.5;
 export class SaleControls {
   constructor(
     private readonly db: Db,
-    private readonly store: SaleStore,
+    /** Controls a sale in Redis; rebuckets it (its layout, stock and publishing). */
+    private readonly sale: Pick<Sale, 'keys' | 'administration' | 'layouts' | 'reads' | 'publisher'>,
     /**
      * Awaited after every control that went through, `changed` or not (the gate settings memory
      * forgets a changed sale; the shop's voucher list cache is invalidated). Called for a no-op
@@ -149,7 +150,7 @@ export class SaleControls {
    * the writes finds MySQL done and redoes Redis.
    */
   private async rebucket(voucherId: string, adminId: string, buckets: number): Promise<SaleControlResult> {
-    if (buckets > 1 && !this.store.keys.bucketLanes) throw new InvalidInput(SECKILL_MESSAGES.bucketsOff({ most: 1 }));
+    if (buckets > 1 && !this.sale.keys.bucketLanes) throw new InvalidInput(SECKILL_MESSAGES.bucketsOff({ most: 1 }));
     const result = await withSaleLock(this.db, voucherId, async (conn) => {
       const row = await conn.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirst();
       if (!row) throw new UnknownVoucher(voucherId);
@@ -158,8 +159,8 @@ export class SaleControls {
         throw new Conflict(SECKILL_MESSAGES.bucketsFixed({ until: new Date(until).toISOString(), begin: row.begin_time.toISOString() }));
       }
       const total = row.total_stock ?? (await this.countTotal(conn, voucherId));
-      const inRedis = await this.store.bucketsOf(voucherId);
-      const redisStock = await this.store.stockOf(voucherId);
+      const inRedis = await this.sale.layouts.bucketsOf(voucherId);
+      const redisStock = await this.sale.reads.stockOf(voucherId);
       if (row.stock !== total || (redisStock !== null && redisStock !== total)) throw new Conflict(SECKILL_MESSAGES.bucketsAfterSales());
       const before = settingsOf(row, total);
       const after: SaleSettings = { ...before, buckets };
@@ -174,8 +175,8 @@ export class SaleControls {
         });
       }
       if (inRedis !== buckets || redisStock === null) {
-        await this.store.unpublish(voucherId, inRedis);
-        await this.store.publish({
+        await this.sale.publisher.unpublish(voucherId, inRedis);
+        await this.sale.publisher.publish({
           voucherId,
           stock: row.stock,
           begin: row.begin_time,
@@ -224,16 +225,16 @@ export class SaleControls {
       buckets: before.buckets,
     };
     // Redis learns MySQL's total (if it lacks one) before MySQL changes: a retry then finds it.
-    const initial = await this.store.control(voucherId, total, {}, row.buckets);
+    const initial = await this.sale.administration.control(voucherId, total, {}, row.buckets);
     const changed = JSON.stringify(before) !== JSON.stringify(after);
     let redis;
     if (after.stock < before.stock || (initial.outcome === 'applied' && after.stock < initial.total)) {
-      redis = await this.store.control(voucherId, total, control, row.buckets);
+      redis = await this.sale.administration.control(voucherId, total, control, row.buckets);
       if (redis.outcome === 'below-sold') throw belowSold(redis.sold);
       if (changed) await this.write(conn, row, total, adminId, action, before, after);
     } else {
       if (changed) await this.write(conn, row, total, adminId, action, before, after);
-      redis = await this.store.control(voucherId, total, control, row.buckets);
+      redis = await this.sale.administration.control(voucherId, total, control, row.buckets);
       if (redis.outcome === 'below-sold') throw belowSold(redis.sold);
     }
     const left = redis.outcome === 'applied' ? redis.stock : row.stock + (after.stock - before.stock);

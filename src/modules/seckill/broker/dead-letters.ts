@@ -3,7 +3,7 @@ import { ConsumerStatus, type AsyncMessage } from 'rabbitmq-client';
 import type { Log } from '../../../infra/logging.js';
 import { isTransient } from '../../../infra/transient-errors.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { AcceptedOrder, QueuedOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { BrokerConnection } from './broker-connection.js';
@@ -39,7 +39,7 @@ export class DeadLetters {
     broker: BrokerConnection,
     topology: SaleTopology,
     private readonly stream: OrderStream,
-    private readonly store: SaleStore,
+    private readonly settlement: SaleSettlement,
     private readonly orders: OrderRepository,
     private readonly options: DeadLettersOptions,
   ) {
@@ -72,11 +72,11 @@ export class DeadLetters {
     }
     const { id, order, fields } = decoded;
     // A bucketed voucher's order came from its bucket's lane, not from its voucher's shard.
-    const shard = await this.store.streamShardOf(order);
+    const shard = await this.settlement.streamShardOf(order);
     const written = await this.retrying(() => this.writeOnceMore(order));
     if (typeof written === 'string') {
-      if (written === 'user-has-order') await this.retrying(() => this.store.release(order));
-      else await this.retrying(() => this.store.forgetQueued([order]));
+      if (written === 'user-has-order') await this.retrying(() => this.settlement.release(order));
+      else await this.retrying(() => this.settlement.forgetQueued([order]));
       this.options.log.warn({ order, outcome: written }, 'dead letters: a dead-lettered order was written after all (or was already)');
       this.options.onResult?.(written);
       if (written === 'created') this.options.onWritten?.([order]);
@@ -84,7 +84,7 @@ export class DeadLetters {
     }
     const error = written.refused;
     const deliveries = message.headers?.['x-first-death-reason'] === 'delivery_limit' ? this.options.maxDeliveries : 1;
-    await this.retrying(() => this.store.release(order));
+    await this.retrying(() => this.settlement.release(order));
     await this.retrying(() => this.stream.deadLetter(shard, id, [fields], [order], deliveries, error));
     this.options.onResult?.('dead-letter');
     this.options.log.error({ order, deliveries, error }, 'dead letters: order given up, its unit and slot given back, recorded in the dead-letter stream');

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Log } from '../../../infra/logging.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import { ORDER_GROUP } from '../keys.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import { orderFields, parseEntry, type OrderStream } from '../writer/order-stream.js';
 import type { OrderEntry } from '../types.js';
 import { ShardLoops } from '../writer/shard-loops.js';
@@ -49,7 +49,7 @@ export class OutboxRelay {
 
   constructor(
     private readonly stream: OrderStream,
-    private readonly store: SaleStore,
+    private readonly settlement: SaleSettlement,
     private readonly redis: RedisClient,
     private readonly publisher: OrderPublisher,
     private readonly options: OutboxRelayOptions,
@@ -143,7 +143,7 @@ export class OutboxRelay {
   }
 
   private async handOffStale(shard: number): Promise<void> {
-    const handed = await this.store.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.window);
+    const handed = await this.settlement.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.window);
     if (handed > 0) this.options.log.warn({ shard, count: handed }, 'outbox relay: streamed sync orders their request left unsettled');
   }
 

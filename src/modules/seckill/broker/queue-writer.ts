@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ConsumerStatus, type AsyncMessage } from 'rabbitmq-client';
 import type { Log } from '../../../infra/logging.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { AcceptedOrder, NewOrder, QueuedOrder } from '../types.js';
 import { GroupCommit } from '../writer/group-commit.js';
 import { isUnavailable } from '../writer/order-worker.js';
@@ -40,13 +40,13 @@ export class QueueWriter {
   private readonly consumer: QueueConsumer;
   readonly breaker: WriteBreaker;
   readonly writes: GroupCommit<NewOrder>;
-  /** The queued records of written orders, removed together (SaleStore.forgetQueued). */
+  /** The queued records of written orders, removed together (SaleSettlement.forgetQueued). */
   private readonly forgetting: GroupCommit<QueuedOrder>;
 
   constructor(
     broker: BrokerConnection,
     topology: SaleTopology,
-    private readonly store: SaleStore,
+    private readonly settlement: SaleSettlement,
     private readonly orders: OrderRepository,
     private readonly options: QueueWriterOptions,
   ) {
@@ -70,7 +70,7 @@ export class QueueWriter {
     });
     // The written orders leave the queued records together too: one MULTI per shard for the
     // messages written meanwhile, not one per message. A failure fails them all (each retries).
-    this.forgetting = new GroupCommit((written) => this.store.forgetQueued(written), { maxItems: options.prefetch, isTransient: () => true });
+    this.forgetting = new GroupCommit((written) => this.settlement.forgetQueued(written), { maxItems: options.prefetch, isTransient: () => true });
   }
 
   start(): void {
@@ -97,7 +97,7 @@ export class QueueWriter {
     if (outcome === 'user-has-order') {
       // Redis had lost the slot mark (failover); MySQL's unique key kept the rule. Give the unit back.
       this.options.log.warn({ order }, 'order writer: user already has a live order in this slot; order dropped');
-      await this.untilDone(() => this.store.release(order));
+      await this.untilDone(() => this.settlement.release(order));
     }
     // In MySQL now: no longer queued (GET order reads MySQL first, so this may lag without harm).
     await this.untilDone(() => this.forgetting.submit([order]));

@@ -2,7 +2,7 @@ import type { Config } from '../../../infra/config.js';
 import type { Log } from '../../../infra/logging.js';
 import type { RedisClient } from '../../../infra/redis.js';
 import type { OrderRepository, PersistOutcome } from '../record/order-repository.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { AcceptedOrder, DueOrder } from '../types.js';
 import type { OrderStream } from '../writer/order-stream.js';
 import type { WriteBreakerOptions } from '../writer/write-breaker.js';
@@ -20,7 +20,7 @@ export interface RabbitPathDeps {
   settings: Config['seckill'];
   redis: RedisClient;
   stream: OrderStream;
-  store: SaleStore;
+  settlement: SaleSettlement;
   orders: OrderRepository;
   log: Log;
   /** This process's name in the stream's consumer group and on the broker's connection list. */
@@ -41,26 +41,26 @@ export interface RabbitPathDeps {
  * that a process that runs none opens no connection.
  */
 export function buildRabbitPath(deps: RabbitPathDeps) {
-  const { settings, redis, stream, store, orders, log, consumer } = deps;
+  const { settings, redis, stream, settlement, orders, log, consumer } = deps;
   const { rabbitmq } = settings;
   const broker = new BrokerConnection({ urls: rabbitmq.urls, connectTimeoutMs: rabbitmq.connectTimeoutMs, name: `hmdp seckill ${consumer}` }, log);
   const topology = saleTopology({ maxDeliveries: settings.maxDeliveries, maxLength: rabbitmq.maxLength });
   const publisher = new OrderPublisher(broker, topology, rabbitmq.publishTimeoutMs, log);
-  const relay = new OutboxRelay(stream, store, redis, publisher, {
+  const relay = new OutboxRelay(stream, settlement, redis, publisher, {
     consumer,
     window: rabbitmq.publishWindow,
     claimIdleMs: settings.claimIdleMs,
     log,
     ...(deps.onPublished ? { onPublished: deps.onPublished } : {}),
   });
-  const writer = new QueueWriter(broker, topology, store, orders, {
+  const writer = new QueueWriter(broker, topology, settlement, orders, {
     prefetch: rabbitmq.prefetch,
     log,
     ...(deps.onResult ? { onResult: deps.onResult } : {}),
     ...(deps.onWritten ? { onWritten: deps.onWritten } : {}),
     ...(deps.breaker ? { breaker: deps.breaker } : {}),
   });
-  const deadLetters = new DeadLetters(broker, topology, stream, store, orders, {
+  const deadLetters = new DeadLetters(broker, topology, stream, settlement, orders, {
     maxDeliveries: settings.maxDeliveries,
     log,
     ...(deps.onResult ? { onResult: deps.onResult } : {}),

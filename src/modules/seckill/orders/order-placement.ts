@@ -4,7 +4,9 @@ import { IdempotencyKeyReused, OutcomeUnknown, SaleRefused, throwIfRefused, Unkn
 import { ORDER_ID_PREFIX, userOrderLock } from '../keys.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { OutOfStockInDatabase, type OrderRepository } from '../record/order-repository.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { IdempotencyKeys } from '../sale/idempotency-keys.js';
+import type { SaleDecider } from '../sale/sale-decider.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { SoldOutMemory } from '../sale/sold-out-memory.js';
 import type { OrderRequest, QueuedOrder, ReserveResult } from '../types.js';
 
@@ -24,7 +26,11 @@ const USER_LOCK_WAIT_MS = 5_000;
 export interface OrderPlacementDeps {
   strategy: 'async' | 'sync';
   ids: OrderIds;
-  store: SaleStore;
+  /** Decides each order in Redis. */
+  decider: SaleDecider;
+  idempotencyKeys: IdempotencyKeys;
+  /** What the sync strategy does with a held order after its MySQL write. */
+  settlement: SaleSettlement;
   /** The MySQL record, written by the sync strategy's requests. */
   orders: OrderRepository;
   locks?: Locks;
@@ -41,7 +47,7 @@ interface Placed {
 }
 
 /**
- * Places seckill orders by the configured strategy. Both decide in Redis (SaleStore.decide, one
+ * Places seckill orders by the configured strategy. Both decide in Redis (SaleDecider.decide, one
  * Lua script on one stock and one set of buyer slots): `async` answers at once and leaves MySQL
  * to the worker; `sync` (hmdp's) holds the order and writes MySQL before it answers.
  */
@@ -83,7 +89,7 @@ export class OrderPlacement {
   }
 
   private async bindKey(userId: string, key: string, voucherId: string): Promise<void> {
-    const binding = await this.deps.store.bindIdempotencyKey(userId, key, voucherId);
+    const binding = await this.deps.idempotencyKeys.bind(userId, key, voucherId);
     if (!binding.bound) throw new IdempotencyKeyReused(binding.voucherId);
   }
 
@@ -92,7 +98,7 @@ export class OrderPlacement {
    * The answer is immediate; the client polls GET /voucher-order/{id} for `created`.
    */
   private async placeAsync(order: OrderRequest): Promise<Placed> {
-    return placedOrRefused(await this.deps.store.decide(order), order);
+    return placedOrRefused(await this.deps.decider.decide(order), order);
   }
 
   /**
@@ -110,7 +116,7 @@ export class OrderPlacement {
     // Bounded wait: a user's requests queue behind each other, never forever.
     let held = false;
     const place = async (): Promise<ReserveResult> => {
-      const result = await this.deps.store.decide(order, 'hold');
+      const result = await this.deps.decider.decide(order, 'hold');
       if (result.outcome !== 'accepted') return result;
       held = true;
       return this.writeHeld(order, { orderId, userId, voucherId, slot: result.slot, acceptedMs: result.acceptedMs });
@@ -136,8 +142,8 @@ export class OrderPlacement {
   private async writeHeld(request: OrderRequest, order: QueuedOrder & { acceptedMs: number }): Promise<ReserveResult> {
     // Given back before the answer: the Idempotency-Key forgets it, so a retry decides afresh.
     const giveBack = async (): Promise<void> => {
-      await this.deps.store.release(order);
-      await this.deps.store.forgetIdempotencyKey(request);
+      await this.deps.settlement.release(order);
+      await this.deps.idempotencyKeys.forget(request);
     };
     let written: Awaited<ReturnType<OrderRepository['persist']>>;
     try {
@@ -152,7 +158,7 @@ export class OrderPlacement {
         throw error;
       }
       try {
-        await this.deps.store.handOff(order);
+        await this.deps.settlement.handOff(order);
       } catch {
         throw error; // Redis too: the held order is streamed later by the worker's sweep (hand-off.lua "older")
       }
@@ -163,7 +169,7 @@ export class OrderPlacement {
       return { outcome: 'already-bought', limit: 1 };
     }
     // Best effort: an order left held is streamed by the worker's sweep and found written.
-    await this.deps.store.settle(order).catch(() => undefined);
+    await this.deps.settlement.settle(order).catch(() => undefined);
     return { outcome: 'accepted', slot: order.slot, acceptedMs: order.acceptedMs };
   }
 }

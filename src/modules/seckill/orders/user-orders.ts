@@ -2,7 +2,7 @@ import { Conflict, NotFound } from '../errors/index.js';
 import type { OrderEvents } from '../events/order-events.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { OrderStatus, type OrderRepository } from '../record/order-repository.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleReads } from '../sale/sale-reads.js';
 import type { OrderListItem, OrderRow, OrderState, OrderView, UserOrderRow, UserQueuedOrder } from '../types.js';
 
 /** Orders per page of GET /voucher-order/of/me (hmdp's page size for lists). */
@@ -18,7 +18,7 @@ const STATE_BY_STATUS: Record<number, OrderState> = {
 };
 
 export interface UserOrdersDeps {
-  store: SaleStore;
+  reads: SaleReads;
   orders: OrderRepository;
   /** Told of each paid order (order-events.ts). */
   events?: OrderEvents;
@@ -35,7 +35,7 @@ export class UserOrders {
   async get(userId: string, orderId: string): Promise<OrderView> {
     const row = await this.deps.orders.findForUser(orderId, userId);
     if (row) return toView(row);
-    const queued = (await this.deps.store.queuedOfUser(userId)).find((order) => order.orderId === orderId);
+    const queued = (await this.deps.reads.queuedOfUser(userId)).find((order) => order.orderId === orderId);
     if (queued) return queuedView(queued);
     // Written between the two reads (the worker's commit comes before its Redis cleanup).
     const written = await this.deps.orders.findForUser(orderId, userId);
@@ -49,11 +49,11 @@ export class UserOrders {
    * before the user lists existed). For a client told "outcome unknown" that lost the order id.
    */
   async findForVoucher(userId: string, voucherId: string): Promise<OrderView | { voucherId: string; state: 'queued' }> {
-    const queued = (await this.deps.store.queuedOfUser(userId)).find((order) => order.voucherId === voucherId);
+    const queued = (await this.deps.reads.queuedOfUser(userId)).find((order) => order.voucherId === voucherId);
     if (queued) return queuedView(queued);
     const row = await this.deps.orders.findLatestForUserAndVoucher(userId, voucherId);
     if (row) return toView(row);
-    if (await this.deps.store.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
+    if (await this.deps.reads.isBuyer(voucherId, userId)) return { voucherId, state: 'queued' };
     throw new NotFound(SECKILL_MESSAGES.noOrderForVoucher({ voucherId }));
   }
 
@@ -65,7 +65,7 @@ export class UserOrders {
    */
   async list(userId: string, current: number): Promise<{ list: OrderListItem[]; total: number }> {
     const [queuedAll, rows, count] = await Promise.all([
-      this.deps.store.queuedOfUser(userId),
+      this.deps.reads.queuedOfUser(userId),
       this.deps.orders.listForUser(userId, (current - 1) * ORDERS_PER_PAGE, ORDERS_PER_PAGE),
       this.deps.orders.countForUser(userId),
     ]);

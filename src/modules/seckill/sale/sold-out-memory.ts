@@ -13,7 +13,7 @@ export const SOLD_OUT_POLL_MS = 250;
  * SOLD_OUT_POLL_MS the instance reads the version of its flagged vouchers and drops a flag whose
  * version moved, whose stock is back or whose hash is gone: cleared on every instance within
  * ~0.3 s of units coming back, however they came back; the instance that brought them back
- * (SaleStore's `onUnitsBack`) drops its own flag at once.
+ * (the sale's `onUnitsBack`, sale-context.ts) drops its own flag at once.
  *
  * A voucher sold from B > 1 buckets (seckill-buckets.md) is flagged only when two rounds of
  * readings of every bucket find them all empty with nothing pending and no version moved
@@ -30,7 +30,7 @@ export class SoldOutMemory {
     private readonly redis: RedisClient,
     private readonly keys: SaleKeys,
     private readonly onError: (error: unknown) => void = () => undefined,
-    /** The B the instance routes a voucher by (SaleStore.routedBuckets); absent: every voucher has one bucket. */
+    /** The B the instance routes a voucher by (BucketLayouts.routedBuckets); absent: every voucher has one bucket. */
     private readonly bucketsOf: (voucherId: string) => number = () => 1,
   ) {}
 

@@ -203,7 +203,7 @@ export class BucketTransfers {
 
   /**
    * A take with no give after it: the state a refill leaves when its instance dies between its
-   * first two steps. The fault scenarios (bench/faults/buckets.ts) strand units this way, with
+   * first two steps. The fault scenarios (bench/faults/buckets/) strand units this way, with
    * no timing luck; the units stay pending in the donor until the sweep returns them. The units taken.
    */
   async takeAndAbandon(voucherId: string, donor: BucketRef, recipient: BucketRef, most = REFILL_MOST_UNITS): Promise<number> {

@@ -1,5 +1,5 @@
 import type { Log } from '../../../infra/logging.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { OrderRepository } from '../record/order-repository.js';
 import type { UnpaidQueue } from './unpaid-queue.js';
 import type { DueOrder, QueuedOrder } from '../types.js';
@@ -46,7 +46,7 @@ export class UnpaidOrderCanceller {
 
   constructor(
     private readonly orders: OrderRepository,
-    private readonly store: SaleStore,
+    private readonly settlement: SaleSettlement,
     private readonly options: CancellerOptions,
   ) {}
 
@@ -122,7 +122,7 @@ export class UnpaidOrderCanceller {
     if (!releaseQueue) return 0;
     const limit = this.options.batchSize ?? 100;
     const counts = await Promise.all(
-      this.store.keys.allShards().map(async (shard) => {
+      this.settlement.keys.allShards().map(async (shard) => {
         let cancelled = 0;
         for (;;) {
           const claimed = await releaseQueue.queue.claim(shard, limit);
@@ -152,7 +152,7 @@ export class UnpaidOrderCanceller {
     const cancelled = (await cancellations.cancelMany([...byId.keys()])).map(({ orderId }) => byId.get(orderId)!);
     const released = await Promise.all(
       cancelled.map((order) =>
-        this.store.release(order).then(
+        this.settlement.release(order).then(
           () => order.orderId,
           (error: unknown) => this.releaseFailed(error, order.orderId),
         ),
@@ -183,7 +183,7 @@ export class UnpaidOrderCanceller {
 
   /** release.lua (exactly once per order), then `stock_released = 1`; true if released by this call. */
   private async releaseCancelled(order: QueuedOrder): Promise<boolean> {
-    const released = await this.store.release(order);
+    const released = await this.settlement.release(order);
     await this.orders.markReleased(order.orderId);
     return released;
   }

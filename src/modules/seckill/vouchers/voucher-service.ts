@@ -4,7 +4,7 @@ import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { DEFAULT_LIMIT_PER_USER, MAX_BUCKETS, VOUCHER_LIST_CACHE_NAME, voucherListCacheKey } from '../keys.js';
 import { CAPTCHA_MAX_NUMBER } from '../gate/captcha-challenges.js';
 import { GATE_MODES, type GateMode } from '../gate/gate-settings-cache.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { Sale } from '../sale/sale.js';
 import type { NewVoucher, VoucherRepository, VoucherWithSeckill } from '../record/voucher-repository.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 
@@ -71,10 +71,11 @@ export class VoucherService {
 
   constructor(
     private readonly vouchers: VoucherRepository,
-    private readonly seckill: SaleStore,
+    /** Publishes the sales and reads their stock. */
+    private readonly sale: Pick<Sale, 'keys' | 'publisher' | 'reads'>,
     list: VoucherListCacheOptions,
-    /** Most buckets a voucher may be sold from (SECKILL_MAX_BUCKETS); default: all when the store's keys have bucket lanes. */
-    private readonly maxBuckets = seckill.keys.bucketLanes ? MAX_BUCKETS : 1,
+    /** Most buckets a voucher may be sold from (SECKILL_MAX_BUCKETS); default: all when the sale's keys have bucket lanes. */
+    private readonly maxBuckets = sale.keys.bucketLanes ? MAX_BUCKETS : 1,
   ) {
     this.reader = list.reader;
     this.listCache = list.caches.define<VoucherView[]>({
@@ -97,7 +98,7 @@ export class VoucherService {
    */
   async openSaleStock(limit: number, now = new Date()): Promise<Array<{ voucherId: string; stock: number }>> {
     const voucherIds = await this.vouchers.listOpenSeckillIds(now, limit);
-    const stocks = await Promise.all(voucherIds.map((voucherId) => this.seckill.stockOf(voucherId)));
+    const stocks = await Promise.all(voucherIds.map((voucherId) => this.sale.reads.stockOf(voucherId)));
     return voucherIds.flatMap((voucherId, index) => (stocks[index] === null ? [] : [{ voucherId, stock: stocks[index]! }]));
   }
 
@@ -135,7 +136,7 @@ export class VoucherService {
       buckets,
     });
     await this.listCache.invalidate(input.shopId);
-    await this.seckill.publish({ voucherId, stock: input.stock, begin, end, total: input.stock, limitPerUser, buckets });
+    await this.sale.publisher.publish({ voucherId, stock: input.stock, begin, end, total: input.stock, limitPerUser, buckets });
     return voucherId;
   }
 
@@ -167,7 +168,7 @@ export class VoucherService {
   async publishUnfinished(now = new Date()): Promise<number> {
     let published = 0;
     for (const sale of await this.vouchers.listUnfinishedSales(now)) {
-      if (await this.seckill.publish(sale)) published += 1;
+      if (await this.sale.publisher.publish(sale)) published += 1;
     }
     return published;
   }
@@ -188,7 +189,7 @@ export class VoucherService {
   /** Redis holds the live stock while a sale runs; MySQL's, cached with the list, lags behind by the queued orders. */
   private async withLiveStock(voucher: VoucherView): Promise<VoucherView> {
     if (voucher.stock === undefined) return voucher;
-    const live = await this.seckill.liveStock(voucher.id, this.reader);
+    const live = await this.sale.reads.liveStock(voucher.id, this.reader);
     // A new object: the cached one is shared by every request (and the near cache).
     return live === null || live === voucher.stock ? voucher : { ...voucher, stock: live };
   }

@@ -6,7 +6,7 @@ import type { OrderRepository, PersistOutcome } from '../record/order-repository
 import { GroupCommit } from './group-commit.js';
 import { ShardLoops } from './shard-loops.js';
 import { orderFields, parseEntry, type OrderStream } from './order-stream.js';
-import type { SaleStore } from '../sale/sale-store.js';
+import type { SaleSettlement } from '../sale/sale-settlement.js';
 import type { AcceptedOrder, NewOrder, OrderEntry } from '../types.js';
 import { BrokenCircuitError, WriteBreaker, type WriteBreakerOptions } from './write-breaker.js';
 
@@ -68,7 +68,7 @@ export class OrderWorker {
 
   constructor(
     private readonly stream: OrderStream,
-    private readonly store: SaleStore,
+    private readonly settlement: SaleSettlement,
     private readonly orders: OrderRepository,
     private readonly options: OrderWorkerOptions,
   ) {
@@ -157,7 +157,7 @@ export class OrderWorker {
 
   /** Sync orders whose request never settled them (its instance died) go to the stream; the write is idempotent. */
   private async handOffStale(shard: number): Promise<void> {
-    const handed = await this.store.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.batchSize);
+    const handed = await this.settlement.handOffStale(shard, this.options.handOffHeldAfterMs ?? 60_000, this.options.batchSize);
     if (handed > 0) this.options.log.warn({ shard, count: handed }, 'order worker: streamed sync orders their request left unsettled');
   }
 
@@ -319,7 +319,7 @@ export class OrderWorker {
       if (outcome === 'user-has-order') {
         // Redis had lost the buyer mark (failover); MySQL's unique key kept the rule. Give the unit back.
         this.options.log.warn({ order }, 'order worker: user already has a live order for this voucher; order dropped');
-        await this.store.release(order);
+        await this.settlement.release(order);
       }
       this.options.onResult?.(outcome);
       if (outcome === 'created') this.options.onWritten?.([order]);
@@ -353,7 +353,7 @@ export class OrderWorker {
     const error = failure?.message ?? 'unknown';
     const orders = parseEntry(id, fields) ?? [];
     const given = orders.filter((order) => failure?.failed.has(order.orderId) ?? true);
-    for (const order of given) await this.store.release(order);
+    for (const order of given) await this.settlement.release(order);
     await this.stream.deadLetter(shard, id, orders.length === 0 ? [fields] : given.map(orderFields), orders, deliveries, error);
     this.lastErrors.delete(id);
     for (let i = 0; i < Math.max(1, given.length); i++) this.options.onResult?.('dead-letter');

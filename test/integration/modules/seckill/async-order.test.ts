@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { OrderStream } from '../../../../src/modules/seckill/writer/order-stream.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SALE_KEYS_KEPT_AFTER_END_MS, SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
@@ -13,7 +13,7 @@ import { eventually } from '../../../support/eventually.js';
 let env: TestEnv;
 let instances: FastifyInstance[];
 let users: Array<{ id: string; token: string }>;
-let store: SaleStore;
+let sale: Sale;
 /** Unprefixed seckill keys before this file ran: a local app (no prefix) may share this Redis. */
 let strayBefore: string[];
 
@@ -26,7 +26,7 @@ beforeAll(async () => {
   for (const consumerName of ['instance-a', 'instance-b']) {
     instances.push((await buildTestApp(env, undefined, { consumerName })).app);
   }
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -34,7 +34,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const redisStock = (voucherId: string) => async () => (await store.read(voucherId))?.stock;
+const redisStock = (voucherId: string) => async () => (await sale.reads.read(voucherId))?.stock;
 
 describe('async seckill (Lua + stream + worker)', () => {
   it('2,000 concurrent requests from 1,000 users on stock 100: exactly 100 orders, no oversell, none lost', async () => {
@@ -55,17 +55,17 @@ describe('async seckill (Lua + stream + worker)', () => {
     await eventually(async () => expect(await mysqlOrders(env, voucherId)).toHaveLength(100));
     await expectSoldOutExactly(env, voucherId, 100, accepted, redisStock(voucherId));
     // And every order leaves the queued list once it is in MySQL.
-    for (const shard of [0, 1, 2]) await eventually(async () => expect(await env.redis.hlen(store.keys.shard(shard).queued)).toBe(0));
+    for (const shard of [0, 1, 2]) await eventually(async () => expect(await env.redis.hlen(sale.keys.shard(shard).queued)).toBe(0));
 
     // The sale's keys expire a week after its end; acknowledged stream entries can be trimmed.
-    const { voucher, buyers, stream } = store.keys.voucher(voucherId);
-    const end = (await store.read(voucherId))!.end.getTime();
+    const { voucher, buyers, stream } = sale.keys.voucher(voucherId);
+    const end = (await sale.reads.read(voucherId))!.end.getTime();
     for (const key of [voucher, buyers]) {
       const expiresAt = Date.now() + (await env.redis.pttl(key));
       expect(Math.abs(expiresAt - (end + SALE_KEYS_KEPT_AFTER_END_MS))).toBeLessThan(5_000);
     }
     expect(ordersOfEntries(await env.redis.xrange(stream, '-', '+')).filter((order) => order.voucherId === voucherId)).toHaveLength(100);
-    await new OrderStream(env.redis, store.keys).trimAcknowledged(store.keys.shardOf(voucherId));
+    await new OrderStream(env.redis, sale.keys).trimAcknowledged(sale.keys.shardOf(voucherId));
     expect(await env.redis.xlen(stream)).toBeLessThanOrEqual(1); // the last delivered entry marks the group's place
   });
 
@@ -91,7 +91,7 @@ describe('async seckill (Lua + stream + worker)', () => {
     const ended = await buy(app, users[1]!.token, late);
     expect(ended.json()).toEqual({ success: false, errorMsg: REFUSALS.ended });
     expect(await redisStock(early)()).toBe(5);
-    expect(await store.read(late)).toBeNull();
+    expect(await sale.reads.read(late)).toBeNull();
     for (const voucherId of [early, late]) {
       expect(await mysqlStock(env, voucherId)).toBe(5);
       expect(await mysqlOrders(env, voucherId)).toHaveLength(0);

@@ -5,7 +5,7 @@ import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra
 import { OutcomeUnknown } from '../../../../src/modules/seckill/errors/index.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { VoucherRepository } from '../../../../src/modules/seckill/record/voucher-repository.js';
-import { SaleStore, type SaleStoreOptions } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale, type SaleOptions } from '../../../../src/modules/seckill/sale/sale.js';
 import type { ReserveMode } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import type { OrderRequest, ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { stallingRelay, type StallingRelay } from '../../../support/stall.js';
@@ -46,7 +46,7 @@ function relayedRedis(commandMs: number): RedisClient {
 }
 
 /** The vouchers of one run of the sequence: each in the state its name says. */
-async function saleWorld(store: SaleStore) {
+async function saleWorld(sale: Sale) {
   const now = Date.now();
   const open = (stock: number, more: { suspended?: boolean; limitPerUser?: number } = {}) => ({
     stock,
@@ -64,13 +64,13 @@ async function saleWorld(store: SaleStore) {
     // In MySQL only: the first order finds it missing in Redis, publishes it and decides again.
     unpublished: await insertSeckillVoucher(env, { stock: 1 }),
   };
-  await store.publish({ voucherId: ids.open, ...open(2) });
-  await store.publish({ voucherId: ids.twoPerUser, ...open(5, { limitPerUser: 2 }) });
-  await store.publish({ voucherId: ids.paused, ...open(5, { suspended: true }) });
-  await store.publish({ voucherId: ids.early, stock: 5, begin: new Date(now + HOUR), end: new Date(now + 2 * HOUR) });
-  await store.publish({ voucherId: ids.late, stock: 5, begin: new Date(now - 2 * HOUR), end: new Date(now - HOUR) });
-  await store.publish({ voucherId: ids.frozen, ...open(5) });
-  await store.freeze({ voucherId: ids.frozen, begin: new Date(now - HOUR), end: new Date(now + HOUR) }, 'repair-token', 60_000);
+  await sale.publisher.publish({ voucherId: ids.open, ...open(2) });
+  await sale.publisher.publish({ voucherId: ids.twoPerUser, ...open(5, { limitPerUser: 2 }) });
+  await sale.publisher.publish({ voucherId: ids.paused, ...open(5, { suspended: true }) });
+  await sale.publisher.publish({ voucherId: ids.early, stock: 5, begin: new Date(now + HOUR), end: new Date(now + 2 * HOUR) });
+  await sale.publisher.publish({ voucherId: ids.late, stock: 5, begin: new Date(now - 2 * HOUR), end: new Date(now - HOUR) });
+  await sale.publisher.publish({ voucherId: ids.frozen, ...open(5) });
+  await sale.administration.freeze({ voucherId: ids.frozen, begin: new Date(now - HOUR), end: new Date(now + HOUR) }, 'repair-token', 60_000);
   return ids;
 }
 
@@ -107,12 +107,12 @@ function requestsOf(run: number, world: World): Array<{ order: OrderRequest; mod
 }
 
 /** An order placed before the sequence under key k0 (user a, voucher open); its id is run * 1000 + 999. */
-async function placeEarlierKeyedOrder(store: SaleStore, run: number, world: World): Promise<void> {
+async function placeEarlierKeyedOrder(sale: Sale, run: number, world: World): Promise<void> {
   const order = { orderId: String(run * 1_000 + 999), userId: `${run}${'a'.charCodeAt(0)}`, voucherId: world.open, idempotencyKey: `${run}-k0` };
   // Accepted and then released: the key keeps its order, the user's slot and the unit are free again.
-  const result = await store.decide(order);
+  const result = await sale.decider.decide(order);
   expect(result).toMatchObject({ outcome: 'accepted' });
-  await store.release({ ...order, slot: 1 });
+  await sale.settlement.release({ ...order, slot: 1 });
 }
 
 /** What a run decided and left, with its ids made relative to the run so two runs compare. */
@@ -149,28 +149,28 @@ async function holdNextCall(send: () => unknown): Promise<void> {
   await stalled;
 }
 
-const storeOptions = (more: SaleStoreOptions = {}): SaleStoreOptions => ({ source: (voucherId) => new VoucherRepository(env.db).findSale(voucherId), ...more });
+const storeOptions = (more: SaleOptions = {}): SaleOptions => ({ source: (voucherId) => new VoucherRepository(env.db).findSale(voucherId), ...more });
 
 describe('decisions in batches (reserve.lua over many orders)', () => {
   it('decides a batch of mixed outcomes exactly as the same orders decided one at a time', async () => {
     // One at a time: every order sent alone, after the previous one's answer.
-    const single = new SaleStore(env.redis, keys, storeOptions());
+    const single = buildSale(env.redis, keys, storeOptions());
     const singleWorld = await saleWorld(single);
     await placeEarlierKeyedOrder(single, 1, singleWorld);
     const singleResults: ReserveResult[] = [];
-    for (const { order, mode } of requestsOf(1, singleWorld)) singleResults.push(await single.decide(order, mode));
+    for (const { order, mode } of requestsOf(1, singleWorld)) singleResults.push(await single.decider.decide(order, mode));
 
     // In one batch: the first call (a warm-up order) is held, every order of the sequence arrives meanwhile.
     const sizes: number[] = [];
-    const batched = new SaleStore(relayed, keys, storeOptions({ maxBatch: 64, onBatch: (size) => sizes.push(size) }));
+    const batched = buildSale(relayed, keys, storeOptions({ maxBatch: 64, onBatch: (size) => sizes.push(size) }));
     const batchedWorld = await saleWorld(batched);
     await placeEarlierKeyedOrder(batched, 2, batchedWorld);
     const warmUpVoucher = await insertSeckillVoucher(env, { stock: 1 });
-    await batched.publish({ voucherId: warmUpVoucher, stock: 1, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await batched.publisher.publish({ voucherId: warmUpVoucher, stock: 1, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     sizes.length = 0;
     let warmUp: Promise<ReserveResult> | undefined;
-    await holdNextCall(() => (warmUp = batched.reserve({ orderId: '2998', userId: '2998', voucherId: warmUpVoucher })));
-    const pending = requestsOf(2, batchedWorld).map(({ order, mode }) => batched.decide(order, mode));
+    await holdNextCall(() => (warmUp = batched.batches.reserve({ orderId: '2998', userId: '2998', voucherId: warmUpVoucher })));
+    const pending = requestsOf(2, batchedWorld).map(({ order, mode }) => batched.decider.decide(order, mode));
     relay.resume();
     expect(await warmUp).toMatchObject({ outcome: 'accepted' });
     const batchedResults = await Promise.all(pending);
@@ -208,13 +208,13 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
     const timing = relayedRedis(500);
     try {
       await timing.ping();
-      const store = new SaleStore(timing, keys, { maxBatch: 64 });
+      const sale = buildSale(timing, keys, { maxBatch: 64 });
       const voucherId = await insertSeckillVoucher(env, { stock: 10 });
-      await store.publish({ voucherId, stock: 10, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+      await sale.publisher.publish({ voucherId, stock: 10, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
       const order = (n: number): OrderRequest => ({ orderId: String(5_000 + n), userId: String(5_000 + n), voucherId });
       let first: Promise<unknown> | undefined;
-      await holdNextCall(() => (first = store.decide(order(0)).catch((error: unknown) => error)));
-      const batch = [1, 2, 3, 4, 5].map((n) => store.decide(order(n)).catch((error: unknown) => error));
+      await holdNextCall(() => (first = sale.decider.decide(order(0)).catch((error: unknown) => error)));
+      const batch = [1, 2, 3, 4, 5].map((n) => sale.decider.decide(order(n)).catch((error: unknown) => error));
       // The held answer comes; the batch goes out at once and its answer is held in turn.
       const batchSent = relay.stallAfter(':orders');
       relay.resume();
@@ -238,12 +238,12 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
   });
 
   it('keeps the arrival order inside a batch: the last unit goes to the first to ask', async () => {
-    const store = new SaleStore(relayed, keys, { maxBatch: 64 });
+    const sale = buildSale(relayed, keys, { maxBatch: 64 });
     const voucherId = await insertSeckillVoucher(env, { stock: 3 });
-    await store.publish({ voucherId, stock: 3, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await sale.publisher.publish({ voucherId, stock: 3, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     let first: Promise<ReserveResult> | undefined;
-    await holdNextCall(() => (first = store.reserve({ orderId: '6000', userId: '6000', voucherId })));
-    const rest = Array.from({ length: 10 }, (_, n) => store.reserve({ orderId: String(6_001 + n), userId: String(6_001 + n), voucherId }));
+    await holdNextCall(() => (first = sale.batches.reserve({ orderId: '6000', userId: '6000', voucherId })));
+    const rest = Array.from({ length: 10 }, (_, n) => sale.batches.reserve({ orderId: String(6_001 + n), userId: String(6_001 + n), voucherId }));
     relay.resume();
     expect(await first).toMatchObject({ outcome: 'accepted' });
     expect((await Promise.all(rest)).map(({ outcome }) => outcome)).toEqual(['accepted', 'accepted', ...Array<string>(8).fill('sold-out')]);
@@ -251,12 +251,12 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
 
   it('caps a batch at SECKILL_RESERVE_BATCH_MAX orders; the rest go in the next call', async () => {
     const sizes: number[] = [];
-    const store = new SaleStore(relayed, keys, { maxBatch: 4, onBatch: (size) => sizes.push(size) });
+    const sale = buildSale(relayed, keys, { maxBatch: 4, onBatch: (size) => sizes.push(size) });
     const voucherId = await insertSeckillVoucher(env, { stock: 100 });
-    await store.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await sale.publisher.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     let first: Promise<ReserveResult> | undefined;
-    await holdNextCall(() => (first = store.reserve({ orderId: '7000', userId: '7000', voucherId })));
-    const rest = Array.from({ length: 10 }, (_, n) => store.reserve({ orderId: String(7_001 + n), userId: String(7_001 + n), voucherId }));
+    await holdNextCall(() => (first = sale.batches.reserve({ orderId: '7000', userId: '7000', voucherId })));
+    const rest = Array.from({ length: 10 }, (_, n) => sale.batches.reserve({ orderId: String(7_001 + n), userId: String(7_001 + n), voucherId }));
     relay.resume();
     await first;
     expect((await Promise.all(rest)).every(({ outcome }) => outcome === 'accepted')).toBe(true);
@@ -273,23 +273,23 @@ describe('decisions in batches (reserve.lua over many orders)', () => {
       { onError: () => undefined },
     );
     try {
-      const store = new SaleStore(through, keys, { maxBatch: 64 });
+      const sale = buildSale(through, keys, { maxBatch: 64 });
       const voucherId = await insertSeckillVoucher(env, { stock: 100 });
-      await store.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+      await sale.publisher.publish({ voucherId, stock: 100, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
       const warmUpVoucher = await insertSeckillVoucher(env, { stock: 2 });
-      await store.publish({ voucherId: warmUpVoucher, stock: 2, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
-      expect(await store.reserve({ orderId: '7999', userId: '7999', voucherId: warmUpVoucher })).toMatchObject({ outcome: 'accepted' }); // the script loaded
+      await sale.publisher.publish({ voucherId: warmUpVoucher, stock: 2, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+      expect(await sale.batches.reserve({ orderId: '7999', userId: '7999', voucherId: warmUpVoucher })).toMatchObject({ outcome: 'accepted' }); // the script loaded
       const scriptRuns = async () => (await commandCalls(direct)).evalsha ?? 0;
       const before = await scriptRuns();
 
       // The next call is held after Redis ran it; the 20 orders sent meanwhile go together in the one after it.
       const stalled = ownRelay.stallAfter(':orders');
-      const first = store.reserve({ orderId: '8000', userId: '8000', voucherId: warmUpVoucher });
+      const first = sale.batches.reserve({ orderId: '8000', userId: '8000', voucherId: warmUpVoucher });
       await stalled;
       await expect.poll(scriptRuns).toBe(before + 1);
       const held = await commandCalls(direct);
       const orderIds = Array.from({ length: 20 }, (_, n) => String(8_001 + n));
-      const batch = orderIds.map((orderId) => store.reserve({ orderId, userId: orderId, voucherId }));
+      const batch = orderIds.map((orderId) => sale.batches.reserve({ orderId, userId: orderId, voucherId }));
       ownRelay.resume();
       expect(await first).toMatchObject({ outcome: 'accepted' });
       expect((await Promise.all(batch)).every(({ outcome }) => outcome === 'accepted')).toBe(true);

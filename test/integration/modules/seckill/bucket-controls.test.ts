@@ -12,6 +12,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
@@ -46,7 +47,7 @@ async function bucketedSale(stock: number, { limit = 1, begin = new Date(Date.no
   const voucherId = await insertSeckillVoucher(env, { stock, shopId: SHOP, begin });
   await env.db.updateTable('tb_seckill_voucher').set({ buckets: B, limit_per_user: limit, total_stock: stock }).where('voucher_id', '=', voucherId).execute();
   const sale = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
-  await seckill.store.publish({ voucherId, stock, begin: sale.begin_time, end: sale.end_time, total: stock, limitPerUser: limit, buckets: B });
+  await seckill.sale.publisher.publish({ voucherId, stock, begin: sale.begin_time, end: sale.end_time, total: stock, limitPerUser: limit, buckets: B });
   return voucherId;
 }
 
@@ -65,7 +66,7 @@ async function place(voucherId: string, userId: string): Promise<ReserveResult> 
   const request = { orderId: String(nextOrder++), userId, voucherId };
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await seckill.store.decide(request);
+      return await seckill.sale.decider.decide(request);
     } catch (error) {
       if (statusOf(error) !== 503 || attempt === 20) throw error;
     }
@@ -161,7 +162,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     const first = await outcomes(voucherId, [...oneUserPerBucket(), ...oneUserPerBucket(), ...oneUserPerBucket()]);
     expect(first.filter((outcome) => outcome === 'accepted')).toHaveLength(6);
     expect(first.filter((outcome) => outcome === 'sold-out')).toHaveLength(3);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.store.routedBuckets(id));
+    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
     try {
       await memory.remember(voucherId);
       expect(memory.known(voucherId)).toBe(true);
@@ -209,7 +210,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     const voucherId = await bucketedSale(6);
     // A refill took bucket 0's 2 units for bucket 1 and died before its give.
     const donor: BucketRef = { index: 0, of: B };
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     expect(await scripts.take({ voucherId, bucket: donor, transferId: 'dead-refill-control', to: 1, most: 64 })).toBe(1);
     expect((await buckets(voucherId)).map(({ stock, pending }) => [stock, pending])).toEqual([
       [1, 1],
@@ -224,7 +225,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     expect(await redisTotal(voucherId)).toBe(6);
     expect(await mysqlStock(env, voucherId)).toBe(6);
     // Once swept, the unit is back in stock and the lower goes through.
-    expect(await seckill.store.sweepTransfers(0)).toBe(1);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(1);
     expect((await patch(voucherId, { stock: 0 })).json().data).toMatchObject({ stock: 0, left: 0, changed: true });
     expect(await outcomes(voucherId, oneUserPerBucket())).toEqual(['sold-out', 'sold-out', 'sold-out']);
     await expectBalanced(voucherId, 0, 0);
@@ -289,11 +290,11 @@ describe('the voucher list of a bucketed sale', () => {
     expect(await outcomes(voucherId, [...oneUserPerBucket(), userOf(0)])).toEqual(['accepted', 'accepted', 'accepted', 'accepted']);
     // Orders are not in MySQL yet (no worker here): the list shows Redis's units, not MySQL's 9.
     await eventually(async () => expect(await listed()).toBe(5), 5_000);
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     expect(await scripts.take({ voucherId, bucket: { index: 1, of: B }, transferId: 'list-refill', to: 0, most: 64 })).toBe(1);
     expect(await listed()).toBe(5);
     expect((await patch(voucherId, { stock: 12 })).json().success).toBe(true);
     await eventually(async () => expect(await listed()).toBe(8), 5_000);
-    expect(await seckill.store.sweepTransfers(0)).toBe(1);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(1);
   });
 });

@@ -77,7 +77,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
       const request = { orderId: String(nextOrder++), userId, voucherId };
       for (let attempt = 1; ; attempt += 1) {
         try {
-          return await seckill.store.decide(request);
+          return await seckill.sale.decider.decide(request);
         } catch (error) {
           if (statusOf(error) !== 503 || attempt === 20) throw error;
         }
@@ -117,7 +117,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
     expect(await mysqlStock(env, voucherId)).toBe(0);
 
     // Reconciled across the masters: drift in one bucket and a buyer's mark lost in another, found and repaired.
-    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, store: seckill.store }, { repair, voucherIds: [voucherId] });
+    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, sale: seckill.sale }, { repair, voucherIds: [voucherId] });
     expect((await reconcile(false)).drifted).toEqual([]);
     const buyer = orders[0]!.user_id;
     const home = { index: homeBucket(buyer, 3), of: 3 };
@@ -133,7 +133,7 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
 
   it('pauses, resumes, raises and lowers a sale of 3 buckets on 3 masters: every bucket refuses while paused, total = sold + units left', async () => {
     const voucherId = await bucketedSale(9, 3);
-    const controls = new SaleControls(env.db, seckill.store);
+    const controls = new SaleControls(env.db, seckill.sale);
     let nextUser = 7_100_000;
     let nextOrder = 8_500_000_000;
     /** A new buyer homing to each bucket. */
@@ -143,7 +143,9 @@ describe('buckets on a Redis Cluster of 3 masters', () => {
         return String(nextUser++);
       });
     const place = async (users: string[]) =>
-      (await Promise.all(users.map((userId) => seckill.store.decide({ orderId: String(nextOrder++), userId, voucherId })))).map(({ outcome }) => outcome);
+      (await Promise.all(users.map((userId) => seckill.sale.decider.decide({ orderId: String(nextOrder++), userId, voucherId })))).map(
+        ({ outcome }) => outcome,
+      );
 
     expect(await place(buyers())).toEqual(['accepted', 'accepted', 'accepted']);
     expect((await controls.pause(voucherId, '1')).paused).toBe(true);
@@ -181,7 +183,7 @@ describe('buckets with SECKILL_REPLICA_ACKS on masters that have no replica', ()
       let nextOrder = 8_700_000_000;
       const outcomes: string[] = [];
       for (const userId of buyers) {
-        outcomes.push((await acked.store.decide({ orderId: String(nextOrder++), userId, voucherId })).outcome);
+        outcomes.push((await acked.sale.decider.decide({ orderId: String(nextOrder++), userId, voucherId })).outcome);
       }
       expect(outcomes.filter((outcome) => outcome === 'accepted')).toHaveLength(12);
       expect(outcomes.slice(12)).toEqual(Array.from({ length: 8 }, () => 'sold-out'));

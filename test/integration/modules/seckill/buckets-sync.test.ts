@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { SaleKeys, homeBucket } from '../../../../src/modules/seckill/keys.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale } from '../../../../src/modules/seckill/sale/sale.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { bucketsOf, readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
@@ -101,8 +101,8 @@ describe('a bucketed sale under the sync strategy', () => {
     expect(new Set(orders.map((row) => row.user_id)).size).toBe(25);
     expect(await mysqlStock(env, voucherId)).toBe(0);
     // The 5 units MySQL never had went back to the buckets that sold them: Redis holds them, and buyers none of them.
-    const store = new SaleStore(env.redis, keys);
-    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, store }, { repair, voucherIds: [voucherId] });
+    const sale = buildSale(env.redis, keys);
+    const reconcile = (repair: boolean) => reconcileSeckill({ db: env.db, sale }, { repair, voucherIds: [voucherId] });
     expect((await reconcile(false)).drifted).toEqual([
       { voucherId, mysqlStock: 0, redisStock: 5, expectedStock: 0, missingBuyers: [], extraBuyers: [], buckets: 3, missingBuckets: [] },
     ]);

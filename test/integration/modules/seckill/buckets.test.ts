@@ -12,6 +12,7 @@ import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { VoucherRepository } from '../../../../src/modules/seckill/record/voucher-repository.js';
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
@@ -77,7 +78,7 @@ async function unitsLeft(voucherId: string, buckets: number): Promise<number> {
 async function placeRetrying(request: ReturnType<typeof order>): Promise<ReserveResult> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await seckill.store.decide(request);
+      return await seckill.sale.decider.decide(request);
     } catch (error) {
       if (statusOf(error) !== 503 || attempt === 20) throw error;
     }
@@ -110,12 +111,12 @@ async function expectWritten(voucherId: string, accepted: number, stock: number,
 describe('a voucher sold from buckets', () => {
   it("keeps a voucher of one bucket in its shard's one hash, and splits one of three over three lanes", async () => {
     const single = await bucketedSale(10, 1);
-    expect((await seckill.store.decide(order(single, '1'))).outcome).toBe('accepted');
+    expect((await seckill.sale.decider.decide(order(single, '1'))).outcome).toBe('accepted');
     expect(await env.redis.hget(seckill.keys.voucher(single).voucher, 'stock')).toBe('9');
     expect(await env.redis.exists(seckill.keys.bucket(single, { index: 0, of: 3 }).voucher)).toBe(0);
 
     const split = await bucketedSale(10, 3);
-    expect((await seckill.store.decide(order(split, '1'))).outcome).toBe('accepted');
+    expect((await seckill.sale.decider.decide(order(split, '1'))).outcome).toBe('accepted');
     expect(await env.redis.hgetall(seckill.keys.voucher(split).voucher)).toMatchObject({ buckets: '3' });
     expect(await env.redis.hexists(seckill.keys.voucher(split).voucher, 'stock')).toBe(0);
     const stocks = (await readBuckets(env.redis, seckill.keys, split, 3)).map(({ stock }) => stock);
@@ -146,11 +147,11 @@ describe('a voucher sold from buckets', () => {
 
   it('answers every buyer of a drained bucket from the others, one at a time, until the last unit (no false "sold out")', async () => {
     const voucherId = await bucketedSale(30, 3);
-    expect(await seckill.store.publish((await new VoucherRepository(env.db).findSale(voucherId))!)).toBe(true);
+    expect(await seckill.sale.publisher.publish((await new VoucherRepository(env.db).findSale(voucherId))!)).toBe(true);
     // Every buyer homes to bucket 2: its 10 units, then the other buckets' 20 by refills.
     for (const userId of usersHomingTo(2, 3, 40)) {
       const left = await unitsLeft(voucherId, 3);
-      const { outcome } = await seckill.store.decide(order(voucherId, userId));
+      const { outcome } = await seckill.sale.decider.decide(order(voucherId, userId));
       expect(outcome, `with ${left} units left`).toBe(left > 0 ? 'accepted' : 'sold-out');
     }
     expect(await unitsLeft(voucherId, 3)).toBe(0);
@@ -160,13 +161,13 @@ describe('a voucher sold from buckets', () => {
   it("keeps the per-user limit and the Idempotency-Key in the user's home bucket", async () => {
     const voucherId = await bucketedSale(20, 3, 2);
     const [userId] = usersHomingTo(1, 3, 1) as [string];
-    const first = await seckill.store.decide(order(voucherId, userId, 'key-1'));
+    const first = await seckill.sale.decider.decide(order(voucherId, userId, 'key-1'));
     expect(first.outcome).toBe('accepted');
     const again = order(voucherId, userId, 'key-1');
     const [replayed, second, third] = await Promise.all([
-      seckill.store.decide(again),
-      seckill.store.decide(order(voucherId, userId)),
-      seckill.store.decide(order(voucherId, userId)),
+      seckill.sale.decider.decide(again),
+      seckill.sale.decider.decide(order(voucherId, userId)),
+      seckill.sale.decider.decide(order(voucherId, userId)),
     ]);
     expect(replayed.outcome).toBe('replayed');
     expect([second.outcome, third.outcome].sort()).toEqual(['accepted', 'already-bought']);
@@ -179,11 +180,11 @@ describe('a voucher sold from buckets', () => {
     const voucherId = await bucketedSale(12, 2);
     // Publish, then empty bucket 1 so that its buyers need refills from bucket 0.
     const [buyer1] = usersHomingTo(1, 2, 1) as [string];
-    expect((await seckill.store.decide(order(voucherId, buyer1))).outcome).toBe('accepted');
-    for (const userId of usersHomingTo(1, 2, 5)) expect((await seckill.store.decide(order(voucherId, userId))).outcome).toBe('accepted');
+    expect((await seckill.sale.decider.decide(order(voucherId, buyer1))).outcome).toBe('accepted');
+    for (const userId of usersHomingTo(1, 2, 5)) expect((await seckill.sale.decider.decide(order(voucherId, userId))).outcome).toBe('accepted');
     // A refill of bucket 1 takes from bucket 0 and dies before its give.
     const donor: BucketRef = { index: 0, of: 2 };
-    const scripts = (seckill.store as unknown as { scripts: { take: (input: object) => Promise<number> } }).scripts;
+    const scripts = defineSaleScripts(env.redis, seckill.keys);
     const taken = await scripts.take({ voucherId, bucket: donor, transferId: 'dead-refill', to: 1, most: 64 });
     expect(taken).toBe(3);
     const [stock0, stock1] = await readBuckets(env.redis, seckill.keys, voucherId, 2);
@@ -193,7 +194,7 @@ describe('a voucher sold from buckets', () => {
     const outcomes: string[] = [];
     for (const userId of buyers) {
       outcomes.push(
-        await seckill.store.decide(order(voucherId, userId)).then(
+        await seckill.sale.decider.decide(order(voucherId, userId)).then(
           ({ outcome }) => outcome,
           (error: unknown) => `http ${statusOf(error) ?? 'none'}`,
         ),
@@ -203,9 +204,9 @@ describe('a voucher sold from buckets', () => {
     expect(outcomes.filter((outcome) => outcome === 'sold-out')).toHaveLength(0);
     expect(await unitsLeft(voucherId, 2)).toBe(3);
     // Too young for the sweep; then swept: the units back in bucket 0, and sold.
-    expect(await seckill.store.sweepTransfers()).toBe(0);
-    expect(await seckill.store.sweepTransfers(0)).toBe(1);
-    expect(await seckill.store.sweepTransfers(0)).toBe(0);
+    expect(await seckill.sale.transfers.sweep()).toBe(0);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(1);
+    expect(await seckill.sale.transfers.sweep(0)).toBe(0);
     const [after0] = await readBuckets(env.redis, seckill.keys, voucherId, 2);
     expect([after0!.stock, after0!.pending]).toEqual([3, 0]);
     const late = await placeAll(voucherId, usersHomingTo(1, 2, 5));
@@ -216,13 +217,13 @@ describe('a voucher sold from buckets', () => {
 
   it('answers a buyer whose units are all pending 503 "retry in a moment" before the request deadline, not "outcome unknown"', async () => {
     const voucherId = await bucketedSale(8, 2);
-    await seckill.store.publish((await new VoucherRepository(env.db).findSale(voucherId))!);
+    await seckill.sale.publisher.publish((await new VoucherRepository(env.db).findSale(voucherId))!);
     // Every unit taken by a refill that never gives (its instance died): all pending, none for sale, none sold.
     for (const [from, to] of [
       [0, 1],
       [1, 0],
     ] as const) {
-      while ((await seckill.store.transfers.takeAndAbandon(voucherId, { index: from, of: 2 }, { index: to, of: 2 })) > 0);
+      while ((await seckill.sale.transfers.takeAndAbandon(voucherId, { index: from, of: 2 }, { index: to, of: 2 })) > 0);
     }
     expect(await unitsLeft(voucherId, 2)).toBe(8);
     const [buyer] = usersHomingTo(0, 2, 1) as [string];
@@ -242,7 +243,7 @@ describe('a voucher sold from buckets', () => {
       await deadlined.close();
     }
     // The units come back only by the sweep (its records must be 10 s old: swept now, as if they were).
-    expect(await seckill.store.sweepTransfers(0)).toBeGreaterThan(0);
+    expect(await seckill.sale.transfers.sweep(0)).toBeGreaterThan(0);
     expect(await unitsLeft(voucherId, 2)).toBe(8);
   });
 
@@ -251,7 +252,7 @@ describe('a voucher sold from buckets', () => {
     const users = [...usersHomingTo(0, 2, 3), ...usersHomingTo(1, 2, 3)];
     const { results } = await placeAll(voucherId, users);
     expect(results.filter(({ outcome }) => outcome === 'accepted')).toHaveLength(4);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.store.routedBuckets(id));
+    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
     await memory.remember(voucherId);
     expect(memory.known(voucherId)).toBe(true);
     await memory.refresh();
@@ -259,9 +260,9 @@ describe('a voucher sold from buckets', () => {
     const index = results.findIndex(({ outcome }) => outcome === 'accepted');
     const sold = results[index] as { outcome: 'accepted'; slot: number };
     const userId = users[index]!;
-    const queued = await seckill.store.queuedOfUser(userId);
+    const queued = await seckill.sale.reads.queuedOfUser(userId);
     expect(queued).toHaveLength(1);
-    expect(await seckill.store.release({ orderId: queued[0]!.orderId, userId, voucherId, slot: sold.slot })).toBe(true);
+    expect(await seckill.sale.settlement.release({ orderId: queued[0]!.orderId, userId, voucherId, slot: sold.slot })).toBe(true);
     const home = homeBucket(userId, 2);
     expect((await readBuckets(env.redis, seckill.keys, voucherId, 2))[home]!.stock).toBe(1);
     await memory.refresh();
@@ -306,11 +307,11 @@ describe('a bucketed sale through the order route', () => {
     const voucherId = await bucketedSale(5, 2);
     const [userId] = usersHomingTo(1, 2, 1) as [string];
     const held = order(voucherId, userId);
-    const result = await seckill.store.decide(held, 'hold');
+    const result = await seckill.sale.decider.decide(held, 'hold');
     expect(result.outcome).toBe('accepted');
     const lane = seckill.keys.bucket(voucherId, { index: 1, of: 2 });
     expect(await env.redis.zscore(lane.inFlight, held.orderId)).not.toBeNull();
-    await seckill.store.settle({ ...held, slot: 1 });
+    await seckill.sale.settlement.settle({ ...held, slot: 1 });
     expect(await env.redis.zscore(lane.inFlight, held.orderId)).toBeNull();
     expect(await env.redis.hexists(lane.queued, held.orderId)).toBe(0);
   });

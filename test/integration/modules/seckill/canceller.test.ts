@@ -53,7 +53,7 @@ describe('unpaid order cancellation', () => {
     expect(orders.find((order) => order.user_id === '4')?.status).toBe(2);
     expect(orders.every((order) => order.status !== 4 || (order.live === null && order.stock_released === 1))).toBe(true);
     expect(await mysqlStock(env, voucherId)).toBe(9);
-    expect((await instanceA.store.read(voucherId))?.stock).toBe(9);
+    expect((await instanceA.sale.reads.read(voucherId))?.stock).toBe(9);
 
     const again = await instanceB.placement.place('1', voucherId);
     await instanceB.worker.drainOnce();
@@ -70,11 +70,11 @@ describe('unpaid order cancellation', () => {
     await age(voucherId, 120);
     // The MySQL half alone, as if the process died right after it.
     expect(await instanceA.orders.cancelUnpaid(orderId)).toBe(true);
-    expect((await instanceA.store.read(voucherId))?.stock).toBe(4);
+    expect((await instanceA.sale.reads.read(voucherId))?.stock).toBe(4);
 
     const [a, b] = await Promise.all([instanceA.canceller.runOnce(), instanceB.canceller.runOnce()]);
     expect(a.released + b.released).toBe(1);
-    expect((await instanceA.store.read(voucherId))?.stock).toBe(5);
+    expect((await instanceA.sale.reads.read(voucherId))?.stock).toBe(5);
     expect(await mysqlStock(env, voucherId)).toBe(5);
     expect(await instanceA.canceller.runOnce()).toEqual({ cancelled: 0, released: 0 });
   });

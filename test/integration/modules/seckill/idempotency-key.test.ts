@@ -66,7 +66,7 @@ describe('Idempotency-Key on POST /api/voucher-order/seckill/{id}', () => {
     expect(new Set(accepted.map((body) => body.data)).size).toBe(1);
     await drain(voucherId, 1);
     expect((await mysqlOrders(env, voucherId)).map((row) => row.id)).toEqual([accepted[0]!.data]);
-    expect((await seckill.store.read(voucherId))?.stock).toBe(9);
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(9);
   });
 
   it('through the sync strategy: written once, the retry answers the same id', async () => {
@@ -104,14 +104,14 @@ describe('Idempotency-Key on POST /api/voucher-order/seckill/{id}', () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
     const user = users[7]!;
     // The first request bound its key and ran the script; its answer was lost (the 503 case).
-    await seckill.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
-    expect(await seckill.store.bindIdempotencyKey(user.id, 'lost-answer', voucherId)).toEqual({ bound: true });
-    expect(await seckill.store.reserve({ orderId: '8000000000000001', userId: user.id, voucherId, idempotencyKey: 'lost-answer' })).toMatchObject({
+    await seckill.sale.publisher.publish({ voucherId, stock: 5, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
+    expect(await seckill.sale.idempotencyKeys.bind(user.id, 'lost-answer', voucherId)).toEqual({ bound: true });
+    expect(await seckill.sale.batches.reserve({ orderId: '8000000000000001', userId: user.id, voucherId, idempotencyKey: 'lost-answer' })).toMatchObject({
       outcome: 'accepted',
       slot: 1,
     });
     expect((await order(asyncApp, user.token, voucherId, 'lost-answer')).json()).toMatchObject({ success: true, data: '8000000000000001' });
-    expect((await seckill.store.read(voucherId))?.stock).toBe(4);
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(4);
   });
 
   it('refuses a malformed key with a 400', async () => {

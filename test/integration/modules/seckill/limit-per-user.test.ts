@@ -74,8 +74,8 @@ describe('limitPerUser: up to N live orders of a voucher per user', () => {
     for (let i = 0; i < 3; i++) expect((await buy(syncApp, user.token, voucherId)).json()).toMatchObject({ success: true });
     const middle = (await mysqlOrders(env, voucherId)).find((order) => order.slot === 2)!;
     expect(await seckill.orders.cancelUnpaid(middle.id)).toBe(true);
-    expect(await seckill.store.release({ orderId: middle.id, userId: user.id, voucherId, slot: 2 })).toBe(true);
-    expect(await seckill.store.release({ orderId: middle.id, userId: user.id, voucherId, slot: 2 })).toBe(false); // once
+    expect(await seckill.sale.settlement.release({ orderId: middle.id, userId: user.id, voucherId, slot: 2 })).toBe(true);
+    expect(await seckill.sale.settlement.release({ orderId: middle.id, userId: user.id, voucherId, slot: 2 })).toBe(false); // once
     expect(await slotsInRedis(voucherId, user.id)).toBe(0b101);
     expect((await buy(syncApp, user.token, voucherId)).json()).toMatchObject({ success: true });
     const live = (await mysqlOrders(env, voucherId)).filter((order) => order.live === 1);
@@ -147,12 +147,12 @@ describe('limitPerUser: up to N live orders of a voucher per user', () => {
     expect(lowered.json().data).toMatchObject({ limitPerUser: 1 });
     // The unpaid order (slot 1) is cancelled: slot 1 is free, slots 2 and 3 stay held (paid).
     expect(await seckill.orders.cancelUnpaid(bySlot.get(1)!)).toBe(true);
-    expect(await seckill.store.release({ orderId: bySlot.get(1)!, userId: user.id, voucherId, slot: 1 })).toBe(true);
+    expect(await seckill.sale.settlement.release({ orderId: bySlot.get(1)!, userId: user.id, voucherId, slot: 1 })).toBe(true);
     expect(await slotsInRedis(voucherId, user.id)).toBe(0b110);
     for (const app of [asyncApp, syncApp]) expect((await buy(app, user.token, voucherId)).json().errorMsg).toBe(REFUSALS.alreadyBought);
     expect((await mysqlOrders(env, voucherId)).filter((order) => order.live === 1)).toHaveLength(2);
     // Slots above the limit are history the user legitimately holds, not drift.
-    const deps = { db: env.db, store: seckill.store };
+    const deps = { db: env.db, sale: seckill.sale };
     expect((await reconcileSeckill(deps, { repair: false, voucherIds: [voucherId] })).drifted).toEqual([]);
     // Raised to 3 again: the user holds 2, so one more is sold, in the free slot 1.
     await asyncApp.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { limitPerUser: 3 } });
@@ -171,7 +171,7 @@ describe('limitPerUser: up to N live orders of a voucher per user', () => {
     const release = async (user: { id: string }, slot: number) => {
       const order = orders.find((row) => row.user_id === user.id && row.slot === slot)!;
       expect(await seckill.orders.cancelUnpaid(order.id)).toBe(true);
-      expect(await seckill.store.release({ orderId: order.id, userId: user.id, voucherId, slot })).toBe(true);
+      expect(await seckill.sale.settlement.release({ orderId: order.id, userId: user.id, voucherId, slot })).toBe(true);
     };
     await release(two, 1);
     await release(one, 1);
@@ -187,7 +187,7 @@ describe('limitPerUser: up to N live orders of a voucher per user', () => {
     const voucherId = await voucherWithLimit(2);
     const user = users[4]!;
     expect((await answers(syncApp, user.token, voucherId, 2)).filter((body) => body.success)).toHaveLength(2);
-    const deps = { db: env.db, store: seckill.store };
+    const deps = { db: env.db, sale: seckill.sale };
     expect((await reconcileSeckill(deps, { repair: false, voucherIds: [voucherId] })).drifted).toEqual([]);
     await env.redis.hset(seckill.keys.voucher(voucherId).buyers, user.id, 0b01, '424242', 0b10); // one slot lost, one invented
     const drift = (await reconcileSeckill(deps, { repair: false, voucherIds: [voucherId] })).drifted[0];

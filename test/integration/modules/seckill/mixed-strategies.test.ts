@@ -81,9 +81,9 @@ async function expectConsistent(voucherId: string, stock: number, accepted: stri
   expect(new Set(orders.map((order) => order.user_id)).size).toBe(orders.length); // one per user
   expect(orders.length).toBeLessThanOrEqual(stock); // no oversell
   expect(await mysqlStock(env, voucherId)).toBe(stock - orders.length);
-  expect((await worker.store.read(voucherId))?.stock).toBe(stock - orders.length);
+  expect((await worker.sale.reads.read(voucherId))?.stock).toBe(stock - orders.length);
   expect(await backlog()).toEqual({ queued: 0, held: 0, pending: 0, dead: 0 });
-  const report = await reconcileSeckill({ db: env.db, store: worker.store }, { repair: false, voucherIds: [voucherId] });
+  const report = await reconcileSeckill({ db: env.db, sale: worker.sale }, { repair: false, voucherIds: [voucherId] });
   expect(report.drifted).toEqual([]);
 }
 
@@ -142,7 +142,7 @@ describe('instances on different seckill strategies share one sale', () => {
 
   it('a sync order whose MySQL write fails is handed to the worker and written, not dropped', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await worker.sale.publisher.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     const deadDb = createDb({ mysqlUrl: 'mysql://root@127.0.0.1:1/nothing', poolSize: 1 });
     const broken = buildSeckill({ config: withStrategy(env.config, 'sync'), redis: env.redis, db: deadDb, log: pino({ level: 'silent' }) });
     try {
@@ -157,7 +157,7 @@ describe('instances on different seckill strategies share one sale', () => {
 
   it('a sync order whose MySQL write fails for a reason of its own is rolled back in Redis and answered with the error', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await worker.sale.publisher.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     // Not an outage (ER_BAD_DB_ERROR is not transient): the transaction never ran, nothing to hand off.
     const wrongUrl = new URL(env.mysqlUrl);
     wrongUrl.pathname = '/no_such_database_here';
@@ -165,7 +165,7 @@ describe('instances on different seckill strategies share one sale', () => {
     const broken = buildSeckill({ config: withStrategy(env.config, 'sync'), redis: env.redis, db: wrongDb, log: pino({ level: 'silent' }) });
     try {
       await expect(broken.placement.place(users[250]!.id, voucherId)).rejects.toThrow(/no_such_database_here/);
-      expect((await worker.store.read(voucherId))?.stock).toBe(5);
+      expect((await worker.sale.reads.read(voucherId))?.stock).toBe(5);
       expect(await env.redis.hexists(worker.keys.voucher(voucherId).buyers, users[250]!.id)).toBe(0);
       await expectConsistent(voucherId, 5, []);
     } finally {
@@ -176,16 +176,16 @@ describe('instances on different seckill strategies share one sale', () => {
 
   it('a sync order whose request died before its MySQL write is streamed by the worker after the hold time', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
-    await worker.store.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await worker.sale.publisher.publish({ voucherId, stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     // What a sync instance leaves when it dies between reserve.lua ("hold") and its transaction.
     const order = { orderId: '987654321', userId: users[300]!.id, voucherId };
-    const reserved = await worker.store.reserve(order, 'hold');
+    const reserved = await worker.sale.batches.reserve(order, 'hold');
     expect(reserved).toMatchObject({ outcome: 'accepted', slot: 1 });
     await worker.worker.drainOnce();
     expect((await backlog()).held).toBe(1); // younger than the hold time: its request may still be writing
     // A worker with a hold time of 0, so the test need not wait a minute.
     const options = { consumer: 'mixed-test', batchSize: 100, maxDeliveries: 5, claimIdleMs: 60_000, handOffHeldAfterMs: 0, log: pino({ level: 'silent' }) };
-    await new OrderWorker(worker.stream, worker.store, worker.orders, options).drainOnce();
+    await new OrderWorker(worker.stream, worker.sale.settlement, worker.orders, options).drainOnce();
     await expectConsistent(voucherId, 5, [order.orderId]);
     // Handed off later, written later: its create_time is still the acceptance (the in-flight score).
     const row = await env.db.selectFrom('tb_voucher_order').select('create_time').where('id', '=', order.orderId).executeTakeFirstOrThrow();

@@ -32,7 +32,7 @@ const get = (token: string, url: string) => app.inject({ url, headers: { authori
 const newestIdFirst = (ids: string[]): string[] => [...ids].sort((a, b) => (BigInt(a) < BigInt(b) ? 1 : BigInt(a) > BigInt(b) ? -1 : 0));
 
 async function drainAll(): Promise<void> {
-  for (let round = 0; round < 50 && (await seckill.store.queuedOfUser(users[0]!.id)).length > 0; round += 1) await seckill.worker.drainOnce();
+  for (let round = 0; round < 50 && (await seckill.sale.reads.queuedOfUser(users[0]!.id)).length > 0; round += 1) await seckill.worker.drainOnce();
 }
 
 describe('orders accepted and not yet written (queued) are visible at once', () => {
@@ -82,9 +82,9 @@ describe('orders accepted and not yet written (queued) are visible at once', () 
     const carol = users[2]!;
     const voucherId = await insertSeckillVoucher(env, { stock: 5 });
     const orderId = (await buy(app, carol.token, voucherId)).json().data as string;
-    expect((await seckill.store.queuedOfUser(carol.id)).map((order) => order.orderId)).toEqual([orderId]);
-    await seckill.store.release({ orderId, userId: carol.id, voucherId, slot: 1 });
-    expect(await seckill.store.queuedOfUser(carol.id)).toEqual([]);
+    expect((await seckill.sale.reads.queuedOfUser(carol.id)).map((order) => order.orderId)).toEqual([orderId]);
+    await seckill.sale.settlement.release({ orderId, userId: carol.id, voucherId, slot: 1 });
+    expect(await seckill.sale.reads.queuedOfUser(carol.id)).toEqual([]);
     expect((await get(carol.token, `/api/voucher-order/${orderId}`)).statusCode).toBe(404);
   });
 });

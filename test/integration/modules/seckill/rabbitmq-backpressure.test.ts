@@ -35,7 +35,7 @@ beforeAll(async () => {
     settings: env.config.seckill,
     redis: env.redis,
     stream: seckill.stream,
-    store: seckill.store,
+    settlement: seckill.sale.settlement,
     orders: seckill.orders,
     log,
     consumer: 'relay',

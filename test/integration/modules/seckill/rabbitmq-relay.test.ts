@@ -94,7 +94,7 @@ async function expectWrittenOnce(seckill: Seckill, voucherId: string, accepted: 
   const orders = await mysqlOrders(env, voucherId);
   expect(new Set(orders.map((order) => order.id))).toEqual(new Set(accepted));
   expect(await mysqlStock(env, voucherId)).toBe(stock - accepted.length);
-  expect((await seckill.store.read(voucherId))?.stock).toBe(stock - accepted.length);
+  expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(stock - accepted.length);
   await expectNothingPending(seckill);
 }
 
@@ -134,7 +134,7 @@ describe('the outbox relay (SECKILL_QUEUE=rabbitmq)', () => {
       settings: env.config.seckill,
       redis: env.redis,
       stream: placer.stream,
-      store: placer.store,
+      settlement: placer.sale.settlement,
       orders: placer.orders,
       log,
       consumer: 'crashy',

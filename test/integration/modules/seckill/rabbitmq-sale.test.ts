@@ -54,7 +54,7 @@ function sale(consumerName: string, metrics: Metrics = createMetrics()): Seckill
 }
 
 const seckillOf = () => sale('reader');
-const redisStock = (seckill: Seckill, voucherId: string) => async () => (await seckill.store.read(voucherId))?.stock;
+const redisStock = (seckill: Seckill, voucherId: string) => async () => (await seckill.sale.reads.read(voucherId))?.stock;
 
 /** Nothing pending: no stream entry unacknowledged, no order queued in Redis, no message ready in the order queue. */
 async function expectNothingPending(seckill: Seckill): Promise<void> {
@@ -134,11 +134,11 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
     // MySQL has no stock left but Redis believes there is one: every write of the order fails for its own sake.
     const voucherId = await insertSeckillVoucher(env, { stock: 0 });
     const seckill = seckillOf();
-    await seckill.store.publish({ voucherId, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
+    await seckill.sale.publisher.publish({ voucherId, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
     const response = await buy(instances[0]!, users[500]!.token, voucherId);
     const orderId = response.json().data as string;
     expect(response.json().success).toBe(true);
-    expect((await seckill.store.read(voucherId))?.stock).toBe(0);
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(0);
 
     // Three deliveries (SECKILL_MAX_DELIVERIES), a second apart, then the dead-letter queue's consumer gives it up.
     const [dead] = await eventually(async () => {
@@ -147,8 +147,8 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
       return records;
     }, 30_000);
     expect(dead).toMatchObject({ orderId, userId: users[500]!.id, voucherId, deliveries: '3', error: expect.stringContaining('no stock left in MySQL') });
-    expect((await seckill.store.read(voucherId))?.stock).toBe(1); // the unit is back
-    expect(await seckill.store.isBuyer(voucherId, users[500]!.id)).toBe(false); // the slot too: the user may buy again
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(1); // the unit is back
+    expect(await seckill.sale.reads.isBuyer(voucherId, users[500]!.id)).toBe(false); // the slot too: the user may buy again
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     await expectNothingPending(seckill);
     expect(await readyMessages(DEAD_LETTER_QUEUE)).toBe(0);
@@ -166,7 +166,7 @@ describe('the sale over RabbitMQ (SECKILL_QUEUE=rabbitmq)', () => {
     await publisher.close();
     await rabbit.close();
     await eventually(async () => expect(await deadLettersOf(seckill, voucherId)).toHaveLength(2), 20_000);
-    expect((await seckill.store.read(voucherId))?.stock).toBe(1);
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(1);
     expect(await mysqlStock(env, voucherId)).toBe(0);
   });
 });

@@ -104,7 +104,7 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
       .map((value) => `≤${String((value.labels as Record<string, unknown>).le)}s: ${value.value}`);
     expect(measured.withinOneSecond, `cancellations within 1 s of their due time (${buckets.join(', ')})`).toBeGreaterThanOrEqual(297);
     expect(await mysqlStock(env, voucherId)).toBe(300);
-    expect(await placer().store.stockOf(voucherId)).toBe(300);
+    expect(await placer().sale.reads.stockOf(voucherId)).toBe(300);
     expect((await mysqlOrders(env, voucherId)).every((order) => order.stock_released === 1 && order.live === null)).toBe(true);
     // The delay queue replaced the Redis release queue for these orders; both RabbitMQ queues are drained.
     expect(await env.redis.zcard(unpaidDueKey(instance.keys.shardOf(voucherId)))).toBe(0);
@@ -130,7 +130,7 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
     expect((await releaseLateness(metricsA, 'rabbitmq')).count + (await releaseLateness(metricsB, 'rabbitmq')).count).toBe(99);
     expect((await mysqlOrders(env, voucherId)).find((order) => order.id === orderIds[0])?.status).toBe(2);
     expect(await mysqlStock(env, voucherId)).toBe(99);
-    expect(await placer().store.stockOf(voucherId)).toBe(99);
+    expect(await placer().sale.reads.stockOf(voucherId)).toBe(99);
     // Only the payer still holds a slot of the voucher.
     const slots = await env.redis.hgetall(a.keys.voucher(voucherId).buyers);
     expect(Object.keys(slots).filter((userId) => Number(slots[userId]) !== 0)).toEqual(['1001']);
@@ -148,7 +148,7 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
     await eventually(async () => expect((await mysqlOrders(env, voucherId)).map((order) => [order.id, order.status])).toEqual([[orderId, 4]]), 20_000);
     // Through the delay queue, the order would wait a whole window from its write; it waited none.
     expect(Date.now() - startedAt).toBeLessThan(WINDOW_SECONDS * 1000);
-    await eventually(async () => expect(await instance.store.stockOf(voucherId)).toBe(5));
+    await eventually(async () => expect(await instance.sale.reads.stockOf(voucherId)).toBe(5));
     expect(await mysqlStock(env, voucherId)).toBe(5);
     expect((await releaseLateness(metrics, 'rabbitmq')).count).toBe(1);
   }, 30_000);
@@ -183,7 +183,7 @@ describe('unpaid orders over RabbitMQ (a delay queue dead-lettering into the rel
       await eventually(async () => expect((await releaseLateness(metrics, 'queue')).count).toBe(1), 20_000);
       expect((await releaseLateness(metrics, 'queue')).withinOneSecond).toBe(1);
       expect((await mysqlOrders(env, voucherId)).map((order) => [order.id, order.status])).toEqual([[orderId, 4]]);
-      await eventually(async () => expect(await instance.store.stockOf(voucherId)).toBe(5));
+      await eventually(async () => expect(await instance.sale.reads.stockOf(voucherId)).toBe(5));
     } finally {
       relay.restore();
       await instance.close();

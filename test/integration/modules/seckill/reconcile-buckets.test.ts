@@ -13,8 +13,9 @@ import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcil
 import { SaleControls } from '../../../../src/modules/seckill/admin/sale-controls.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale } from '../../../../src/modules/seckill/sale/sale.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
+import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
 import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
@@ -42,8 +43,8 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const check = (voucherIds: string[]) => reconcileSeckill({ db: env.db, store: seckill.store }, { repair: false, voucherIds });
-const repair = (voucherIds: string[]) => reconcileSeckill({ db: env.db, store: seckill.store }, { repair: true, voucherIds, drainTimeoutMs: 10_000 });
+const check = (voucherIds: string[]) => reconcileSeckill({ db: env.db, sale: seckill.sale }, { repair: false, voucherIds });
+const repair = (voucherIds: string[]) => reconcileSeckill({ db: env.db, sale: seckill.sale }, { repair: true, voucherIds, drainTimeoutMs: 10_000 });
 
 async function bucketedSale(stock: number, buckets: number): Promise<string> {
   const voucherId = await insertSeckillVoucher(env, { stock });
@@ -66,7 +67,7 @@ async function place(voucherId: string, users: string[]): Promise<ReserveResult[
   for (const userId of users) {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        results.push(await seckill.store.decide({ orderId: String(nextOrder++), userId, voucherId }));
+        results.push(await seckill.sale.decider.decide({ orderId: String(nextOrder++), userId, voucherId }));
         break;
       } catch (error) {
         if (statusOf(error) !== 503 || attempt === 20) throw error;
@@ -94,15 +95,7 @@ const bucket = (index: number, of: number): BucketRef => ({ index, of });
 const unitsIn = async (voucherId: string, buckets: number) =>
   (await readBuckets(env.redis, seckill.keys, voucherId, buckets)).map(({ stock, pending }) => stock + pending);
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-const scripts = () =>
-  (
-    seckill.store as unknown as {
-      scripts: {
-        take: (input: object) => Promise<number>;
-        transferIn: (input: object) => Promise<boolean>;
-      };
-    }
-  ).scripts;
+const scripts = () => defineSaleScripts(env.redis, seckill.keys);
 
 describe('reconciling a bucketed sale', () => {
   it('reports nothing for a clean sale with refills, orders written and orders still queued', async () => {
@@ -136,7 +129,7 @@ describe('reconciling a bucketed sale', () => {
     const zero = seckill.keys.bucket(voucherId, bucket(0, 2)).voucher;
     await env.redis.hset(zero, 'stock', 0);
     await env.redis.hset(one, 'stock', 0);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.store.routedBuckets(id));
+    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
     try {
       await memory.remember(voucherId);
       expect(memory.known(voucherId)).toBe(true);
@@ -200,19 +193,19 @@ describe('reconciling a bucketed sale', () => {
     ]);
 
     const sale = { voucherId, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3_600_000) };
-    await seckill.store.freezeBuckets(sale, 2, 'test-freeze', 60_000);
+    await seckill.sale.administration.freezeBuckets(sale, 2, 'test-freeze', 60_000);
     expect(await scripts().take({ voucherId, bucket: bucket(1, 2), transferId: 'during-freeze', to: 0, most: 64 })).toBe(0);
-    await seckill.store.thawBuckets(voucherId, 2, 'test-freeze');
+    await seckill.sale.administration.thawBuckets(voucherId, 2, 'test-freeze');
     expect(await scripts().take({ voucherId, bucket: bucket(1, 2), transferId: 'after-thaw', to: 0, most: 64 })).toBe(3);
-    await seckill.store.sweepTransfers(0);
+    await seckill.sale.transfers.sweep(0);
     expect(await check([voucherId])).toMatchObject({ drifted: [] });
   });
 
   it('skips a bucketed sale, with the reason, where the layout has no bucket lanes (SECKILL_MAX_BUCKETS = 1)', async () => {
     const voucherId = await bucketedSale(10, 3);
     await place(voucherId, usersHomingTo(0, 3, 1));
-    const withoutLanes = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
-    expect(await reconcileSeckill({ db: env.db, store: withoutLanes }, { repair: true, voucherIds: [voucherId] })).toEqual({
+    const withoutLanes = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
+    expect(await reconcileSeckill({ db: env.db, sale: withoutLanes }, { repair: true, voucherIds: [voucherId] })).toEqual({
       vouchers: 1,
       drifted: [],
       repaired: 0,
@@ -230,7 +223,7 @@ describe('reconciling a bucketed sale', () => {
     const totals = async () => Promise.all([0, 1].map((index) => env.redis.hget(seckill.keys.bucket(voucherId, bucket(index, 2)).voucher, 'total')));
     expect(await totals()).toEqual([null, null]);
     // A raise to 30 units in all: 16 left + 10 more, and the buckets' totals sum to MySQL's.
-    expect(await new SaleControls(env.db, seckill.store).update(voucherId, '1', { stock: 30 })).toMatchObject({ stock: 30, left: 26 });
+    expect(await new SaleControls(env.db, seckill.sale).update(voucherId, '1', { stock: 30 })).toMatchObject({ stock: 30, left: 26 });
     expect(sum((await totals()).map(Number))).toBe(30);
     expect(sum(await unitsIn(voucherId, 2))).toBe(26);
     expect(await mysqlStock(env, voucherId)).toBe(26);

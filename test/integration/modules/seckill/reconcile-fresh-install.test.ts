@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { DEMO_SECKILL_STATES, demoSaleStates } from '../../../../src/infra/seed/demo-data.js';
 import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
 import { buildTestApp, createTestEnv, type TestEnv } from '../../../support/test-env.js';
@@ -11,11 +11,11 @@ import { HOUR, insertSeckillVoucher } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let app: FastifyInstance | undefined;
-let store: SaleStore;
+let sale: Sale;
 
 beforeAll(async () => {
   env = await createTestEnv();
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -23,7 +23,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const reconcileAll = () => reconcileSeckill({ db: env.db, store }, { repair: false });
+const reconcileAll = () => reconcileSeckill({ db: env.db, sale }, { repair: false });
 
 /** The seed's sales (`npm run seed`): open, upcoming, sold out and ended yesterday. */
 async function seed(): Promise<void> {
@@ -39,7 +39,7 @@ describe('reconcile on a clean deploy', () => {
     await seed();
     app = (await buildTestApp(env)).app; // the start publishes every sale not yet ended
     const ended = DEMO_SECKILL_STATES.ended;
-    expect(await store.read(ended)).toBeNull();
+    expect(await sale.reads.read(ended)).toBeNull();
     const fresh = await reconcileAll();
     expect(fresh.vouchers).toBe(4);
     expect(fresh.drifted).toEqual([]);
@@ -49,13 +49,13 @@ describe('reconcile on a clean deploy', () => {
     expect((await reconcileAll()).drifted).toEqual([]);
 
     // Real drift is still drift: an ended sale's buyer marks without its hash, or its hash with a wrong stock.
-    await env.redis.hset(store.keys.voucher(ended).buyers, '77', 1);
-    expect((await reconcileSeckill({ db: env.db, store }, { repair: false, voucherIds: [ended] })).drifted).toEqual([
+    await env.redis.hset(sale.keys.voucher(ended).buyers, '77', 1);
+    expect((await reconcileSeckill({ db: env.db, sale }, { repair: false, voucherIds: [ended] })).drifted).toEqual([
       { voucherId: ended, mysqlStock: 20, redisStock: null, expectedStock: 20, missingBuyers: [], extraBuyers: ['77'] },
     ]);
-    await env.redis.del(store.keys.voucher(ended).buyers);
+    await env.redis.del(sale.keys.voucher(ended).buyers);
     const endedAnHourAgo = await insertSeckillVoucher(env, { stock: 3, begin: new Date(Date.now() - 2 * HOUR), end: new Date(Date.now() - HOUR) });
-    await store.publish({ voucherId: endedAnHourAgo, stock: 5, begin: new Date(Date.now() - 2 * HOUR), end: new Date(Date.now() - HOUR) });
+    await sale.publisher.publish({ voucherId: endedAnHourAgo, stock: 5, begin: new Date(Date.now() - 2 * HOUR), end: new Date(Date.now() - HOUR) });
     expect((await reconcileAll()).drifted).toEqual([
       { voucherId: endedAnHourAgo, mysqlStock: 3, redisStock: 5, expectedStock: 3, missingBuyers: [], extraBuyers: [] },
     ]);

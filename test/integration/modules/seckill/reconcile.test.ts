@@ -8,7 +8,7 @@ import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { OrderStatus } from '../../../../src/modules/seckill/record/order-repository.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { testRedisUrl } from '../../../../kit/services.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
@@ -18,7 +18,7 @@ import { eventually } from '../../../support/eventually.js';
 let env: TestEnv;
 let app: FastifyInstance;
 let users: Array<{ id: string; token: string }>;
-let store: SaleStore;
+let sale: Sale;
 let seckill: ReturnType<typeof buildSeckill>;
 
 beforeAll(async () => {
@@ -26,7 +26,7 @@ beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STRATEGY: 'async', SECKILL_STREAM_SHARDS: '2' });
   users = await createUsersWithSessions(env, 600);
   app = (await buildTestApp(env)).app;
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
   seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'reconcile-test', log: pino({ level: 'silent' }) });
 });
 
@@ -36,7 +36,7 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-const deps = () => ({ db: env.db, store });
+const deps = () => ({ db: env.db, sale });
 const check = (voucherIds: string[]) => reconcileSeckill(deps(), { repair: false, voucherIds });
 const repair = (voucherIds: string[]) => reconcileSeckill(deps(), { repair: true, voucherIds, drainTimeoutMs: 10_000 });
 
@@ -54,13 +54,13 @@ describe('reconcileSeckill', () => {
     for (let i = 3; i < 6; i += 1) expect((await buy(app, users[i]!.token, voucherId)).json().success).toBe(true);
     // An order between the worker's commit and its HDEL is in MySQL and queued: counted once.
     const written = (await mysqlOrders(env, voucherId))[0]!;
-    await env.redis.hset(store.keys.voucher(voucherId).queued, written.id, `${written.user_id}:${voucherId}`);
+    await env.redis.hset(sale.keys.voucher(voucherId).queued, written.id, `${written.user_id}:${voucherId}`);
 
     const report = await check([voucherId]);
     expect(report).toEqual({ vouchers: 1, drifted: [], repaired: 0, skipped: [] });
     expect(await mysqlStock(env, voucherId)).toBe(7);
-    expect((await store.read(voucherId))!.stock).toBe(4);
-    await env.redis.hdel(store.keys.voucher(voucherId).queued, written.id);
+    expect((await sale.reads.read(voucherId))!.stock).toBe(4);
+    await env.redis.hdel(sale.keys.voucher(voucherId).queued, written.id);
     await seckill.worker.drainOnce();
   });
 
@@ -69,10 +69,10 @@ describe('reconcileSeckill', () => {
     const low = await saleWithOrders(10, 2, 20);
     const missing = await saleWithOrders(10, 2, 30);
     const extra = await saleWithOrders(10, 2, 40);
-    await env.redis.hincrby(store.keys.voucher(high).voucher, 'stock', 3);
-    await env.redis.hincrby(store.keys.voucher(low).voucher, 'stock', -2);
-    await env.redis.hdel(store.keys.voucher(missing).buyers, users[30]!.id);
-    await env.redis.hset(store.keys.voucher(extra).buyers, '987654321', 1);
+    await env.redis.hincrby(sale.keys.voucher(high).voucher, 'stock', 3);
+    await env.redis.hincrby(sale.keys.voucher(low).voucher, 'stock', -2);
+    await env.redis.hdel(sale.keys.voucher(missing).buyers, users[30]!.id);
+    await env.redis.hset(sale.keys.voucher(extra).buyers, '987654321', 1);
 
     const found = await check([high, low, missing, extra]);
     expect(found.vouchers).toBe(4);
@@ -90,15 +90,15 @@ describe('reconcileSeckill', () => {
     expect(await check([high, low, missing, extra])).toMatchObject({ drifted: [] });
     // The repaired rules hold: the restored buyer cannot buy twice, the stranger can buy.
     expect((await buy(app, users[30]!.token, missing)).json().errorMsg).toBe(REFUSALS.alreadyBought);
-    const stock = (await store.read(high))!.stock;
+    const stock = (await sale.reads.read(high))!.stock;
     expect(stock).toBe(8);
-    const voucher = await env.redis.hgetall(store.keys.voucher(high).voucher);
+    const voucher = await env.redis.hgetall(sale.keys.voucher(high).voucher);
     expect(voucher.frozen_until).toBeUndefined();
   });
 
   it('re-publishes a voucher missing from Redis, with its buyers', async () => {
     const voucherId = await saleWithOrders(5, 3, 50);
-    const { voucher, buyers } = store.keys.voucher(voucherId);
+    const { voucher, buyers } = sale.keys.voucher(voucherId);
     await env.redis.del(voucher, buyers);
 
     const found = await check([voucherId]);
@@ -106,7 +106,7 @@ describe('reconcileSeckill', () => {
       { voucherId, mysqlStock: 2, redisStock: null, expectedStock: 2, missingBuyers: [users[50]!.id, users[51]!.id, users[52]!.id].sort(), extraBuyers: [] },
     ]);
     expect(await repair([voucherId])).toMatchObject({ repaired: 1, skipped: [] });
-    expect((await store.read(voucherId))!.stock).toBe(2);
+    expect((await sale.reads.read(voucherId))!.stock).toBe(2);
     expect(await env.redis.hlen(buyers)).toBe(3);
     expect(await env.redis.pttl(buyers)).toBeGreaterThan(0);
     expect((await buy(app, users[50]!.token, voucherId)).json().errorMsg).toBe(REFUSALS.alreadyBought);
@@ -126,45 +126,45 @@ describe('reconcileSeckill', () => {
         .execute();
     });
     expect((await check([voucherId])).drifted).toEqual([]);
-    await env.redis.hset(store.keys.voucher(voucherId).buyers, '123', 1); // some drift so that the repair writes
+    await env.redis.hset(sale.keys.voucher(voucherId).buyers, '123', 1); // some drift so that the repair writes
     expect((await repair([voucherId])).repaired).toBe(1);
-    expect((await store.read(voucherId))!.stock).toBe(3); // still held by the cancelled order
+    expect((await sale.reads.read(voucherId))!.stock).toBe(3); // still held by the cancelled order
     // The canceller's sweep now releases it: + 1 once, and everything agrees.
     await seckill.canceller.runOnce();
-    expect((await store.read(voucherId))!.stock).toBe(4);
-    expect(await env.redis.hexists(store.keys.voucher(voucherId).buyers, order.user_id)).toBe(0);
+    expect((await sale.reads.read(voucherId))!.stock).toBe(4);
+    expect(await env.redis.hexists(sale.keys.voucher(voucherId).buyers, order.user_id)).toBe(0);
     expect((await check([voucherId])).drifted).toEqual([]);
     // A repair after the release keeps it released (its marker decides inside the script).
-    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 1);
+    await env.redis.hincrby(sale.keys.voucher(voucherId).voucher, 'stock', 1);
     expect((await repair([voucherId])).repaired).toBe(1);
-    expect((await store.read(voucherId))!.stock).toBe(4);
+    expect((await sale.reads.read(voucherId))!.stock).toBe(4);
   });
 
   it('gives up on a voucher whose queued orders are not written in time, and lifts its pause', async () => {
     const voucherId = await saleWithOrders(5, 0, 0);
     expect((await buy(app, users[70]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 1);
+    await env.redis.hincrby(sale.keys.voucher(voucherId).voucher, 'stock', 1);
     const report = await reconcileSeckill(deps(), { repair: true, voucherIds: [voucherId], drainTimeoutMs: 300 });
     expect(report.repaired).toBe(0);
     expect(report.drifted).toHaveLength(1);
     expect(report.skipped).toEqual([{ voucherId, reason: expect.stringContaining('queued orders not written') }]);
     expect((await buy(app, users[71]!.token, voucherId)).json().success).toBe(true); // not left paused
     await seckill.worker.drainOnce();
-    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', -1);
+    await env.redis.hincrby(sale.keys.voucher(voucherId).voucher, 'stock', -1);
     expect((await check([voucherId])).drifted).toEqual([]);
   });
 
   it('leaves a missing voucher missing (not a placeholder of stock 0) when its repair gives up', async () => {
     const voucherId = await saleWithOrders(5, 0, 0);
     expect((await buy(app, users[72]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.del(store.keys.voucher(voucherId).voucher);
+    await env.redis.del(sale.keys.voucher(voucherId).voucher);
     const report = await reconcileSeckill(deps(), { repair: true, voucherIds: [voucherId], drainTimeoutMs: 200 });
     expect(report.skipped).toHaveLength(1);
-    expect(await env.redis.exists(store.keys.voucher(voucherId).voucher)).toBe(0);
+    expect(await env.redis.exists(sale.keys.voucher(voucherId).voucher)).toBe(0);
     await seckill.worker.drainOnce();
     expect((await repair([voucherId])).repaired).toBe(1);
-    expect((await store.read(voucherId))!.stock).toBe(4);
-    expect(await env.redis.hget(store.keys.voucher(voucherId).voucher, 'paused_created')).toBeNull();
+    expect((await sale.reads.read(voucherId))!.stock).toBe(4);
+    expect(await env.redis.hget(sale.keys.voucher(voucherId).voucher, 'paused_created')).toBeNull();
   });
 
   it('repairs during a running sale: orders keep coming, none oversold or lost, zero drift after', async () => {
@@ -174,13 +174,13 @@ describe('reconcileSeckill', () => {
     const buyers = users.slice(100, 600);
     // Drift that would matter: a stranger's buyer mark and 2 units too few in Redis.
     expect((await buy(app, buyers[0]!.token, voucherId)).json().success).toBe(true);
-    await env.redis.hset(store.keys.voucher(voucherId).buyers, '555555', 1);
-    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', -2);
+    await env.redis.hset(sale.keys.voucher(voucherId).buyers, '555555', 1);
+    await env.redis.hincrby(sale.keys.voucher(voucherId).voucher, 'stock', -2);
 
     const accepted: string[] = [];
     const refusals = new Map<string, number>();
     let selling = true;
-    const sale = (async () => {
+    const buying = (async () => {
       // Waves of 10 buyers, 10 ms apart, until the repair is over (and a few waves more). At most
       // 300 buyers go before the repair ends, so stock is left for the waves after it however long it takes.
       for (let wave = 0, after = 0; after < 5 && 1 + wave * 10 < buyers.length; wave += 1) {
@@ -201,7 +201,7 @@ describe('reconcileSeckill', () => {
     const report = await repair([voucherId]);
     const acceptedDuring = accepted.length;
     selling = false;
-    await sale;
+    await buying;
     // The sale really ran around the repair: orders were taken before it and after it.
     expect(acceptedBefore).toBeGreaterThan(0);
     expect(accepted.length).toBeGreaterThan(acceptedDuring);
@@ -215,7 +215,7 @@ describe('reconcileSeckill', () => {
     expect(new Set(rows.map((row) => row.user_id)).size).toBe(rows.length);
     expect(rows.length).toBeLessThanOrEqual(stock);
     expect(await mysqlStock(env, voucherId)).toBe(stock - rows.length);
-    expect((await store.read(voucherId))!.stock).toBe(stock - rows.length);
+    expect((await sale.reads.read(voucherId))!.stock).toBe(stock - rows.length);
     expect((await check([voucherId])).drifted).toEqual([]);
     for (const message of refusals.keys()) expect([REFUSALS.frozen, REFUSALS.alreadyBought, REFUSALS.soldOut]).toContain(message);
     await seckill.worker.stop();
@@ -252,7 +252,7 @@ describe('npm run reconcile (CLI)', () => {
     expect((await run('--voucher', '999999999')).code).toBe(2);
 
     const voucherId = await saleWithOrders(10, 1, 80);
-    await env.redis.hincrby(store.keys.voucher(voucherId).voucher, 'stock', 5);
+    await env.redis.hincrby(sale.keys.voucher(voucherId).voucher, 'stock', 5);
     const drifted = await run('--voucher', voucherId, '--json');
     expect(drifted.code).toBe(1);
     expect(JSON.parse(drifted.stdout)).toMatchObject({ vouchers: 1, repaired: 0, drifted: [{ voucherId, redisStock: 14, expectedStock: 9 }] });

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, InboxSmsSender, type TestEnv } from '../../../support/test-env.js';
@@ -51,16 +51,16 @@ describe('on Redis Cluster', () => {
   it('sells stock 50 to 300 concurrent buyers across two instances: 50 orders, none lost', async () => {
     const users = await createUsersWithSessions(clusterEnv, 300);
     const vouchers = [await insertSeckillVoucher(env, { stock: 50 }), await insertSeckillVoucher(env, { stock: 50 })];
-    const store = new SaleStore(redis, new SaleKeys(8));
+    const sale = buildSale(redis, new SaleKeys(8));
     for (const voucherId of vouchers) {
       const responses = await Promise.all(users.map((user, i) => buy(apps[i % 2]!, user.token, voucherId)));
       const bodies = responses.map((response) => response.json());
       const accepted = bodies.filter((body) => body.success).map((body) => body.data as string);
       expect(bodies.filter((body) => !body.success).every((body) => body.errorMsg === REFUSALS.soldOut)).toBe(true);
       await eventually(async () => expect(await mysqlOrders(env, voucherId)).toHaveLength(50));
-      await expectSoldOutExactly(env, voucherId, 50, accepted, async () => (await store.read(voucherId))?.stock);
+      await expectSoldOutExactly(env, voucherId, 50, accepted, async () => (await sale.reads.read(voucherId))?.stock);
     }
     // The two vouchers' keys live in different slots: the shards really spread.
-    expect(store.keys.shardOf(vouchers[0]!)).not.toBe(store.keys.shardOf(vouchers[1]!));
+    expect(sale.keys.shardOf(vouchers[0]!)).not.toBe(sale.keys.shardOf(vouchers[1]!));
   });
 });

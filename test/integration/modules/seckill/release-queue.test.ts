@@ -135,7 +135,7 @@ describe('the release queue', () => {
     const measured = await lateness(metrics, 'queue');
     expect(measured.count).toBe(200);
     expect(measured.withinOneSecond).toBeGreaterThanOrEqual(198);
-    await until('every unit back in Redis', async () => (await instance.store.stockOf(voucherId)) === 200);
+    await until('every unit back in Redis', async () => (await instance.sale.reads.stockOf(voucherId)) === 200);
     expect(await mysqlStock(env, voucherId)).toBe(200);
     expect((await mysqlOrders(env, voucherId)).every((order) => order.stock_released === 1 && order.live === null)).toBe(true);
     expect(await instance.unpaidQueue.size(instance.keys.shardOf(voucherId))).toBe(0);
@@ -161,7 +161,7 @@ describe('the release queue', () => {
     expect(byA.count + byB.count).toBe(99);
     expect((await mysqlOrders(env, voucherId)).find((order) => order.id === orderIds[0])?.status).toBe(2);
     expect(await mysqlStock(env, voucherId)).toBe(99);
-    expect(await a.store.stockOf(voucherId)).toBe(99);
+    expect(await a.sale.reads.stockOf(voucherId)).toBe(99);
     // Only the payer still holds a slot of the voucher.
     const slots = await env.redis.hgetall(a.keys.voucher(voucherId).buyers);
     expect(Object.keys(slots).filter((userId) => Number(slots[userId]) !== 0)).toEqual(['1001']);

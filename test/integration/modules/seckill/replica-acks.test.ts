@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../../../../src/infra/config.js';
 import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
 import { SaleKeys, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import type { TransferStepName } from '../../../../src/modules/seckill/sale/acknowledged-reserve.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { startRedisCluster, type TestCluster } from '../../../../kit/redis-cluster.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
@@ -28,10 +28,10 @@ let clusterEnv: TestEnv;
 let redis: RedisClient;
 let app: FastifyInstance;
 const timeouts: Array<{ accepted: number; acknowledged: number }> = [];
-let store: SaleStore;
+let sale: Sale;
 const batchSizes: number[] = [];
-/** A store of a deployment with buckets on, and the refill steps it counted as unconfirmed. */
-let bucketStore: SaleStore;
+/** A sale of a deployment with buckets on, and the refill steps it counted as unconfirmed. */
+let bucketSale: Sale;
 const stepTimeouts: Array<{ step: TransferStepName; acknowledged: number }> = [];
 
 beforeAll(async () => {
@@ -45,20 +45,20 @@ beforeAll(async () => {
   redis = createRedis(config);
   clusterEnv = { ...env, config, redis };
   app = (await buildTestApp(clusterEnv)).app;
-  store = new SaleStore(redis, new SaleKeys(SHARDS), {
+  sale = buildSale(redis, new SaleKeys(SHARDS), {
     replicaAcks: { acks: 1, timeoutMs: TIMEOUT_MS, onTimeout: (accepted, acknowledged) => timeouts.push({ accepted, acknowledged }) },
     // Batches as the app makes them: one reserve.lua call and one WAIT per batch of a shard.
     maxBatch: 64,
     onBatch: (size) => batchSizes.push(size),
   });
-  bucketStore = new SaleStore(redis, new SaleKeys(SHARDS, true), {
+  bucketSale = buildSale(redis, new SaleKeys(SHARDS, true), {
     replicaAcks: { acks: 1, timeoutMs: TIMEOUT_MS, onStepTimeout: (step, acknowledged) => stepTimeouts.push({ step, acknowledged }) },
   });
 }, 90_000);
 
 afterAll(async () => {
-  await store?.close();
-  await bucketStore?.close();
+  await sale?.close();
+  await bucketSale?.close();
   await app?.close();
   if (redis) await closeRedis(redis);
   await env?.cleanup();
@@ -71,7 +71,7 @@ async function voucherOnShard(shard: number, stock: number): Promise<string> {
     const voucherId = await insertSeckillVoucher(env, { stock });
     if (Number(voucherId) % SHARDS === shard) {
       const row = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', voucherId).executeTakeFirstOrThrow();
-      await store.publish({ voucherId, stock, begin: row.begin_time, end: row.end_time });
+      await sale.publisher.publish({ voucherId, stock, begin: row.begin_time, end: row.end_time });
       return voucherId;
     }
   }
@@ -84,7 +84,7 @@ async function slotOf(key: string): Promise<number> {
 
 /** The master serving the shard's keys and its one replica. */
 const shardNode = async (shard: number) => {
-  const { master, replicas } = await cluster.shardOf(await slotOf(`${env.keyPrefix}${store.keys.shard(shard).queued}`));
+  const { master, replicas } = await cluster.shardOf(await slotOf(`${env.keyPrefix}${sale.keys.shard(shard).queued}`));
   return { masterPort: master, replicaPort: replicas[0]! };
 };
 
@@ -93,7 +93,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     const vouchers = [await voucherOnShard(0, 100), await voucherOnShard(1, 100), await voucherOnShard(2, 100)];
     const orders = Array.from({ length: 240 }, (_, i) => ({ orderId: String(1_000_000 + i), userId: String(5000 + i), voucherId: vouchers[i % 3]! }));
     batchSizes.length = 0;
-    const outcomes = await Promise.all(orders.map((order) => store.reserve(order)));
+    const outcomes = await Promise.all(orders.map((order) => sale.batches.reserve(order)));
     expect(outcomes.every(({ outcome }) => outcome === 'accepted')).toBe(true);
     expect(timeouts).toEqual([]);
     // Sent at once, so each shard's first order went alone and the rest waited for it: batches formed.
@@ -106,7 +106,7 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
       const replica = new Redis({ port: replicaPort, host: '127.0.0.1', keyPrefix: env.keyPrefix });
       try {
         await replica.call('READONLY');
-        const queued = await replica.hkeys(store.keys.shard(shard).queued);
+        const queued = await replica.hkeys(sale.keys.shard(shard).queued);
         const expected = orders.filter((order) => Number(order.voucherId) % SHARDS === shard).map((order) => order.orderId);
         expect(new Set(queued)).toEqual(new Set(expected));
       } finally {
@@ -129,14 +129,14 @@ describe('SECKILL_REPLICA_ACKS (WAIT after the reserve script)', () => {
     try {
       timeouts.length = 0;
       const started = Date.now();
-      expect(await store.reserve({ orderId: '2000001', userId: '7001', voucherId: stalled })).toMatchObject({ outcome: 'accepted', slot: 1 });
+      expect(await sale.batches.reserve({ orderId: '2000001', userId: '7001', voucherId: stalled })).toMatchObject({ outcome: 'accepted', slot: 1 });
       expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
       expect(timeouts).toEqual([{ accepted: 1, acknowledged: 0 }]);
 
       // The healthy master's replica acknowledged: no WAIT timed out (what the code guarantees; a
       // wall-clock bound under TIMEOUT_MS on top of it measured the machine's load, not the WAIT).
       timeouts.length = 0;
-      expect(await store.reserve({ orderId: '2000002', userId: '7002', voucherId: healthy })).toMatchObject({ outcome: 'accepted', slot: 1 });
+      expect(await sale.batches.reserve({ orderId: '2000002', userId: '7002', voucherId: healthy })).toMatchObject({ outcome: 'accepted', slot: 1 });
       expect(timeouts).toEqual([]);
 
       // Through the app: the order is answered (success) and counted in the metric.
@@ -167,13 +167,13 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
   /** A sale of 10 units over 2 buckets (5 each), published to the cluster; its two buckets live on two masters. */
   async function bucketedSale(): Promise<string> {
     const voucherId = String(nextVoucher++);
-    await bucketStore.publish({ voucherId, stock: 10, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3_600_000), buckets: 2 });
+    await bucketSale.publisher.publish({ voucherId, stock: 10, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3_600_000), buckets: 2 });
     return voucherId;
   }
 
   /** The master holding a bucket's keys and its one replica. */
   const bucketNode = async (voucherId: string, bucket: BucketRef) => {
-    const { master, replicas } = await cluster.shardOf(calculateSlot(`${env.keyPrefix}${bucketStore.keys.bucket(voucherId, bucket).voucher}`));
+    const { master, replicas } = await cluster.shardOf(calculateSlot(`${env.keyPrefix}${bucketSale.keys.bucket(voucherId, bucket).voucher}`));
     return { master, replica: replicas[0]! };
   };
 
@@ -182,9 +182,9 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
     const replica = new Redis({ port, host: '127.0.0.1', keyPrefix: env.keyPrefix });
     try {
       await replica.call('READONLY');
-      const [stock, pending] = await replica.hmget(bucketStore.keys.bucket(voucherId, bucket).voucher, 'stock', 'pending');
-      const marker = await replica.get(bucketStore.keys.transferMarker(bucket, transferId));
-      const record = await replica.hget(bucketStore.keys.transfers(bucketStore.keys.laneShard(bucket)), transferId);
+      const [stock, pending] = await replica.hmget(bucketSale.keys.bucket(voucherId, bucket).voucher, 'stock', 'pending');
+      const marker = await replica.get(bucketSale.keys.transferMarker(bucket, transferId));
+      const record = await replica.hget(bucketSale.keys.transfers(bucketSale.keys.laneShard(bucket)), transferId);
       return { stock, pending, marker, record };
     } finally {
       replica.disconnect();
@@ -197,7 +197,7 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
     expect(from.master).not.toBe(to.master);
     stepTimeouts.length = 0;
     const transferId = 'acked-refill';
-    const steps = bucketStore.transfers['scripts'];
+    const steps = bucketSale.transfers['scripts'];
     expect(await steps.take({ voucherId, bucket: donor, transferId, to: recipient.index, most: 64 })).toEqual({ value: 3, durable: true });
     // Read the replica straight away: the take is there (stock moved to pending, the record kept).
     expect(await onReplica(from.replica, voucherId, donor, transferId)).toMatchObject({
@@ -220,24 +220,24 @@ describe('SECKILL_REPLICA_ACKS on the refill steps of a bucketed sale (take, giv
     try {
       stepTimeouts.length = 0;
       const started = Date.now();
-      expect(await bucketStore.transfers.move(voucherId, donor, recipient)).toBe(3);
+      expect(await bucketSale.transfers.move(voucherId, donor, recipient)).toBe(3);
       expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
       // Only the step on the stalled replica's master fell short: the take (the donor's master) was confirmed.
       expect(stepTimeouts).toEqual([{ step: 'transferIn', acknowledged: 0 }]);
       // The give stands (the recipient sells the units), but the donor keeps them pending, its transfer recorded:
       // a failover of the recipient's master to its stale replica would lose the give, and the sweep then returns them.
-      expect((await redis.hmget(bucketStore.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
-      expect(await redis.hmget(bucketStore.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '3']);
+      expect((await redis.hmget(bucketSale.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
+      expect(await redis.hmget(bucketSale.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '3']);
       // While the replica still lags, the sweep cannot end it durably either.
       stepTimeouts.length = 0;
-      expect(await bucketStore.transfers.sweep(0)).toBe(0);
+      expect(await bucketSale.transfers.sweep(0)).toBe(0);
       expect(stepTimeouts).toEqual([{ step: 'transferIn', acknowledged: 0 }]);
     } finally {
       stalled.kill('SIGCONT');
     }
     // The replica caught up: the sweep finds the give durable and settles.
-    expect(await bucketStore.transfers.sweep(0)).toBe(1);
-    expect((await redis.hmget(bucketStore.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
-    expect(await redis.hmget(bucketStore.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '0']);
+    expect(await bucketSale.transfers.sweep(0)).toBe(1);
+    expect((await redis.hmget(bucketSale.keys.bucket(voucherId, recipient).voucher, 'stock')).map(Number)).toEqual([8]);
+    expect(await redis.hmget(bucketSale.keys.bucket(voucherId, donor).voucher, 'stock', 'pending')).toEqual(['2', '0']);
   });
 });

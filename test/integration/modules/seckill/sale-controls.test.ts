@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SALE_BUSY, withSaleLock } from '../../../../src/modules/seckill/admin/sale-controls.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
@@ -13,7 +13,7 @@ let env: TestEnv;
 let instances: FastifyInstance[];
 let users: Array<{ id: string; token: string }>;
 let admin: { authorization: string };
-let store: SaleStore;
+let sale: Sale;
 
 beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STRATEGY: 'async', SECKILL_WORKER: 'true', SECKILL_STREAM_SHARDS: '2' });
@@ -22,7 +22,7 @@ beforeAll(async () => {
   // Two instances with a worker each: a control on one must hold for orders on the other.
   instances = [];
   for (const consumerName of ['controls-a', 'controls-b']) instances.push((await buildTestApp(env, undefined, { consumerName })).app);
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -36,7 +36,7 @@ const control = (voucherId: string, action: 'pause' | 'resume', headers = admin,
 const patch = (voucherId: string, payload: object, headers = admin, on = app()) =>
   on.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers, payload });
 const audit = async (voucherId: string) => (await app().inject({ url: `/api/voucher/seckill/${voucherId}/audit`, headers: admin })).json();
-const redisStock = async (voucherId: string) => (await store.read(voucherId))?.stock;
+const redisStock = async (voucherId: string) => (await sale.reads.read(voucherId))?.stock;
 const drained = async (voucherId: string, count: number) => eventually(async () => expect(await mysqlOrders(env, voucherId)).toHaveLength(count));
 
 /** Every sale check: distinct buyers, MySQL orders = accepted ids, stocks agree, reconcile finds nothing. */
@@ -48,9 +48,9 @@ async function expectConsistent(voucherId: string, accepted: string[], total: nu
   expect(orders.length).toBeLessThanOrEqual(total);
   expect(await mysqlStock(env, voucherId)).toBe(total - orders.length);
   expect(await redisStock(voucherId)).toBe(total - orders.length);
-  const report = await reconcileSeckill({ db: env.db, store }, { repair: false, voucherIds: [voucherId] });
+  const report = await reconcileSeckill({ db: env.db, sale }, { repair: false, voucherIds: [voucherId] });
   expect(report.drifted).toEqual([]);
-  const dead = await env.redis.xlen(store.keys.voucher(voucherId).deadLetters);
+  const dead = await env.redis.xlen(sale.keys.voucher(voucherId).deadLetters);
   expect(dead).toBe(0);
 }
 
@@ -65,7 +65,7 @@ describe('live sale controls', () => {
     for (const on of instances) expect((await buy(on, users[1]!.token, voucherId)).json()).toMatchObject({ success: false, errorMsg: REFUSALS.suspended });
 
     // Redis lost the sale: republished from MySQL, it is still paused.
-    await env.redis.del(store.keys.voucher(voucherId).voucher);
+    await env.redis.del(sale.keys.voucher(voucherId).voucher);
     expect((await buy(app(), users[1]!.token, voucherId)).json().errorMsg).toBe(REFUSALS.suspended);
 
     expect((await control(voucherId, 'resume', admin, instances[1])).json().data).toMatchObject({ paused: false, changed: true });
@@ -113,7 +113,7 @@ describe('live sale controls', () => {
     const orderId = (await buy(app(), users[20]!.token, voucherId)).json().data as string;
     expect((await patch(voucherId, { stock: 6 })).json().data.left).toBe(5);
     // As if the instance died after MySQL's write: Redis still has the old total.
-    const key = store.keys.voucher(voucherId).voucher;
+    const key = sale.keys.voucher(voucherId).voucher;
     await env.redis.hset(key, 'stock', 1, 'total', 2);
     expect((await patch(voucherId, { stock: 6 })).json().data).toMatchObject({ changed: false, left: 5 });
     await expectConsistent(voucherId, [orderId], 6);
@@ -125,8 +125,8 @@ describe('live sale controls', () => {
     expect((await patch(voucherId, { stock: 6 })).json().data.left).toBe(4);
     await drained(voucherId, 2);
     // A failover lost the raise in Redis; the repair puts the stock back from MySQL.
-    await env.redis.hset(store.keys.voucher(voucherId).voucher, 'stock', 2, 'total', 4);
-    const repaired = await reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] });
+    await env.redis.hset(sale.keys.voucher(voucherId).voucher, 'stock', 2, 'total', 4);
+    const repaired = await reconcileSeckill({ db: env.db, sale }, { repair: true, voucherIds: [voucherId] });
     expect(repaired.repaired).toBe(1);
     const below = await patch(voucherId, { stock: 1 });
     expect(below.statusCode).toBe(400);
@@ -139,15 +139,15 @@ describe('live sale controls', () => {
     expect((await buy(app(), users[38]!.token, voucherId)).json().success).toBe(true);
     await drained(voucherId, 1);
     // Drifted: a sale with an order is missing from Redis (its buyer could buy again).
-    await env.redis.del(store.keys.voucher(voucherId).voucher, store.keys.voucher(voucherId).buyers);
+    await env.redis.del(sale.keys.voucher(voucherId).voucher, sale.keys.voucher(voucherId).buyers);
     const report = await withSaleLock(env.db, voucherId, async () => {
       // Held here (as by a change on another instance): the repair steps aside, and so does a second change.
       expect((await patch(voucherId, { stock: 6 })).statusCode).toBe(409);
-      return reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] });
+      return reconcileSeckill({ db: env.db, sale }, { repair: true, voucherIds: [voucherId] });
     });
     expect(report).not.toBe(SALE_BUSY);
     expect(report === SALE_BUSY ? null : report.skipped).toEqual([{ voucherId, reason: 'an administrator is changing this sale; run it again' }]);
-    expect((await reconcileSeckill({ db: env.db, store }, { repair: true, voucherIds: [voucherId] })).repaired).toBe(1);
+    expect((await reconcileSeckill({ db: env.db, sale }, { repair: true, voucherIds: [voucherId] })).repaired).toBe(1);
     expect((await patch(voucherId, { stock: 6 })).json().data).toMatchObject({ stock: 6, left: 5 });
   });
 
@@ -242,7 +242,7 @@ describe('live sale controls', () => {
     // Sold out already (nothing left in Redis), a lowering asks for the total it has: no change.
     let lowersAsked = 0;
     const lowered = async () => {
-      const [left, total] = await env.redis.hmget(store.keys.voucher(voucherId).voucher, 'stock', 'total');
+      const [left, total] = await env.redis.hmget(sale.keys.voucher(voucherId).voucher, 'stock', 'total');
       const by = Math.ceil(Number(left) / 2);
       if (by > 0) lowersAsked += 1;
       return { stock: Number(total) - by };

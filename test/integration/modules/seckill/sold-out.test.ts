@@ -4,7 +4,7 @@ import pino from 'pino';
 import { createMetrics, type Metrics } from '../../../../src/infra/metrics.js';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
@@ -14,7 +14,7 @@ let env: TestEnv;
 let instances: FastifyInstance[];
 let metrics: Metrics[];
 let users: Array<{ id: string; token: string }>;
-let store: SaleStore;
+let sale: Sale;
 let nextUser = 0;
 
 beforeAll(async () => {
@@ -25,7 +25,7 @@ beforeAll(async () => {
   for (const [index, consumerName] of ['sold-out-a', 'sold-out-b'].entries()) {
     instances.push((await buildTestApp(env, undefined, { consumerName, metrics: metrics[index] })).app);
   }
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -107,7 +107,7 @@ describe('sold-out flag', () => {
 
     // Sold out again, then an unpaid order's unit released (as the canceller does): cleared again.
     await soldOutKnownOn(0, voucherId);
-    await store.release({ orderId: first, userId: users[0]!.id, voucherId, slot: 1 });
+    await sale.settlement.release({ orderId: first, userId: users[0]!.id, voucherId, slot: 1 });
     const releasedAt = Date.now();
     await eventually(async () => expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true), CLEARED_WITHIN_MS);
     expect(Date.now() - releasedAt).toBeLessThan(CLEARED_WITHIN_MS);
@@ -137,7 +137,7 @@ describe('sold-out flag', () => {
       const orderId = await seckill.placement.place(buyer, voucherId);
       await expect(seckill.placement.place(users[nextUser++]!.id, voucherId)).rejects.toThrow(REFUSALS.soldOut);
       await eventually(() => expect(() => seckill.placement.refuseIfKnownSoldOut(voucherId)).toThrow(REFUSALS.soldOut));
-      expect(await seckill.store.release({ orderId, userId: buyer, voucherId, slot: 1 })).toBe(true);
+      expect(await seckill.sale.settlement.release({ orderId, userId: buyer, voucherId, slot: 1 })).toBe(true);
       expect(() => seckill.placement.refuseIfKnownSoldOut(voucherId)).not.toThrow();
     } finally {
       await seckill.close();

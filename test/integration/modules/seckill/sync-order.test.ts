@@ -2,20 +2,20 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { HOUR, buy, expectSoldOutExactly, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let instances: FastifyInstance[];
 let users: Array<{ id: string; token: string }>;
-let store: SaleStore;
+let sale: Sale;
 
 beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STRATEGY: 'sync', MYSQL_POOL_SIZE: '20' });
   users = await createUsersWithSessions(env, 1000);
   instances = [(await buildTestApp(env)).app, (await buildTestApp(env)).app];
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -25,7 +25,7 @@ afterAll(async () => {
 
 /** The sale's Redis keys of a voucher: nothing queued, held or streamed once every answer is in. */
 async function expectNothingInFlight(voucherId: string): Promise<void> {
-  const keys = store.keys.voucher(voucherId);
+  const keys = sale.keys.voucher(voucherId);
   expect(await env.redis.zcard(keys.inFlight)).toBe(0);
   expect(await env.redis.hlen(keys.queued)).toBe(0);
   expect(await env.redis.xlen(keys.stream)).toBe(0);
@@ -44,7 +44,7 @@ describe('sync seckill (Redis decides as for async, per-user lock + MySQL transa
     const expected = new Set([REFUSALS.soldOut, REFUSALS.alreadyBought, REFUSALS.busy]);
     expect([...refusals].filter((message) => !expected.has(message))).toEqual([]);
     // Written before the answer, and Redis (which decided) agrees: stock 0, nothing left in flight.
-    await expectSoldOutExactly(env, voucherId, 100, accepted, async () => (await store.read(voucherId))?.stock);
+    await expectSoldOutExactly(env, voucherId, 100, accepted, async () => (await sale.reads.read(voucherId))?.stock);
     await expectNothingInFlight(voucherId);
   });
 
@@ -56,7 +56,7 @@ describe('sync seckill (Redis decides as for async, per-user lock + MySQL transa
     expect(bodies.filter((body) => body.errorMsg === REFUSALS.alreadyBought)).toHaveLength(49);
     expect(await mysqlOrders(env, voucherId)).toHaveLength(1);
     expect(await mysqlStock(env, voucherId)).toBe(9);
-    expect((await store.read(voucherId))?.stock).toBe(9);
+    expect((await sale.reads.read(voucherId))?.stock).toBe(9);
     await expectNothingInFlight(voucherId);
   });
 

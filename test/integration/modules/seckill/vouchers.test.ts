@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SaleStore } from '../../../../src/modules/seckill/sale/sale-store.js';
+import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type TestEnv } from '../../../support/test-env.js';
 
@@ -8,7 +8,7 @@ let env: TestEnv;
 let app: FastifyInstance;
 let admin: { authorization: string };
 let user: { authorization: string };
-let store: SaleStore;
+let sale: Sale;
 
 const HOUR = 3600_000;
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString();
@@ -21,7 +21,7 @@ beforeAll(async () => {
   admin = { authorization: first!.token };
   user = { authorization: second!.token };
   ({ app } = await buildTestApp(env));
-  store = new SaleStore(env.redis, new SaleKeys(env.config.seckill.streamShards));
+  sale = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
 });
 
 afterAll(async () => {
@@ -80,16 +80,16 @@ describe('vouchers', () => {
     const id = (await post('/api/voucher/seckill', seckill({ stock: 33 }))).json().data as string;
     const row = await env.db.selectFrom('tb_seckill_voucher').selectAll().where('voucher_id', '=', id).executeTakeFirstOrThrow();
     expect(row.stock).toBe(33);
-    const live = await store.read(id);
+    const live = await sale.reads.read(id);
     expect(live).toEqual({ voucherId: id, stock: 33, begin: row.begin_time, end: row.end_time });
   });
 
   it('publishes at start the unfinished sales Redis does not know (a failed publish, a lost Redis)', async () => {
     const id = (await post('/api/voucher/seckill', seckill({ stock: 5 }))).json().data as string;
-    await env.redis.del(store.keys.voucher(id).voucher);
+    await env.redis.del(sale.keys.voucher(id).voucher);
     const { app: restarted } = await buildTestApp(env);
     try {
-      expect((await store.read(id))?.stock).toBe(5);
+      expect((await sale.reads.read(id))?.stock).toBe(5);
     } finally {
       await restarted.close();
     }

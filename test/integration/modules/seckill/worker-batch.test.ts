@@ -21,7 +21,7 @@ beforeAll(async () => {
   env = await createTestEnv({ SECKILL_STREAM_SHARDS: '1', SECKILL_WORKER_BATCH: '100' });
   seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'batch-test', log: pino({ level: 'silent' }) });
   results = [];
-  worker = new OrderWorker(seckill.stream, seckill.store, seckill.orders, {
+  worker = new OrderWorker(seckill.stream, seckill.sale.settlement, seckill.orders, {
     consumer: 'batch-test',
     batchSize: 100,
     maxDeliveries: 5,
@@ -71,7 +71,7 @@ describe('order worker batches', () => {
       .where('voucher_id', '=', voucher)
       .execute(); // orders 77 and fresh[0]
     const second = await seckill.placement.place('9', voucher);
-    const redisStockBefore = (await seckill.store.read(voucher))!.stock;
+    const redisStockBefore = (await seckill.sale.reads.read(voucher))!.stock;
 
     await worker.drainOnce();
 
@@ -81,7 +81,7 @@ describe('order worker batches', () => {
     expect(orders.some((order) => order.id === second)).toBe(false);
     // MySQL: 10 - (77, fresh×3). Redis: the refused order's unit came back.
     expect(await mysqlStock(env, voucher)).toBe(6);
-    expect((await seckill.store.read(voucher))!.stock).toBe(redisStockBefore + 1);
+    expect((await seckill.sale.reads.read(voucher))!.stock).toBe(redisStockBefore + 1);
     expect(await backlog()).toEqual({ pending: 0, queued: 0 });
   });
 

@@ -67,7 +67,7 @@ describe('order worker: circuit breaker and backoff on MySQL', () => {
   it('with MySQL refusing connections and 1,000 orders queued, tries MySQL a bounded number of times, dead-letters nothing, then catches up exactly once', async () => {
     const stock = 2 * BACKLOG;
     const voucherId = await insertSeckillVoucher(env, { stock });
-    await seckill.store.publish({ voucherId, stock, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
+    await seckill.sale.publisher.publish({ voucherId, stock, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() + HOUR) });
     const accepted: string[] = [];
     for (let first = 0; first < BACKLOG; first += 200) {
       const users = Array.from({ length: 200 }, (_, i) => String(100_000 + first + i));

@@ -94,7 +94,7 @@ function heldRepository() {
 }
 
 function startWorker(orders: DueTrackedOrders): OrderWorker {
-  worker = new OrderWorker(seckill.stream, seckill.store, orders, {
+  worker = new OrderWorker(seckill.stream, seckill.sale.settlement, orders, {
     consumer: 'group-test',
     batchSize: 100,
     maxDeliveries: 1,
@@ -214,7 +214,7 @@ describe('order worker group commit', () => {
     // A voucher of the waiting group: MySQL holds one unit where Redis sold two (drift that reconciliation repairs).
     const short = byShard.flat().find((voucher) => voucher !== writes[0]!.orders[0]!.voucherId)!;
     await env.db.updateTable('tb_seckill_voucher').set({ stock: 1 }).where('voucher_id', '=', short).execute();
-    const redisStock = (await seckill.store.read(short))!.stock;
+    const redisStock = (await seckill.sale.reads.read(short))!.stock;
     events.length = 0;
 
     release();
@@ -233,7 +233,7 @@ describe('order worker group commit', () => {
     expect(dead[0]![1].join(' ')).toContain('OutOfStockInDatabase');
     expect(placed.get(short)).toContain(parseOrder(dead[0]![0], dead[0]![1])!.orderId);
     // The dead letter's unit is back in Redis.
-    expect((await seckill.store.read(short))!.stock).toBe(redisStock + 1);
+    expect((await seckill.sale.reads.read(short))!.stock).toBe(redisStock + 1);
     // Every written order was told `created`.
     await expect.poll(() => events.flat().length).toBe(2 * SHARDS - 1);
   });

@@ -96,7 +96,7 @@ async function expectExactlyOnce(voucherId: string, orderIds: string[], initialS
   expect(new Set(orders.map((order) => order.id))).toEqual(new Set(orderIds));
   expect(new Set(orders.map((order) => order.user_id)).size).toBe(orderIds.length);
   expect(await mysqlStock(env, voucherId)).toBe(initialStock - orderIds.length);
-  expect((await seckill.store.read(voucherId))?.stock).toBe(initialStock - orderIds.length);
+  expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(initialStock - orderIds.length);
   await eventually(async () => expect(await pendingCount()).toBe(0));
 }
 
@@ -155,7 +155,7 @@ describe('order worker recovery', () => {
     const shard = seckill.keys.shardOf(voucherId);
     const { deadLetters } = seckill.keys.shard(shard);
     try {
-      const broken = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(deadDb), options);
+      const broken = new OrderWorker(seckill.stream, seckill.sale.settlement, new OrderRepository(deadDb), options);
       for (let round = 0; round < 6; round += 1) {
         await broken.drainOnce();
         await sleep(5);
@@ -168,7 +168,7 @@ describe('order worker recovery', () => {
       await deadDb.destroy();
     }
     // MySQL is back: the same consumer writes every order.
-    const healthy = new OrderWorker(seckill.stream, seckill.store, new OrderRepository(env.db), options);
+    const healthy = new OrderWorker(seckill.stream, seckill.sale.settlement, new OrderRepository(env.db), options);
     await healthy.drainOnce();
     await expectExactlyOnce(voucherId, accepted, 10);
   });
@@ -176,9 +176,9 @@ describe('order worker recovery', () => {
   it('moves a poison message to the dead-letter stream with its error and gives its stock back', async () => {
     // MySQL has no stock left but Redis believes there is one: every write of the order fails.
     const voucherId = await insertSeckillVoucher(env, { stock: 0 });
-    await seckill.store.publish({ voucherId, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
+    await seckill.sale.publisher.publish({ voucherId, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
     const [orderId] = await placeOrders(voucherId, 30_001, 1);
-    expect((await seckill.store.read(voucherId))?.stock).toBe(0);
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(0);
     const shard = seckill.keys.shardOf(voucherId);
     const { deadLetters, stream } = seckill.keys.shard(shard);
     // And one entry that cannot even be parsed.
@@ -201,7 +201,7 @@ describe('order worker recovery', () => {
     expect(Number(poison.deliveries)).toBeGreaterThanOrEqual(3);
     expect(dead.find((entry) => entry.orderId === 'not-a-number')?.error).toContain('malformed');
 
-    expect((await seckill.store.read(voucherId))?.stock).toBe(1); // stock given back
+    expect((await seckill.sale.reads.read(voucherId))?.stock).toBe(1); // stock given back
     expect(await env.redis.hexists(seckill.keys.voucher(voucherId).buyers, '30001')).toBe(0); // may buy again
     expect(await mysqlOrders(env, voucherId)).toHaveLength(0);
     expect(await pendingCount()).toBe(0);
@@ -213,7 +213,7 @@ describe('order worker recovery', () => {
     let poisoned: string;
     do poisoned = await insertSeckillVoucher(env, { stock: 0 });
     while (seckill.keys.shardOf(healthy) !== seckill.keys.shardOf(poisoned));
-    await seckill.store.publish({ voucherId: poisoned, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
+    await seckill.sale.publisher.publish({ voucherId: poisoned, stock: 1, begin: new Date(Date.now() - 60_000), end: new Date(Date.now() + 3600_000) });
     const [good] = await placeOrders(healthy, 50_001, 1);
     const [poison] = await placeOrders(poisoned, 50_002, 1);
     // Their entries made into one, as reserve.lua writes a batch: what the worker reads is one entry of two orders.
@@ -240,8 +240,8 @@ describe('order worker recovery', () => {
     expect(await mysqlOrders(env, poisoned)).toHaveLength(0);
     const dead = (await env.redis.xrange(deadLetters, '-', '+')).filter(([, fields]) => fields.includes(good!) || fields.includes(poison!));
     expect(dead).toHaveLength(1); // the written order is not among the dead letters
-    expect((await seckill.store.read(poisoned))?.stock).toBe(1); // the poison order's unit given back
-    expect((await seckill.store.read(healthy))?.stock).toBe(9); // the written order's unit stays sold
+    expect((await seckill.sale.reads.read(poisoned))?.stock).toBe(1); // the poison order's unit given back
+    expect((await seckill.sale.reads.read(healthy))?.stock).toBe(9); // the written order's unit stays sold
     expect(await env.redis.hmget(queued, good!, poison!)).toEqual([null, null]);
   });
 });
