@@ -72,7 +72,7 @@ export function renderBlock(report: SuiteReport): string {
     .map((file) => `| \`${file.file.replace(/^test\//, '')}\` | ${file.project} | ${seconds(file.durationMs)} |`);
   const failed = report.files.filter((file) => !file.passed).length;
   return [
-    `**${report.files.length} files, ${tests} tests**; the run of ${report.commit === undefined ? '' : `${report.commit} on `}${report.startedAt.slice(0, 16).replace('T', ' ')} UTC took ${minutes(report.wallMs)} in Vitest${failed > 0 ? ` (${failed} files failed)` : ''}.`,
+    `**${report.files.length} files, ${tests} tests**; the run of ${report.commit === undefined ? '' : `${report.commit} on `}${report.startedAt.slice(0, 16).replace('T', ' ')} UTC took ${minutes(report.wallMs)} in Vitest${failed > 0 ? ` (${failed} ${failed === 1 ? 'file' : 'files'} failed)` : ''}.`,
     '',
     '| project | files | tests | time in its files (tests and hooks) |',
     '|---|---|---|---|',
