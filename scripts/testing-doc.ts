@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import config from '../vitest.config.js';
-import { SUITE_REPORT, type SuiteReport } from '../test/support/suite-report.js';
+import { FILE_TIMES, SUITE_REPORT, type SuiteReport } from '../test/support/suite-report.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const TESTING_DOC = `${ROOT}docs/testing.md`;
@@ -86,6 +86,12 @@ export function renderBlock(report: SuiteReport): string {
   ].join('\n');
 }
 
+/** Each file's time in seconds (tests, hooks and imports), by path: the order test/support/sequencer.ts starts them in. */
+export function fileTimes(report: SuiteReport): Record<string, number> {
+  const entries = report.files.map((file) => [file.file, Math.round((file.durationMs + file.importMs) / 100) / 10] as const);
+  return Object.fromEntries(entries.sort(([a], [b]) => a.localeCompare(b)));
+}
+
 /** The doc with its block replaced; throws when the markers are missing. */
 export function withBlock(doc: string, block: string): string {
   const start = doc.indexOf(BEGIN);
@@ -106,7 +112,8 @@ function main(): void {
     process.exit(1);
   }
   writeFileSync(TESTING_DOC, withBlock(readFileSync(TESTING_DOC, 'utf8'), renderBlock(report)));
-  console.log(`docs/testing.md: ${report.files.length} files from ${path}`);
+  writeFileSync(`${ROOT}${FILE_TIMES}`, `${JSON.stringify(fileTimes(report), null, 2)}\n`);
+  console.log(`docs/testing.md and ${FILE_TIMES}: ${report.files.length} files from ${path}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) main();

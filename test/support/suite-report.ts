@@ -5,6 +5,8 @@ import type { Reporter, TestModule, Vitest } from 'vitest/node';
 
 /** Where each run writes its report; `npm run docs:testing` reads it (scripts/testing-doc.ts). */
 export const SUITE_REPORT = 'test-results/suite-report.json';
+/** Seconds each file took in the last whole run, by path from the repository (committed; sequencer.ts orders by it). */
+export const FILE_TIMES = 'test/support/file-times.json';
 
 export interface SuiteReport {
   /** ISO time the run started. */
@@ -23,6 +25,9 @@ export interface SuiteReport {
     durationMs: number;
     /** Importing the file and what it imports. */
     importMs: number;
+    /** When the file was queued to a worker and when it ended, in ms from the run's start: where it sat in its group. */
+    queuedAtMs?: number;
+    endedAtMs?: number;
   }>;
 }
 
@@ -34,10 +39,20 @@ export interface SuiteReport {
 export default class SuiteReporter implements Reporter {
   private started = 0;
   private root = '';
+  private readonly queuedAt = new Map<string, number>();
+  private readonly endedAt = new Map<string, number>();
 
   onInit(vitest: Vitest): void {
     this.started = Date.now();
     this.root = vitest.config.root;
+  }
+
+  onTestModuleQueued(module: TestModule): void {
+    this.queuedAt.set(module.moduleId, Date.now() - this.started);
+  }
+
+  onTestModuleEnd(module: TestModule): void {
+    this.endedAt.set(module.moduleId, Date.now() - this.started);
   }
 
   onTestRunEnd(testModules: readonly TestModule[]): void {
@@ -54,6 +69,8 @@ export default class SuiteReporter implements Reporter {
           passed: module.ok(),
           durationMs: Math.round(diagnostic.duration),
           importMs: Math.round(diagnostic.collectDuration),
+          queuedAtMs: this.queuedAt.get(module.moduleId),
+          endedAtMs: this.endedAt.get(module.moduleId),
         };
       }),
     };

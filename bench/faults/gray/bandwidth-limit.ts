@@ -16,7 +16,7 @@ export const bandwidthLimit: FaultScenario = {
       scenario: 'bandwidth-limit',
       variant,
       size,
-      faultMs: { test: 6_000, report: 20_000 },
+      faultMs: { test: 4_000, report: 20_000 },
       fault: {
         begin: async ({ redis }) => redis.addToxic('thin', { type: 'bandwidth', kbPerSecond: KB_PER_SECOND }),
         end: async ({ redis }) => redis.removeToxic('thin'),

@@ -19,7 +19,7 @@ export const connectionReset: FaultScenario = {
       scenario: 'connection-reset',
       variant,
       size,
-      faultMs: { test: 6_000, report: 20_000 },
+      faultMs: { test: 4_000, report: 20_000 },
       fault: {
         begin: async (proxies) => {
           await resetBoth(proxies);

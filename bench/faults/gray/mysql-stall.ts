@@ -15,7 +15,7 @@ export const mysqlStall: FaultScenario = {
       scenario: 'mysql-stall',
       variant,
       size,
-      faultMs: { test: 6_000, report: 20_000 },
+      faultMs: { test: 4_000, report: 20_000 },
       fault: {
         begin: async ({ mysql }) => mysql.addToxic('stall', { type: 'stall' }),
         end: async ({ mysql }) => mysql.removeToxic('stall'),

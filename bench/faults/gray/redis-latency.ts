@@ -15,7 +15,7 @@ export const redisLatency: FaultScenario = {
       scenario: 'redis-latency',
       variant,
       size,
-      faultMs: { test: 6_000, report: 20_000 },
+      faultMs: { test: 4_000, report: 20_000 },
       fault: {
         begin: async ({ redis }) => redis.addToxic('latency', { type: 'latency', latencyMs: 100, jitterMs: 50 }, 'downstream'),
         end: async ({ redis }) => redis.removeToxic('latency'),

@@ -16,7 +16,7 @@ export const redisStall: FaultScenario = {
       scenario: 'redis-stall',
       variant,
       size,
-      faultMs: { test: 6_000, report: 20_000 },
+      faultMs: { test: 4_000, report: 20_000 },
       fault: {
         begin: async ({ redis }) => redis.addToxic('stall', { type: 'stall' }),
         end: async ({ redis }) => redis.removeToxic('stall'),
