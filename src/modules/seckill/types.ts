@@ -5,7 +5,8 @@ import type { VoucherOrderTable, VoucherTable } from '../../infra/schema.js';
  * Every shape of an order, in the order of its life: asked for (OrderRequest), decided in Redis
  * (ReserveResult), queued (QueuedOrder, UserQueuedOrder), carried by the stream (OrderEntry),
  * written (NewOrder, OrderRow, UserOrderRow), due for cancellation (DueOrder, ClaimedOrder), changed
- * (OrderChange) and shown (OrderView, OrderListItem).
+ * (OrderChange); shown as order-views.ts's OrderView and OrderListItem, the types of the
+ * routes' answer schemas.
  */
 
 /** An order's state as the API reports it: queued until the worker writes it to MySQL. */
@@ -106,27 +107,4 @@ export interface OrderChange {
   userId: string;
   voucherId: string;
   state: OrderState;
-}
-
-/** One order as GET /voucher-order/{id} shows it. */
-export interface OrderView {
-  id: string;
-  voucherId: string;
-  state: OrderState;
-  createTime?: string;
-  payTime?: string;
-}
-
-/** One line of the caller's order list (GET /voucher-order/of/me). */
-export interface OrderListItem {
-  id: string;
-  voucherId: string;
-  /** The voucher's title and shop, so a list needs no request per order. */
-  title: string;
-  shopId: string;
-  state: OrderState;
-  /** fen (1/100 yuan), as the voucher list reports it. */
-  payValue: number;
-  createTime: string;
-  payTime?: string;
 }

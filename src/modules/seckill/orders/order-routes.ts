@@ -12,7 +12,7 @@ import type { KnownSales } from './known-sales.js';
 import type { OrderLimits } from './order-limits.js';
 import type { OrderPlacement } from './order-placement.js';
 import type { UserOrders } from './user-orders.js';
-import { OrderListItemSchema, OrderViewSchema } from './order-schemas.js';
+import { OrderListItemSchema, OrderViewSchema } from '../order-views.js';
 
 /** An Idempotency-Key: 1 to 64 visible ASCII characters (no spaces, no control characters). */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,64}$/;

@@ -3,7 +3,8 @@ import type { OrderEvents } from '../events/order-events.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import { OrderStatus, type OrderRepository } from '../record/order-repository.js';
 import type { SaleReads } from '../sale/sale-reads.js';
-import type { OrderListItem, OrderRow, OrderState, OrderView, UserOrderRow, UserQueuedOrder } from '../types.js';
+import type { OrderRow, OrderState, UserOrderRow, UserQueuedOrder } from '../types.js';
+import type { OrderListItem, OrderView } from '../order-views.js';
 
 /** Orders per page of GET /voucher-order/of/me (hmdp's page size for lists). */
 export const ORDERS_PER_PAGE = 10;

@@ -1,8 +1,9 @@
-import { Type } from 'typebox';
-import { Id, Timestamp } from '../../../lib/wire/index.js';
-import type { OrderState } from '../types.js';
+import { Type, type Static } from 'typebox';
+import { Id, Timestamp } from '../../lib/wire/index.js';
+import type { OrderState } from './types.js';
 
-// What the order routes answer (their response schemas): types.ts OrderView and OrderListItem.
+// An order as the API shows it: the order routes' answer schemas (orders/, events/) and the types
+// the code builds those answers as, derived from them.
 
 /** Every OrderState once: a Record, so a state added to the type and not here (or the reverse) fails to compile. */
 const ORDER_STATES: Record<OrderState, true> = { queued: true, created: true, paid: true, used: true, cancelled: true, refunding: true, refunded: true };
@@ -33,3 +34,8 @@ export const OrderListItemSchema = Type.Object({
   createTime: Timestamp,
   payTime: Type.Optional(Timestamp),
 });
+
+/** One order as GET /voucher-order/{id} shows it: the schema's type, so the two cannot differ. */
+export type OrderView = Static<typeof OrderViewSchema>;
+/** One line of the caller's order list (GET /voucher-order/of/me). */
+export type OrderListItem = Static<typeof OrderListItemSchema>;
