@@ -57,7 +57,7 @@ describe('layout: dependencies point inward, modules have one door', () => {
   it("the sale's rooms are folders and only index.ts, the README and the shared files stand beside them", () => {
     const top = readdirSync(join(ROOT, 'src/modules/seckill'), { withFileTypes: true });
     const files = top.filter((entry) => entry.isFile()).map((entry) => entry.name);
-    expect(files.sort()).toEqual(['README.md', 'error-routes.ts', 'index.ts', 'keys.ts', 'messages.ts', 'types.ts']);
+    expect(files.sort()).toEqual(['README.md', 'error-routes.ts', 'index.ts', 'keys.ts', 'messages.ts', 'order-views.ts', 'types.ts']);
   });
 
   it("the sale's code is free of HTTP: only its routes (*-routes.ts) and index.ts import src/http", () => {
