@@ -4,7 +4,10 @@ import { expect } from 'vitest';
 import { answerOf } from '../../src/http/error-answers.js';
 import type { Metrics } from '../../src/infra/metrics.js';
 import { SECKILL_ERROR_ANSWERS } from '../../src/modules/seckill/error-routes.js';
+import { NearCache } from '../../src/lib/near-cache/index.js';
+import type { Seckill } from '../../src/modules/seckill/index.js';
 import { voucherListCacheKey } from '../../src/modules/seckill/keys.js';
+import { SoldOutMemory } from '../../src/modules/seckill/sale/sold-out-memory.js';
 import type { AcceptedOrder } from '../../src/modules/seckill/types.js';
 import { parseEntry } from '../../src/modules/seckill/writer/order-stream.js';
 import type { TestEnv } from './test-env.js';
@@ -118,4 +121,11 @@ export async function releaseLateness(metrics: Metrics, by: 'queue' | 'rabbitmq'
   const withinOneSecond =
     values.find((value) => value.metricName === 'seckill_release_lateness_seconds_bucket' && (value.labels as Record<string, unknown>).le === 1)?.value ?? 0;
   return { count, withinOneSecond };
+}
+
+/** A sold-out memory of `seckill`'s sale on a near cache of its own (tracking on); close `near` after. */
+export async function soldOutMemoryOf(env: TestEnv, seckill: Pick<Seckill, 'keys' | 'sale'>): Promise<{ memory: SoldOutMemory; near: NearCache }> {
+  const near = new NearCache(env.redis, { maxEntries: 100 });
+  expect(await near.start()).toBe(true);
+  return { memory: new SoldOutMemory(seckill.keys, near, (id) => seckill.sale.layouts.routedBuckets(id)), near };
 }

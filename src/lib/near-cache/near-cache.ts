@@ -124,6 +124,10 @@ export class NearCache implements KeyReader {
     else if (ttlMs > 0) this.entries.set(fullKey, entry, { ttl: Math.max(1, Math.floor(this.ttlMs > 0 ? Math.min(ttlMs, this.ttlMs) : ttlMs)) });
   }
 
+  peek(key: string): unknown {
+    return this.entries.get(this.prefix + key)?.value;
+  }
+
   forget(key: string): void {
     this.invalidate([this.prefix + key]);
   }
@@ -237,6 +241,10 @@ export class PassThroughReader implements KeyReader {
 
   read<T>(_region: string, key: string, fetch: Fetch<T>): Promise<T> {
     return fetch(this.redis, key);
+  }
+
+  peek(): undefined {
+    return undefined;
   }
 
   forget(): void {}

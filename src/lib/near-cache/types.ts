@@ -44,6 +44,12 @@ export interface ReadOptions<T> {
 export interface KeyReader {
   read<T>(region: string, key: string, fetch: Fetch<T>, options?: ReadOptions<T>): Promise<T>;
   /**
+   * The value kept in memory for `key` now, or undefined: never a Redis command. A value kept is
+   * current up to the invalidations this process has received, so a caller can act on it without
+   * asking Redis (a PassThrough keeps nothing: always undefined).
+   */
+  peek(key: string): unknown;
+  /**
    * Drops `key` here at once (and keeps a read of it in flight from being kept). Call it after
    * this process wrote the key: Redis' invalidation reaches every instance, this one included,
    * only a moment later, and this process must read its own writes.

@@ -117,12 +117,8 @@ export function buildSeckill(deps: SeckillDeps) {
   const settings = config.seckill;
   const keys = new SaleKeys(settings.streamShards, settings.maxBuckets > 1);
   const vouchers = deps.voucherRepository ?? new VoucherRepository(db);
-  const soldOut = new SoldOutMemory(
-    redis,
-    keys,
-    (err: unknown) => log.warn({ err }, 'could not check the sold-out vouchers'),
-    (voucherId) => sale.layouts.routedBuckets(voucherId),
-  );
+  // Sold-out knowledge lives in the near cache, whose invalidations Redis pushes (none without it: every order asks Redis).
+  const soldOut = new SoldOutMemory(keys, deps.near ?? new PassThroughReader(redis), (voucherId) => sale.layouts.routedBuckets(voucherId));
   const sale = buildSale(redis, keys, {
     replicaAcks: {
       acks: settings.replicaAcks,
@@ -264,7 +260,6 @@ export function buildSeckill(deps: SeckillDeps) {
     },
     /** Stops the jobs (finishing the batch in hand) and closes the sale's own connections. */
     async close(): Promise<void> {
-      soldOut.stop();
       await worker.stop();
       await rabbit?.stop();
       await canceller.stop();

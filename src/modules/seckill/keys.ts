@@ -11,7 +11,7 @@ import calculateSlot from 'cluster-key-slot';
  *
  *   {seckill:N}:voucher:{voucherId}   (and buyer-slots: 7 days after the sale's end) hash {stock, begin, end, restocks[, limit, total, suspended, frozen_until, frozen_by, frozen_created]}
  *                                     suspended: an administrator's pause (control.lua); frozen_*: a repair's
- *                                     self-lapsing freeze (freeze.lua); restocks: the sold-out flags' version
+ *                                     self-lapsing freeze (freeze.lua); restocks: the version the sold-out rule across buckets reads
  *   {seckill:N}:buyer-slots:{voucherId}  hash userId -> bitmask of the slots 1..limit its live orders hold
  *   {seckill:N}:orders                stream of accepted orders, read by the group `order-writers`: an entry per
  *                                     reserve batch {acceptedMs, orders "orderId:userId:voucherId:slot,..."}, or

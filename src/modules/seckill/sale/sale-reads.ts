@@ -1,29 +1,9 @@
-import type { RedisClient } from '../../../infra/redis.js';
 import type { KeyReader } from '../../../lib/near-cache/index.js';
 import { SALE_STOCK_NEAR_REGION } from '../keys.js';
 import type { SaleState, UserQueuedOrder } from '../types.js';
 import type { SaleContext } from './sale-context.js';
+import { fetchLiveStock, KEEP_LIVE_STOCK } from './live-stock.js';
 import { bucketsOf, readBuckets } from './transfers.js';
-
-/** A sale hash as the voucher lists read it: a sale's (or a bucket's) stock and pending units, or a layout record's B. */
-interface LiveStock {
-  stock: number | null;
-  pending: number;
-  buckets: number;
-  pttl: number;
-}
-
-/** A sale hash's stock, pending, buckets and PTTL, through the near cache's tracked connection (module-level: no closure per read). */
-async function fetchLiveStock(tracked: RedisClient, key: string): Promise<LiveStock> {
-  const [[stock, pending, buckets], pttl] = await Promise.all([tracked.hmget(key, 'stock', 'pending', 'buckets'), tracked.pttl(key)]);
-  return { stock: stock === null ? null : Number(stock), pending: Number(pending ?? 0), buckets: Number(buckets ?? 1), pttl };
-}
-
-/** Kept while the hash holds a sale or a layout, and no longer than its Redis TTL. */
-const KEEP_LIVE_STOCK = {
-  cacheIf: ({ stock, buckets }: LiveStock): boolean => stock !== null || buckets > 1,
-  ttlMs: ({ pttl }: LiveStock): number | undefined => (pttl === -1 ? undefined : pttl),
-};
 
 /** What the pages and the controls read of a sale: its state and stock, a user's queued orders, whether a user bought. */
 export class SaleReads {

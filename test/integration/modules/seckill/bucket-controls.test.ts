@@ -13,11 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
-import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
+import { HOUR, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf, soldOutMemoryOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -162,7 +161,7 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
     const first = await outcomes(voucherId, [...oneUserPerBucket(), ...oneUserPerBucket(), ...oneUserPerBucket()]);
     expect(first.filter((outcome) => outcome === 'accepted')).toHaveLength(6);
     expect(first.filter((outcome) => outcome === 'sold-out')).toHaveLength(3);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
+    const { memory, near } = await soldOutMemoryOf(env, seckill);
     try {
       await memory.remember(voucherId);
       expect(memory.known(voucherId)).toBe(true);
@@ -174,15 +173,14 @@ describe('sale controls of a voucher sold from 3 buckets', () => {
       // 4 units over 3 buckets: 2, 1, 1 (the remainder to the lowest index), each a new version.
       expect(after.map(({ stock }) => stock)).toEqual([2, 1, 1]);
       after.forEach(({ restocks }, index) => expect(restocks).not.toBe(versions[index]));
-      await memory.refresh();
-      expect(memory.known(voucherId)).toBe(false);
+      await eventually(() => expect(memory.known(voucherId)).toBe(false));
 
       const second = await outcomes(voucherId, [...oneUserPerBucket(), ...oneUserPerBucket()]);
       expect(second.filter((outcome) => outcome === 'accepted')).toHaveLength(4);
       expect(second.filter((outcome) => outcome === 'sold-out')).toHaveLength(2);
       await expectBalanced(voucherId, 10, 10);
     } finally {
-      memory.stop();
+      await near.close();
     }
   });
 

@@ -13,14 +13,13 @@ import { VoucherRepository } from '../../../../src/modules/seckill/record/vouche
 import { homeBucket, type BucketRef } from '../../../../src/modules/seckill/keys.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
-import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { createMetrics } from '../../../../src/infra/metrics.js';
 import { REFUSALS, SECKILL_MESSAGES } from '../../../../src/modules/seckill/messages.js';
 import { render } from '../../../../src/lib/messages/index.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
+import { HOUR, buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf, soldOutMemoryOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -252,10 +251,8 @@ describe('a voucher sold from buckets', () => {
     const users = [...usersHomingTo(0, 2, 3), ...usersHomingTo(1, 2, 3)];
     const { results } = await placeAll(voucherId, users);
     expect(results.filter(({ outcome }) => outcome === 'accepted')).toHaveLength(4);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
+    const { memory, near } = await soldOutMemoryOf(env, seckill);
     await memory.remember(voucherId);
-    expect(memory.known(voucherId)).toBe(true);
-    await memory.refresh();
     expect(memory.known(voucherId)).toBe(true);
     const index = results.findIndex(({ outcome }) => outcome === 'accepted');
     const sold = results[index] as { outcome: 'accepted'; slot: number };
@@ -265,9 +262,8 @@ describe('a voucher sold from buckets', () => {
     expect(await seckill.sale.settlement.release({ orderId: queued[0]!.orderId, userId, voucherId, slot: sold.slot })).toBe(true);
     const home = homeBucket(userId, 2);
     expect((await readBuckets(env.redis, seckill.keys, voucherId, 2))[home]!.stock).toBe(1);
-    await memory.refresh();
-    expect(memory.known(voucherId)).toBe(false);
-    memory.stop();
+    await eventually(() => expect(memory.known(voucherId)).toBe(false));
+    await near.close();
   });
 });
 

@@ -16,12 +16,11 @@ import { homeBucket, SaleKeys, type BucketRef } from '../../../../src/modules/se
 import { buildSale } from '../../../../src/modules/seckill/sale/sale.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { defineSaleScripts } from '../../../../src/modules/seckill/sale/sale-scripts.js';
-import { SoldOutMemory } from '../../../../src/modules/seckill/sale/sold-out-memory.js';
 import { readBuckets } from '../../../../src/modules/seckill/sale/transfers.js';
 import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
-import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf } from '../../../support/seckill.js';
+import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf, soldOutMemoryOf } from '../../../support/seckill.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -129,17 +128,16 @@ describe('reconciling a bucketed sale', () => {
     const zero = seckill.keys.bucket(voucherId, bucket(0, 2)).voucher;
     await env.redis.hset(zero, 'stock', 0);
     await env.redis.hset(one, 'stock', 0);
-    const memory = new SoldOutMemory(env.redis, seckill.keys, undefined, (id) => seckill.sale.layouts.routedBuckets(id));
+    const { memory, near } = await soldOutMemoryOf(env, seckill);
     try {
       await memory.remember(voucherId);
       expect(memory.known(voucherId)).toBe(true);
       expect((await check([voucherId])).drifted).toMatchObject([{ redisStock: 0, expectedStock: 16 }]);
       expect(await repair([voucherId])).toMatchObject({ repaired: 1, skipped: [] });
       expect(await unitsIn(voucherId, 2)).toEqual([8, 8]);
-      await memory.refresh();
-      expect(memory.known(voucherId)).toBe(false);
+      await eventually(() => expect(memory.known(voucherId)).toBe(false));
     } finally {
-      memory.stop();
+      await near.close();
     }
     // Every unit sells again, to buyers of one bucket (refills from the other), and no more.
     const late = await place(voucherId, usersHomingTo(1, 2, 20));

@@ -6,8 +6,9 @@ import { buildSeckill } from '../../../../src/modules/seckill/index.js';
 import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
+import { NearCache } from '../../../../src/lib/near-cache/index.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, sessionOf, type TestEnv } from '../../../support/test-env.js';
-import { buy, insertSeckillVoucher } from '../../../support/seckill.js';
+import { buy, insertSeckillVoucher, soldOutMemoryOf } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
 
 let env: TestEnv;
@@ -34,7 +35,7 @@ afterAll(async () => {
 });
 
 const newBuyer = () => users[nextUser++]!.token;
-/** How soon an instance sells again after units come back: a dozen of its flag polls (SOLD_OUT_POLL_MS, 250 ms). */
+/** How soon an instance sells again after units come back: Redis pushes the change at once; the bound leaves a busy machine room. */
 const CLEARED_WITHIN_MS = 3_000;
 const knownRefusals = async (index: number) =>
   (await metrics[index]!.seckillRequests.get()).values.find((value) => value.labels.outcome === 'sold-out-known')?.value ?? 0;
@@ -75,7 +76,7 @@ async function soldOutKnownOn(index: number, voucherId: string) {
 }
 
 describe('sold-out flag', () => {
-  it('refuses from memory, with no order id, rate limit or reserve; cleared within a few polls when units come back', async () => {
+  it('refuses from memory, with no order id, rate limit, reserve or read of the sale; cleared when units come back', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 2 });
     const first = (await buy(instances[0]!, newBuyer(), voucherId)).json().data as string;
     await buy(instances[1]!, newBuyer(), voucherId);
@@ -88,17 +89,14 @@ describe('sold-out flag', () => {
       await env.redis.exists('sold-out-test-probe'); // proves the capture sees this connection's commands
     });
     expect(await knownRefusals(0)).toBe(before + 20);
-    // No reserve, rate limit or id block: at most the session lookup of each request (the near
-    // cache reads sessions on a connection of its own) and the flag's own poll.
+    // No reserve, rate limit or id block, no read of the sale: at most the session lookup of each
+    // request (the near cache reads sessions on a connection of its own).
     const probe = (command: string) => command.startsWith('exists ') && command.includes('sold-out-test-probe');
     expect(commands.filter(probe)).toHaveLength(1);
-    expect(
-      commands.filter((command) => !command.includes(':login:token:') && !command.startsWith('hmget ') && !backgroundJob(command) && !probe(command)),
-    ).toEqual([]);
+    expect(commands.filter((command) => !command.includes(':login:token:') && !backgroundJob(command) && !probe(command))).toEqual([]);
 
-    // Units back by an administrator (on the other instance): instance A sells again once its poll
-    // (every 250 ms) sees the flag's version move: asserted within 3 s, a dozen polls (the flag
-    // never clears by itself; 1 s left a busy machine too little room).
+    // Units back by an administrator (on the other instance): instance A sells again once Redis'
+    // invalidation of the sale hash reaches it (sold-out-raise.test.ts holds it to the next burst).
     const admin = await sessionOf(env, '999002', 'admin');
     await instances[1]!.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload: { stock: 3 } });
     const raisedAt = Date.now();
@@ -113,13 +111,12 @@ describe('sold-out flag', () => {
     expect(Date.now() - releasedAt).toBeLessThan(CLEARED_WITHIN_MS);
   });
 
-  it('the instance that raises the stock or resumes the sale sells again at once, without waiting for its poll', async () => {
+  it('the instance that raises the stock or resumes the sale sells again at once, without waiting for the invalidation', async () => {
     const voucherId = await insertSeckillVoucher(env, { stock: 1 });
     const admin = await sessionOf(env, '999003', 'admin');
     const patch = (payload: object) => instances[0]!.inject({ method: 'PATCH', url: `/api/voucher/seckill/${voucherId}`, headers: admin, payload });
     const control = (action: string) => instances[0]!.inject({ method: 'POST', url: `/api/voucher/seckill/${voucherId}/${action}`, headers: admin });
     expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true);
-    // Three rounds: a poll (every 250 ms) falling between the answer and the next order cannot pass them all.
     for (let total = 2; total <= 4; total += 1) {
       await soldOutKnownOn(0, voucherId);
       if (total === 4) expect((await control('pause')).statusCode).toBe(200);
@@ -130,7 +127,9 @@ describe('sold-out flag', () => {
   });
 
   it("the instance whose canceller gives a unit back forgets the voucher's flag at once", async () => {
-    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'sold-out-c', log: pino({ level: 'silent' }) });
+    const near = new NearCache(env.redis, { maxEntries: 100 });
+    expect(await near.start()).toBe(true);
+    const seckill = buildSeckill({ config: env.config, redis: env.redis, db: env.db, consumerName: 'sold-out-c', log: pino({ level: 'silent' }), near });
     try {
       const voucherId = await insertSeckillVoucher(env, { stock: 1 });
       const buyer = users[nextUser++]!.id;
@@ -141,6 +140,21 @@ describe('sold-out flag', () => {
       expect(() => seckill.placement.refuseIfKnownSoldOut(voucherId)).not.toThrow();
     } finally {
       await seckill.close();
+      await near.close();
+    }
+  });
+
+  it('forgets every flag when its near cache loses the invalidation connection (a missed push cannot leave a stale "Sold out")', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 1 });
+    expect((await buy(instances[0]!, newBuyer(), voucherId)).json().success).toBe(true);
+    const { memory, near } = await soldOutMemoryOf(env, { keys: new SaleKeys(env.config.seckill.streamShards), sale });
+    try {
+      await memory.remember(voucherId);
+      expect(memory.known(voucherId)).toBe(true);
+      for (const id of near.invalidationClientIds) await env.redis.client('KILL', 'ID', String(id));
+      await eventually(() => expect(memory.known(voucherId)).toBe(false));
+    } finally {
+      await near.close();
     }
   });
 });
