@@ -35,7 +35,11 @@ try {
   let nextBuyer = 0;
   // A refused buyer has bought nothing: the same one is sent again until B accepts.
   const orderOnB = async (): Promise<string> => {
-    const { body } = await toB.request({ method: 'POST', path: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: world.users[nextBuyer]!.token } });
+    const { body } = await toB.request({
+      method: 'POST',
+      path: `/api/voucher-order/seckill/${voucherId}`,
+      headers: { authorization: world.users[nextBuyer]!.token },
+    });
     const answer = (await body.json()) as { success: boolean; errorMsg?: string };
     if (answer.success) nextBuyer += 1;
     return answer.success ? 'accepted' : (answer.errorMsg ?? 'refused');
@@ -64,7 +68,9 @@ try {
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(2);
   console.log(`buckets ${BUCKETS}, ${ROUNDS} rounds: from A's raise answered to B's first order not refused "Sold out" (one order's round trip included)`);
   console.log(`  ms: p50 ${at(0.5)}, p90 ${at(0.9)}, p99 ${at(0.99)}, max ${sorted.at(-1)!.toFixed(2)}`);
-  console.log(`  orders B refused "Sold out" after the raise: ${refusedInWindow.reduce((s, n) => s + n, 0)} in all, at most ${Math.max(...refusedInWindow)} in a round`);
+  console.log(
+    `  orders B refused "Sold out" after the raise: ${refusedInWindow.reduce((s, n) => s + n, 0)} in all, at most ${Math.max(...refusedInWindow)} in a round`,
+  );
 } finally {
   for (const server of servers) await server.stop();
   await world.destroy();
