@@ -62,9 +62,14 @@ export interface BenchOptions {
   cpuProf: boolean;
   /** How long to wait for the order worker to drain after a sale. */
   drainTimeoutSeconds: number;
+  /** The servers' LOG_LEVEL: `warn` by default (the load's own lines out of the measurement); `info` is a deployment's default. */
+  logLevel: LogLevel;
   /** The command line, as given, for the report. */
   commandLine: string;
 }
+
+const LOG_LEVELS = ['warn', 'info'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class OptionsError extends Error {
   override name = 'OptionsError';
@@ -88,6 +93,7 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
   --users N               buyers with sessions (default 5000)
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)
+  --log-level LEVEL       the servers' LOG_LEVEL: warn (default) or info (a deployment's default)
   --cpu-prof              profile the baseline, seckill-async and shop-hot servers and summarise them
   --json                  one JSON document on stdout instead of Markdown
   --no-write              do not update docs/BENCHMARKS.md and docs/bench/chart.svg
@@ -122,6 +128,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         stock: { type: 'string' },
         'drain-timeout': { type: 'string' },
         'cpu-prof': { type: 'boolean', default: false },
+        'log-level': { type: 'string', default: 'warn' },
         json: { type: 'boolean', default: false },
         'no-write': { type: 'boolean', default: false },
         'docs-dir': { type: 'string' },
@@ -174,8 +181,15 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     docsDir: values['docs-dir'] ?? 'docs',
     cpuProf: values['cpu-prof'],
     drainTimeoutSeconds: number('--drain-timeout', values['drain-timeout'], smoke ? 60 : 180, 1, 3600),
+    logLevel: logLevel(values['log-level']),
     commandLine: ['npm run bench', ...(argv.length > 0 ? ['--', ...argv] : [])].join(' '),
   };
+}
+
+function logLevel(text: string): LogLevel {
+  const level = LOG_LEVELS.find((name) => name === text);
+  if (level === undefined) throw new OptionsError(`--log-level: ${text} is not one of ${LOG_LEVELS.join(', ')}`);
+  return level;
 }
 
 function scenarios(list: string | undefined): ScenarioName[] {

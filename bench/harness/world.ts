@@ -58,6 +58,8 @@ export interface OwnWorldOptions {
   users: number;
   /** Database and key prefix name; default `hmdp_bench_<pid>`. */
   name?: string;
+  /** The servers' LOG_LEVEL (default: startServer's `warn`). */
+  logLevel?: string;
 }
 
 export async function createOwnWorld(options: OwnWorldOptions): Promise<World> {
@@ -91,6 +93,7 @@ export async function createOwnWorld(options: OwnWorldOptions): Promise<World> {
       // The whole load comes from this one address: keep the per-IP order limit on (its cost is
       // part of the measurement) but far above the offered rate, unless the caller set it.
       ORDER_RATE_LIMIT_PER_IP: process.env.ORDER_RATE_LIMIT_PER_IP ?? '1000000',
+      ...(options.logLevel === undefined ? {} : { LOG_LEVEL: options.logLevel }),
     };
     return await populate(db, redis, OWN_SHARDS, options.users, env, destroy);
   } catch (error) {

@@ -48,6 +48,8 @@ export async function createTestEnv(env: Record<string, string> = {}): Promise<T
     REDIS_URL: testRedisUrl(),
     REDIS_KEY_PREFIX: keyPrefix,
     MYSQL_POOL_SIZE: '5',
+    // A line per request in the run's app logs, which the global setup scans for phones and tokens in clear.
+    LOG_REQUESTS: 'all',
     // Background jobs only where a test asks for them.
     SECKILL_WORKER: 'false',
     // Order rate limits only where a test asks for them: many tests fire bursts of orders from

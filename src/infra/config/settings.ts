@@ -87,6 +87,21 @@ export const SETTINGS = {
     shown: '`info` (`silent` in tests)',
     doc: 'pino level',
   }),
+  requestLog: {
+    lines: oneOf({
+      env: 'LOG_REQUESTS',
+      values: ['slow', 'all'],
+      default: 'slow',
+      doc: "the app's line per request: `slow` writes one (at `warn`) only for a request answered 5xx or slower than `LOG_SLOW_REQUEST_MS`; `all` one for every request (at `info`), at a cost in CPU per request ([docs/operations.md](docs/operations.md#logs)); the nginx in front writes the access log",
+    }),
+    slowMs: int({
+      env: 'LOG_SLOW_REQUEST_MS',
+      default: 1_000,
+      min: 0,
+      max: 3_600_000,
+      doc: 'a request answered after this long is logged (`0`: every request)',
+    }),
+  },
   /** Never `true`: that believes the left-most address of X-Forwarded-For, which the client writes. */
   trustProxy: custom<boolean | number | string>({
     env: 'TRUST_PROXY',

@@ -20,7 +20,7 @@ beforeAll(async () => {
   // The default (logging) SMS sender of development, which logs the code, and a logger writing
   // JSON lines here, at info level (outside development the code is never logged: abuse/login-codes.test.ts).
   loggedApp = await buildApp({
-    config: { ...env.config, nodeEnv: 'development' },
+    config: { ...env.config, nodeEnv: 'development', requestLog: { lines: 'all', slowMs: env.config.requestLog.slowMs } },
     redis: env.redis,
     db: env.db,
     logger: { level: 'info', stream: { write: (line: string) => logLines.push(line) } },
@@ -123,7 +123,7 @@ describe('logs', () => {
     expect(text).not.toContain(token);
     expect(text).not.toContain(phone);
     // Request ids on every request line (structured JSON).
-    const requestLines = logLines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string }).filter((entry) => entry.msg === 'incoming request');
+    const requestLines = logLines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string }).filter((entry) => entry.msg === 'request completed');
     expect(requestLines.length).toBeGreaterThanOrEqual(3);
     expect(requestLines.every((entry) => typeof entry.reqId === 'string' && entry.reqId.length > 0)).toBe(true);
   });

@@ -233,6 +233,12 @@ describe('npm run bench --target (the command line)', () => {
     expect(() => parseBenchOptions(['--target', 'ftp://x'], {})).toThrow(/expected an http/);
   });
 
+  it("sets the servers' log level: warn by default, info on request, nothing else", () => {
+    expect(smokeOptions().logLevel).toBe('warn');
+    expect(smokeOptions('--log-level', 'info').logLevel).toBe('info');
+    expect(() => parseBenchOptions(['--log-level', 'debug'], {})).toThrow(/--log-level: debug is not one of warn, info/);
+  });
+
   it('refuses a bad option with exit code 2 and a message naming it', async () => {
     const failure = await run(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--users', 'many']).then(
       () => null,
