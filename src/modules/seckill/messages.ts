@@ -26,9 +26,15 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     en: 'The outcome of this order is unknown ({dependency} did not answer): it may have been placed as order {orderId}. Check GET /api/voucher-order/{orderId} or GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again',
     zh: '下单结果未知（{dependency} 没有应答）：订单可能已创建，订单号 {orderId}。再次下单前请先查询 GET /api/voucher-order/{orderId} 或 GET /api/voucher-order/of/me/voucher/{voucherId}',
   },
+  /** The request deadline passed before an order id was issued: the request may still place one. */
   orderDeadline: {
     en: 'The outcome of this order is unknown (no answer in time): check GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again',
     zh: '下单结果未知（未能及时应答）：再次下单前请先查询 GET /api/voucher-order/of/me/voucher/{voucherId}',
+  },
+  /** The request deadline passed after the order id was issued: outcomeUnknown's answer, without the dependency. */
+  orderDeadlineWithId: {
+    en: 'The outcome of this order is unknown (no answer in time): it may have been placed as order {orderId}. Check GET /api/voucher-order/{orderId} or GET /api/voucher-order/of/me/voucher/{voucherId} before ordering again',
+    zh: '下单结果未知（未能及时应答）：订单可能已创建，订单号 {orderId}。再次下单前请先查询 GET /api/voucher-order/{orderId} 或 GET /api/voucher-order/of/me/voucher/{voucherId}',
   },
   orderNotFound: { en: 'Order {orderId} not found', zh: '订单 {orderId} 不存在' },
   noOrderForVoucher: { en: 'You have no order for voucher {voucherId}', zh: '您没有优惠券 {voucherId} 的订单' },

@@ -210,17 +210,13 @@ describe('the request deadline', () => {
     expect(logs).not.toMatch(/already sent|Promise errored/);
   }, 30_000);
 
-  it('says on the order route that the outcome is unknown, and a handler failing after it is a warning, not an error', async () => {
-    // Redis's own bound longer than the request's: the deadline answers while reserve.lua waits.
-    const config: Config = { ...baseConfig, deadlines: { ...baseConfig.deadlines, requestMs: 600, redisCommandMs: 1_500 } };
-    const slowRedis = createRedis(config, { onError: () => undefined });
-    const { app: impatient } = await buildTestApp({ ...env, config, redis: slowRedis, db }, undefined, { logger });
+  it('says on the order route that the outcome is unknown and names the order id issued, which then tells the order; a handler failing after it is a warning, not an error', async () => {
+    const { app: impatient, close } = await impatientApp();
     try {
       const voucherId = await insertSeckillVoucher(env, { stock: 5 });
       const [buyer, warmup] = await createUsersWithSessions({ ...env, redis }, 2, 18_000_000_000);
       // Publish the sale first (a first order does), so the stalled reserve is one that can accept.
       await app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: warmup!.token } });
-      await slowRedis.ping();
       const reserveSent = redisRelay.stallAfter(':orders');
       const started = Date.now();
       const pending = impatient.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: buyer!.token } });
@@ -228,18 +224,56 @@ describe('the request deadline', () => {
       const response = await pending;
       expect(response.statusCode).toBe(503);
       expect(response.headers['retry-after']).toBe('1');
-      expect(response.json<{ errorMsg: string }>().errorMsg).toContain(render(orderDeadlineMessage(voucherId), 'en'));
+      const { errorMsg } = response.json<{ errorMsg: string }>();
+      const orderId = /placed as order (\d+)/.exec(errorMsg)?.[1];
+      if (orderId === undefined) expect.fail(`no order id in: ${errorMsg}`);
+      expect(errorMsg).toContain(render(orderDeadlineMessage(voucherId, orderId), 'en'));
       expect(Date.now() - started).toBeLessThan(1_400);
 
       await sleep(1_500); // reserve.lua's own timeout fires: OutcomeUnknown, after the answer
       expect(logs).toContain('request failed after its deadline answered 503');
       expect(logs).not.toMatch(/already sent|Promise errored/);
       redisRelay.resume();
-      const found = await app.inject({ method: 'GET', url: `/api/voucher-order/of/me/voucher/${voucherId}`, headers: { authorization: buyer!.token } });
-      expect(found.json()).toMatchObject({ success: true, data: { voucherId, state: 'queued' } });
+      // The id the answer named is the order's: its owner looks it up by that id, or by the voucher.
+      const byId = await app.inject({ method: 'GET', url: `/api/voucher-order/${orderId}`, headers: { authorization: buyer!.token } });
+      expect(byId.json()).toMatchObject({ success: true, data: { id: orderId, voucherId, state: 'queued' } });
+      const byVoucher = await app.inject({ method: 'GET', url: `/api/voucher-order/of/me/voucher/${voucherId}`, headers: { authorization: buyer!.token } });
+      expect(byVoucher.json()).toMatchObject({ success: true, data: { voucherId, state: 'queued' } });
     } finally {
-      await impatient.close();
-      slowRedis.disconnect();
+      await close();
+    }
+  }, 30_000);
+
+  it('names no order id on the order route when the deadline passes before one was issued', async () => {
+    const { app: impatient, close } = await impatientApp();
+    try {
+      const voucherId = await insertSeckillVoucher(env, { stock: 5 });
+      const [buyer] = await createUsersWithSessions({ ...env, redis }, 1, 18_100_000_000);
+      // This instance has not read the session: the request waits for Redis before the handler runs.
+      redisRelay.stall();
+      const response = await impatient.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}`, headers: { authorization: buyer!.token } });
+      expect(response.statusCode).toBe(503);
+      const { errorMsg } = response.json<{ errorMsg: string }>();
+      expect(errorMsg).toContain(render(orderDeadlineMessage(voucherId), 'en'));
+      expect(errorMsg).not.toMatch(/placed as order/);
+    } finally {
+      redisRelay.resume();
+      await close();
     }
   }, 30_000);
 });
+
+/** An app whose request deadline passes while a Redis command still waits (Redis's own bound is longer). */
+async function impatientApp(): Promise<{ app: FastifyInstance; close: () => Promise<void> }> {
+  const config: Config = { ...baseConfig, deadlines: { ...baseConfig.deadlines, requestMs: 600, redisCommandMs: 1_500 } };
+  const slowRedis = createRedis(config, { onError: () => undefined });
+  const { app: impatient } = await buildTestApp({ ...env, config, redis: slowRedis, db }, undefined, { logger });
+  await slowRedis.ping();
+  return {
+    app: impatient,
+    close: async () => {
+      await impatient.close();
+      slowRedis.disconnect();
+    },
+  };
+}

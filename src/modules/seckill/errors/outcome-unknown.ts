@@ -23,5 +23,9 @@ export class OutcomeUnknown extends SeckillError {
   }
 }
 
-/** What the request deadline answers on the order route, whose reserve may have run by then. */
-export const orderDeadlineMessage = (voucherId: string): Message => SECKILL_MESSAGES.orderDeadline({ voucherId });
+/**
+ * What the request deadline answers on the order route, whose reserve may have run by then: with
+ * the order id once one was issued (as OutcomeUnknown's answer names it), never one before.
+ */
+export const orderDeadlineMessage = (voucherId: string, orderId?: string): Message =>
+  orderId === undefined ? SECKILL_MESSAGES.orderDeadline({ voucherId }) : SECKILL_MESSAGES.orderDeadlineWithId({ voucherId, orderId });

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
+import type { Socket } from 'node:net';
 import { IdParams } from '../../../http/schemas.js';
 import { currentUser } from '../../users/auth.js';
 import { RateLimited } from '../errors/index.js';
@@ -51,7 +52,7 @@ export const orderEventRoutes: FastifyPluginAsyncTypebox<OrderEventRoutesOptions
       const orderId = request.params.id;
       // Watched before anything is held: a client gone at any point releases all the stream took.
       const held = new HeldResources();
-      reply.raw.once('close', () => held.releaseAll());
+      whenClientGone(reply, () => held.releaseAll());
       if (connectionClosed(reply)) return abandon(reply); // left before the handler ran: nothing taken
       const seat = await options.seats.take(userId);
       if (seat === null) throw new RateLimited(() => SECKILL_MESSAGES.tooManyOrderStreams({ streams: options.streamsPerUser }), 5_000);
@@ -105,6 +106,42 @@ class HeldResources {
   }
 }
 
+/**
+ * Calls `gone` once, when the response closes (answered, or the client left while it was on the
+ * socket) or the connection does. A pipelined request's response is queued behind the one before
+ * it, without a socket, and gets no 'close' of its own when the connection dies; only the socket
+ * tells. The first of the two stops the watch of the other.
+ */
+function whenClientGone(reply: FastifyReply, gone: () => void): void {
+  const once = (): void => {
+    reply.raw.off('close', once);
+    stopWatchingSocket();
+    gone();
+  };
+  reply.raw.once('close', once);
+  const stopWatchingSocket = onConnectionClose(reply.request.raw.socket, once);
+}
+
+/**
+ * Per connection, what to call when it closes, behind one 'close' listener: a client pipelining
+ * many requests on one socket would otherwise pile up a listener each.
+ */
+const departures = new WeakMap<Socket, Set<() => void>>();
+
+function onConnectionClose(socket: Socket, gone: () => void): () => void {
+  let waiting = departures.get(socket);
+  if (waiting === undefined) {
+    const calls = new Set<() => void>();
+    departures.set(socket, calls);
+    socket.once('close', () => {
+      for (const call of calls) call();
+    });
+    waiting = calls;
+  }
+  waiting.add(gone);
+  return () => void waiting.delete(gone);
+}
+
 /** Nobody to answer: the reply is taken from Fastify, which would otherwise write to a closed socket. */
 function abandon(reply: FastifyReply): FastifyReply {
   reply.hijack();
@@ -147,8 +184,8 @@ function startStream(reply: FastifyReply, seat: StreamSeat, held: HeldResources,
     raw.end();
   };
   open.add(finish);
-  raw.on('close', finish);
-  if (connectionClosed(reply)) finish();
+  // The stream is one of the things held: it ends when they are released (the client gone: whenClientGone).
+  held.add(async () => finish());
   return {
     send(event: StateEvent): void {
       const rank = STATE_RANK[event.state];

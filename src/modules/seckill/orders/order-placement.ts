@@ -40,6 +40,17 @@ export interface OrderPlacementDeps {
   countOutcome?: (strategy: string, outcome: string) => void;
 }
 
+/** How one order is placed. */
+export interface PlaceOptions {
+  /** A retry with it returns the order the key was first accepted as. */
+  idempotencyKey?: string;
+  /**
+   * Told the order's id once it is issued, before the sale decides: from then on the order may
+   * exist under that id, which a caller that stops waiting can name.
+   */
+  onOrderId?: (orderId: string) => void;
+}
+
 /** An order placed: its id, and whether an Idempotency-Key's earlier order was returned. */
 interface Placed {
   orderId: string;
@@ -69,11 +80,12 @@ export class OrderPlacement {
    * retry returns the order the key was first accepted as (never "already bought", never a second
    * order); the key is bound to this voucher first (422 when it was used for another one).
    */
-  async place(userId: string, voucherId: string, idempotencyKey?: string): Promise<string> {
+  async place(userId: string, voucherId: string, { idempotencyKey, onOrderId }: PlaceOptions = {}): Promise<string> {
     const { strategy, countOutcome } = this.deps;
     try {
       if (idempotencyKey !== undefined) await this.bindKey(userId, idempotencyKey, voucherId);
       const request: OrderRequest = { orderId: String(await this.deps.ids.nextId(ORDER_ID_PREFIX)), userId, voucherId };
+      onOrderId?.(request.orderId);
       if (idempotencyKey !== undefined) request.idempotencyKey = idempotencyKey;
       const placed = strategy === 'async' ? await this.placeAsync(request) : await this.placeSync(request);
       countOutcome?.(strategy, placed.replayed ? 'replayed' : 'accepted');

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { badRequest } from '../../../http/errors.js';
 import { ok } from '../../../http/result.js';
@@ -37,6 +38,8 @@ export interface OrderRoutesOptions {
 }
 
 export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async (app, { placement, userOrders, limits, sales, gate }) => {
+  // Each order request's id once issued: the request deadline's 503 names it (the order may exist by then).
+  const issuedIds = new WeakMap<FastifyRequest, string>();
   // rateLimit: false: the general per-IP API limit (if on) skips this route, which has its own.
   app.post(
     '/voucher-order/seckill/:id',
@@ -48,7 +51,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
         params: IdParams,
         response: { 200: ResultOf(Id) },
       },
-      config: { rateLimit: false, deadlineMessage: (request) => orderDeadlineMessage((request.params as { id: string }).id) },
+      config: { rateLimit: false, deadlineMessage: (request) => orderDeadlineMessage((request.params as { id: string }).id, issuedIds.get(request)) },
     },
     async (request) => {
       const userId = currentUser(request).id;
@@ -61,7 +64,8 @@ export const orderRoutes: FastifyPluginAsyncTypebox<OrderRoutesOptions> = async 
       await sales.refuseIfUnknown(request.params.id);
       // A gated sale: a purchase token of this user and voucher (purchase-gate.ts), checked in memory.
       const pass = await gate?.check(request.headers[PURCHASE_TOKEN_HEADER] as string | undefined, userId, request.params.id);
-      const place = () => placement.place(userId, request.params.id, idempotencyKey);
+      const onOrderId = (orderId: string): void => void issuedIds.set(request, orderId);
+      const place = () => placement.place(userId, request.params.id, { idempotencyKey, onOrderId });
       // Spent once the limits let the order through: a token buys one order.
       return ok(await (gate ? gate.spendOn(pass, idempotencyKey, place) : place()));
     },

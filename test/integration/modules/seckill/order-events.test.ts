@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { testRedisUrl } from '../../../../kit/services.js';
 import pino from 'pino';
@@ -148,7 +148,56 @@ describe('order state events (SSE)', () => {
     await stream.waitFor('queued');
     stream.close();
   });
+
+  it("streams pipelined on one connection that is reset give back every seat, the queued responses' too", async () => {
+    const user = users[6]!;
+    const orderId = await placeOrder(user);
+    const { port } = new URL(streamingUrl);
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): number => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      // Requests on one keep-alive connection, more than a socket's 10 listeners: from the second
+      // on, each response waits for the one before it (a stream that never ends), without a socket
+      // of its own to see the reset by.
+      const socket = await pipelineStreams(Number(port), orderId, user.token, 12);
+      await eventually(async () => expect(await env.redis.zcard(orderStreamSeatsKey(user.id))).toBe(STREAMS_PER_USER), 5_000);
+      await resetAndWait(socket);
+      // Leases outlive a heartbeat (200 ms) 3 times: a seat still held after 2 s is renewed by a leaked stream.
+      await eventually(async () => {
+        expect(await env.redis.zcard(orderStreamSeatsKey(user.id))).toBe(0);
+        expect(await env.redis.pubsub('NUMSUB', `${env.keyPrefix}order-events`)).toEqual([`${env.keyPrefix}order-events`, 0]);
+      }, 2_000);
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings.filter((warning) => warning.name === 'MaxListenersExceededWarning')).toEqual([]);
+    const streams = await Promise.all(Array.from({ length: STREAMS_PER_USER }, () => openOrderStream(streamingUrl, orderId, user.token)));
+    for (const stream of streams) stream.close();
+    expect(streams.map((stream) => stream.status)).toEqual(Array(STREAMS_PER_USER).fill(200));
+  });
 });
+
+/** Opens a connection and sends `count` GET …/events requests on it at once (HTTP/1.1 pipelining). */
+function pipelineStreams(port: number, orderId: string, authorization: string, count: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const request = `GET /api/voucher-order/${orderId}/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${authorization}\r\n\r\n`;
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.off('error', reject);
+      socket.on('error', () => undefined);
+      socket.write(request.repeat(count));
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
+}
+
+function resetAndWait(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    socket.once('close', () => resolve());
+    socket.resetAndDestroy();
+  });
+}
 
 /** Sends GET …/events on a raw socket and resets the connection `afterMs` later, whatever the server answered by then. */
 function requestAndReset(port: number, orderId: string, authorization: string, afterMs: number): Promise<void> {
