@@ -1,22 +1,23 @@
 /**
  * The MySQL statements an API request sends: `npx tsx bench/costs/mysql-statements.ts`.
  *
- * Starts a private redis-server and an app server (the bench server, whose pool is production's:
- * bounded by the deadlines) on a database of its own, gives the first bench user BLOGS blogs, then
- * sends REQUESTS requests of `GET /api/blog/of/me` one after another (after one that opens the
- * pool's connection). Over that slice it reads MariaDB's global counters: Questions (statements
- * sent by clients), Com_select, Com_set_option (SET statements: the session's time zone) and
- * Connections (connections opened), less what an idle slice as long counts (the server's
- * background work, this script's own status reads).
+ * Starts a private redis-server and production's entry, src/main.ts (its pool bounded by the
+ * deadlines, as the bench server's is not), on a database of its own, gives the first bench user
+ * BLOGS blogs, then sends REQUESTS requests of `GET /api/blog/of/me` one after another (after one
+ * that opens the pool's connection). Over that slice it reads MariaDB's global counters: Questions
+ * (statements sent by clients), Com_select, Com_set_option (SET statements: the session's time
+ * zone) and Connections (connections opened), less what an idle slice as long counts (the
+ * server's background work, this script's own status reads).
  *
  * Global counters count every client of the server: run it on a MariaDB nothing else is using (as
  * the bench runs), or the other clients' statements count as the requests'.
  */
+import { spawn } from 'node:child_process';
 import { createConnection, type Connection, type RowDataPacket } from 'mysql2/promise';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { startRedisServer } from '../../kit/redis-servers.js';
-import { createOwnWorld, startServer } from '../harness/index.js';
+import { freePort, startRedisServer } from '../../kit/redis-servers.js';
+import { BENCH_PURCHASE_TOKEN_KEYS, createOwnWorld, stopProcess } from '../harness/index.js';
 
 const REQUESTS = Number(process.env.REQUESTS ?? 50);
 const BLOGS = 5;
@@ -26,7 +27,7 @@ type Counts = Record<(typeof COUNTERS)[number], number>;
 const mysqlServerUrl = (process.env.MYSQL_SERVER_URL ?? 'mysql://root@127.0.0.1:3306').replace(/\/$/, '');
 const redisServer = await startRedisServer();
 const world = await createOwnWorld({ redisUrl: redisServer.url, mysqlServerUrl, users: 1, name: `hmdp_bench_statements_${process.pid}` });
-const server = await startServer({ env: { ...world.env, SECKILL_WORKER: 'false' } });
+const server = await startProduction(world.env);
 const status = await createConnection(mysqlServerUrl);
 const pool = new Pool(server.url, { connections: 1 });
 try {
@@ -74,4 +75,37 @@ async function counters(connection: Connection): Promise<Counts> {
   const [rows] = await connection.query<RowDataPacket[]>(`SHOW GLOBAL STATUS WHERE Variable_name IN (${COUNTERS.map(() => '?').join(', ')})`, [...COUNTERS]);
   const values = new Map(rows.map((row) => [String(row.Variable_name), Number(row.Value)]));
   return Object.fromEntries(COUNTERS.map((name) => [name, values.get(name) ?? Number.NaN])) as Counts;
+}
+
+/** src/main.ts under tsx (the statements are those of the compiled build), listening once /api/health answers 200. */
+async function startProduction(env: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: {
+      ...process.env,
+      ...env,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      SMS_SENDER: 'log',
+      PURCHASE_TOKEN_KEYS: BENCH_PURCHASE_TOKEN_KEYS,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      SECKILL_WORKER: 'false',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let attempt = 0; ; attempt += 1) {
+    const status = await fetch(`${url}/api/health`).then(
+      (response) => response.status,
+      () => 0,
+    );
+    if (status === 200) return { url, stop: () => stopProcess(child) };
+    if (attempt === 300 || child.exitCode !== null) {
+      await stopProcess(child);
+      throw new Error(`src/main.ts did not become healthy (last status ${status})`);
+    }
+    await sleep(100);
+  }
 }

@@ -23,12 +23,7 @@ import { registerGulimallSeckill } from './gulimall-seckill.js';
 
 const config = loadConfig();
 const redis = createRedis(config);
-// Production's pool (src/main.ts): every wait bounded by the deadlines, the pool's own wrapper included in what is measured.
-const db = createDb({
-  mysqlUrl: config.mysqlUrl,
-  poolSize: config.mysqlPoolSize,
-  timeouts: { queryMs: config.deadlines.mysqlQueryMs, connectMs: config.deadlines.mysqlConnectMs },
-});
+const db = createDb({ mysqlUrl: config.mysqlUrl, poolSize: config.mysqlPoolSize });
 const app = await buildApp({ config, redis, db });
 const scripts = defineScripts<{ noop(key: string): Promise<number> }>(redis, 'bench', { noop: { keys: 1, lua: "return redis.call('EXISTS', KEYS[1])" } });
 app.post('/bench/evalsha', async () => ok(await scripts.noop('bench:noop')));
