@@ -11,10 +11,20 @@ import { EXIT_UNAVAILABLE, failureExitCode } from './run-cli.js';
  * Compares the seckill state in Redis (stock, buyers) with MySQL's orders and optionally repairs
  * Redis from MySQL (see src/modules/seckill/admin/reconcile.ts):
  *   npm run reconcile -- [--repair] [--voucher <id> ...] [--json] [--drain-timeout-ms <ms>]
- * Exit codes: 0 no drift (or all of it repaired), 1 drift found and not repaired, 2 bad options
- * (or an unknown voucher), 3 could not run (Redis or MySQL unreachable, bad configuration).
+ * Exit codes: USAGE below. A bucketed sale is read by its own bucket count (MySQL's, checked
+ * against Redis's layout record), whatever SECKILL_MAX_BUCKETS says here.
  */
-const USAGE = 'usage: reconcile [--repair] [--voucher <id> ...] [--json] [--drain-timeout-ms <ms>]';
+const USAGE = `usage: reconcile [--repair] [--voucher <id> ...] [--json] [--drain-timeout-ms <ms>]
+
+exit codes:
+  0  no drift (or all of it repaired), every voucher checked
+  1  drift found and not repaired (whatever else)
+  2  bad options, or an unknown voucher
+  3  could not run (Redis or MySQL unreachable, bad configuration)
+  4  some vouchers were not checked (listed with why); no drift left in the others`;
+
+/** Exit code of a run that left vouchers unchecked and no drift in the others. */
+const EXIT_UNCHECKED = 4;
 
 function parseOptions(): { repair: boolean; json: boolean; voucherIds: string[]; drainTimeoutMs: number } | string {
   let parsed;
@@ -47,8 +57,10 @@ function parseOptions(): { repair: boolean; json: boolean; voucherIds: string[];
 }
 
 function printText(report: ReconcileReport, repair: boolean, where: string): void {
+  const unchecked = report.unchecked ?? [];
+  const checked = unchecked.length === 0 ? `${report.vouchers}` : `${report.vouchers - unchecked.length} of ${report.vouchers}`;
   console.log(
-    `reconcile: ${where}: ${report.vouchers} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair freezes each drifted voucher for an exact answer)'}`,
+    `reconcile: ${where}: ${checked} seckill vouchers checked${repair ? '' : ' (snapshot of a possibly running sale; --repair freezes each drifted voucher for an exact answer)'}`,
   );
   for (const drift of report.drifted) {
     const parts = [`stock redis=${drift.redisStock ?? 'missing'} expected=${drift.expectedStock} (mysql ${drift.mysqlStock})`];
@@ -58,13 +70,28 @@ function printText(report: ReconcileReport, repair: boolean, where: string): voi
     console.log(`  voucher ${drift.voucherId}: ${parts.join('; ')}`);
   }
   for (const skipped of report.skipped) console.log(`  voucher ${skipped.voucherId}: NOT repaired: ${skipped.reason}`);
+  for (const voucher of unchecked) console.log(`  voucher ${voucher.voucherId}: NOT checked: ${voucher.reason}`);
   for (const transfer of report.pendingTransfers ?? []) {
     console.log(
       `  voucher ${transfer.voucherId}: transfer ${transfer.transferId} of ${transfer.units} units from bucket ${transfer.from} to ${transfer.to} pending for ${transfer.ageMs} ms${transfer.given ? ' (given, not yet settled)' : ''}: not drift (the sweep ends it after 10 s)`,
     );
   }
-  const summary = report.drifted.length === 0 ? 'no drift' : `${report.drifted.length} drifted, ${report.repaired} repaired`;
-  console.log(`reconcile: ${summary}`);
+  console.log(`reconcile: ${verdict(report)}`);
+}
+
+/** The last line: never "no drift" alone when a voucher went unchecked. */
+function verdict(report: ReconcileReport): string {
+  const unchecked = report.unchecked?.length ?? 0;
+  if (report.drifted.length > 0) {
+    const drift = `${report.drifted.length} drifted, ${report.repaired} repaired`;
+    return unchecked === 0 ? drift : `${drift}; ${unchecked} skipped (not checked)`;
+  }
+  return unchecked === 0 ? 'no drift' : `no drift in the ${report.vouchers - unchecked} checked; ${unchecked} skipped (not checked)`;
+}
+
+function exitCode(report: ReconcileReport): number {
+  if (report.drifted.length > report.repaired) return 1;
+  return (report.unchecked?.length ?? 0) > 0 ? EXIT_UNCHECKED : 0;
 }
 
 const options = parseOptions();
@@ -83,7 +110,10 @@ if (typeof options === 'string') {
     config = loadConfig();
     db = await openDb(config, 2);
     redis = await openRedis(config);
-    const sale = buildSale(redis, new SaleKeys(config.seckill.streamShards, config.seckill.maxBuckets > 1));
+    // With the bucket lanes whatever SECKILL_MAX_BUCKETS says: a bucket's keys follow from the
+    // voucher and its bucket count alone (keys.ts), so a bucketed sale is read by its own count
+    // even where this shell, or the deployment since, sells new sales from one bucket.
+    const sale = buildSale(redis, new SaleKeys(config.seckill.streamShards, true));
     const report = await reconcileSeckill(
       { db, sale },
       {
@@ -94,8 +124,7 @@ if (typeof options === 'string') {
     );
     if (options.json) console.log(JSON.stringify(report, null, 2));
     else printText(report, options.repair, redactUrl(config.mysqlUrl));
-    const unrepaired = report.drifted.length - report.repaired;
-    process.exitCode = unrepaired > 0 ? 1 : 0;
+    process.exitCode = exitCode(report);
   } catch (error) {
     if (error instanceof UnknownVoucherError) {
       console.error(`reconcile: ${error.message}`);

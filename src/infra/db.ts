@@ -65,6 +65,14 @@ export function databaseName(mysqlUrl: string): string | undefined {
  * unreachable or silent become DependencyUnavailable (a 503 naming MySQL); SQL errors pass as they are.
  */
 class BoundedPool implements MysqlPool {
+  /**
+   * One wrapper per physical connection, handed out again on every acquire: Kysely knows a
+   * connection by the identity of the object the pool gives it and runs onCreateConnection
+   * (`SET time_zone`) for each one it has not seen, so a new wrapper per acquire would cost a SET
+   * per query. Weak: a destroyed connection leaves the pool and its wrapper goes with it.
+   */
+  private readonly wrappers = new WeakMap<PoolConnection, MysqlPoolConnection>();
+
   constructor(
     private readonly pool: Pool,
     private readonly timeoutMs: number,
@@ -86,12 +94,21 @@ class BoundedPool implements MysqlPool {
       settled = true;
       clearTimeout(timer);
       if (error) callback(this.translate(error), undefined as never);
-      else callback(null, this.bounded(connection));
+      else callback(null, this.wrapperOf(connection));
     });
   }
 
   end(callback: (error: unknown) => void): void {
     this.pool.end(callback);
+  }
+
+  private wrapperOf(connection: PoolConnection): MysqlPoolConnection {
+    let wrapper = this.wrappers.get(connection);
+    if (!wrapper) {
+      wrapper = this.bounded(connection);
+      this.wrappers.set(connection, wrapper);
+    }
+    return wrapper;
   }
 
   private bounded(connection: PoolConnection): MysqlPoolConnection {

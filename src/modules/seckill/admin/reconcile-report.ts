@@ -39,6 +39,11 @@ export interface ReconcileReport {
   repaired: number;
   /** Drifted vouchers a repair gave up on (queued orders did not drain in time, freeze lapsed). */
   skipped: Array<{ voucherId: string; reason: string }>;
+  /**
+   * Vouchers not compared at all, with why (their Redis state cannot be read as their layout is
+   * recorded): neither drifted nor clean. Present only when there are some.
+   */
+  unchecked?: Array<{ voucherId: string; reason: string }>;
   /** Transfers of bucketed sales found pending by the check (present only when there are some): not drift. */
   pendingTransfers?: PendingTransferReport[];
 }

@@ -53,7 +53,7 @@ const DRAIN_POLL_MS = 50;
 const FREEZE_MARGIN_MS = 30_000;
 
 /** The parts of the sale a reconciliation reads and repairs. */
-export type ReconciledSale = Pick<Sale, 'keys' | 'snapshots' | 'administration' | 'publisher' | 'transfers'>;
+export type ReconciledSale = Pick<Sale, 'keys' | 'snapshots' | 'administration' | 'publisher' | 'transfers' | 'layouts'>;
 
 export async function reconcileSeckill(deps: { db: Db; sale: ReconciledSale }, options: ReconcileOptions): Promise<ReconcileReport> {
   const reconciler = new Reconciler(deps.db, deps.sale, options.drainTimeoutMs ?? 10_000);
@@ -71,10 +71,10 @@ export async function reconcileSeckill(deps: { db: Db; sale: ReconciledSale }, o
 
 /** Checks one voucher and, if asked and drifted, repairs it; adds what it found to the report. */
 async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair: boolean, report: ReconcileReport): Promise<void> {
-  const buckets = voucher.buckets ?? 1;
-  if (buckets > 1 && !reconciler.readsBuckets) {
-    // Its buckets' keys are on lanes this layout does not have: skipped, never misread as drifted.
-    report.skipped.push({ voucherId: voucher.voucherId, reason: `sold from ${buckets} buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it` });
+  // Never misread as drifted or as clean: reported as not checked, with why.
+  const unreadable = await reconciler.unreadable(voucher);
+  if (unreadable !== null) {
+    (report.unchecked ??= []).push({ voucherId: voucher.voucherId, reason: unreadable });
     return;
   }
   const { drift, transfers } = await reconciler.check(voucher);
@@ -86,7 +86,7 @@ async function reconcileOne(reconciler: Reconciler, voucher: SeckillRow, repair:
   }
   // Under the sale's lock: an administrator's change (sale-controls.ts) cannot interleave, and the
   // window the repair writes to Redis is read fresh under it.
-  const locked = await withSaleLock(reconciler.db, voucher.voucherId, async () => reconciler.repair(await reconciler.fresh(voucher)));
+  const locked = await withSaleLock(reconciler.db, voucher.voucherId, async () => reconciler.repairFresh(voucher));
   const result = locked === SALE_BUSY ? { drift: null, repaired: false, skipped: 'an administrator is changing this sale; run it again' } : locked;
   // Report what the frozen, drained comparison found (the check's snapshot may have been transient).
   if (result.drift) report.drifted.push(result.drift);
@@ -111,9 +111,27 @@ class Reconciler {
     );
   }
 
-  /** Whether this layout has the bucket lanes (SECKILL_MAX_BUCKETS > 1): else a bucketed voucher cannot be read. */
-  get readsBuckets(): boolean {
-    return this.sale.keys.bucketLanes;
+  /**
+   * Why the voucher's Redis state cannot be read by the layout MySQL records for it, or null when
+   * it can: its buckets are on lanes these keys do not have, or Redis's layout record names
+   * another bucket count (its orders may be in buckets the comparison would not read, and a
+   * repair would count units where no order is decided).
+   */
+  async unreadable(voucher: SeckillRow): Promise<string | null> {
+    const buckets = voucher.buckets ?? 1;
+    if (buckets > 1 && !this.sale.keys.bucketLanes) return `sold from ${buckets} buckets, and these sale keys have no bucket lanes to read them in`;
+    const inRedis = await this.sale.layouts.bucketsOf(voucher.voucherId);
+    if (inRedis > 1 && inRedis !== buckets) {
+      return `Redis's layout record sells it from ${inRedis} buckets, MySQL's row from ${buckets}: which holds its orders is unknown (a change of buckets left half done?)`;
+    }
+    return null;
+  }
+
+  /** The voucher's row read again under its sale's lock, then repaired if its layout can still be read. */
+  async repairFresh(voucher: SeckillRow): Promise<RepairResult> {
+    const fresh = await this.fresh(voucher);
+    const unreadable = await this.unreadable(fresh);
+    return unreadable === null ? this.repair(fresh) : { drift: null, repaired: false, skipped: unreadable };
   }
 
   /** The given vouchers, or every seckill voucher whose Redis keys may still exist (sale not ended longer than the keep window ago). */

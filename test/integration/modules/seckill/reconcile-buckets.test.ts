@@ -21,6 +21,7 @@ import type { ReserveResult } from '../../../../src/modules/seckill/types.js';
 import { eventually } from '../../../support/eventually.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock, statusOf, soldOutMemoryOf } from '../../../support/seckill.js';
+import { runReconcileCli } from '../../../support/reconcile-cli.js';
 
 let env: TestEnv;
 let seckill: ReturnType<typeof buildSeckill>;
@@ -199,7 +200,7 @@ describe('reconciling a bucketed sale', () => {
     expect(await check([voucherId])).toMatchObject({ drifted: [] });
   });
 
-  it('skips a bucketed sale, with the reason, where the layout has no bucket lanes (SECKILL_MAX_BUCKETS = 1)', async () => {
+  it('leaves a bucketed sale unchecked, with the reason, where the sale keys have no bucket lanes', async () => {
     const voucherId = await bucketedSale(10, 3);
     await place(voucherId, usersHomingTo(0, 3, 1));
     const withoutLanes = buildSale(env.redis, new SaleKeys(env.config.seckill.streamShards));
@@ -207,7 +208,8 @@ describe('reconciling a bucketed sale', () => {
       vouchers: 1,
       drifted: [],
       repaired: 0,
-      skipped: [{ voucherId, reason: "sold from 3 buckets: run with SECKILL_MAX_BUCKETS as the sale's instances have it" }],
+      skipped: [],
+      unchecked: [{ voucherId, reason: 'sold from 3 buckets, and these sale keys have no bucket lanes to read them in' }],
     });
     await written(voucherId, 1);
   });
@@ -300,4 +302,78 @@ describe('reconciling a bucketed sale', () => {
       await seckill.worker.stop();
     }
   }, 60_000);
+});
+
+describe('npm run reconcile (CLI) where SECKILL_MAX_BUCKETS is unset', () => {
+  const run = (...args: string[]) => runReconcileCli(env, args);
+
+  /** A bucketed sale of 12 units in 3 buckets with two orders written, and a one-bucket sale with one, 2 units too many in Redis. */
+  async function twoDriftedSales(): Promise<{ bucketed: string; single: string; lost: string }> {
+    const bucketed = await bucketedSale(12, 3);
+    const [kept, lost] = [usersHomingTo(0, 3, 1)[0]!, usersHomingTo(1, 3, 1)[0]!];
+    await place(bucketed, [kept, lost]);
+    await written(bucketed, 2);
+    const single = await insertSeckillVoucher(env, { stock: 10 });
+    await place(single, [String(nextUser++)]);
+    await written(single, 1);
+    await env.redis.hincrby(seckill.keys.voucher(single).voucher, 'stock', 2);
+    return { bucketed, single, lost };
+  }
+
+  it('checks and repairs a bucketed sale whose buyer record was lost by its own bucket count, beside a one-bucket sale', async () => {
+    const { bucketed, single, lost } = await twoDriftedSales();
+    await env.redis.del(seckill.keys.bucket(bucketed, bucket(1, 3)).buyers);
+
+    const found = await run('--voucher', bucketed, '--voucher', single);
+    expect(found.stdout).toContain(`voucher ${bucketed}: stock redis=10 expected=10 (mysql 10); missing buyers ${lost}\n`);
+    expect(found.stdout).toContain(`voucher ${single}: stock redis=11 expected=9 (mysql 9)\n`);
+    expect(found.stdout).toMatch(/reconcile: 2 drifted, 0 repaired\n$/);
+    expect(found.code).toBe(1);
+
+    const repaired = await run('--voucher', bucketed, '--voucher', single, '--repair');
+    expect(repaired.stdout).toMatch(/reconcile: 2 drifted, 2 repaired\n$/);
+    expect(repaired.code).toBe(0);
+    expect(await env.redis.hget(seckill.keys.bucket(bucketed, bucket(1, 3)).buyers, lost)).toBe('1');
+
+    const clean = await run('--voucher', bucketed, '--voucher', single);
+    expect(clean.stdout).toMatch(/reconcile: no drift\n$/);
+    expect(clean.code).toBe(0);
+  }, 60_000);
+
+  it('says which sales it did not check and why, in the verdict and with exit code 4 (1 when drift is left as well)', async () => {
+    const { bucketed, single } = await twoDriftedSales();
+    // Redis's layout record names 2 buckets, MySQL's row 3: reading either way could misread the sale.
+    const layout = seckill.keys.voucher(bucketed).voucher;
+    await env.redis.hset(layout, 'buckets', 2);
+
+    const alone = await run('--voucher', bucketed);
+    expect(alone.stdout).toContain(`voucher ${bucketed}: NOT checked: Redis's layout record sells it from 2 buckets, MySQL's row from 3`);
+    expect(alone.stdout).toMatch(/reconcile: no drift in the 0 checked; 1 skipped \(not checked\)\n$/);
+    expect(alone.code).toBe(4);
+    const json = await run('--voucher', bucketed, '--json', '--repair');
+    expect(JSON.parse(json.stdout)).toEqual({
+      vouchers: 1,
+      drifted: [],
+      repaired: 0,
+      skipped: [],
+      unchecked: [{ voucherId: bucketed, reason: expect.stringContaining("Redis's layout record sells it from 2 buckets") as string }],
+    });
+    expect(json.code).toBe(4);
+    expect(await env.redis.hget(layout, 'buckets')).toBe('2');
+
+    const both = await run('--voucher', bucketed, '--voucher', single);
+    expect(both.stdout).toMatch(/reconcile: 1 drifted, 0 repaired; 1 skipped \(not checked\)\n$/);
+    expect(both.code).toBe(1);
+
+    await env.redis.hset(layout, 'buckets', 3);
+    const repaired = await run('--voucher', bucketed, '--voucher', single, '--repair');
+    expect(repaired.stdout).toMatch(/reconcile: 1 drifted, 1 repaired\n$/);
+    expect(repaired.code).toBe(0);
+  }, 60_000);
+
+  it('lists the exit codes in its help', async () => {
+    const help = await run('--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/4\s+some vouchers were not checked/);
+  });
 });

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
@@ -10,10 +8,10 @@ import { REFUSALS } from '../../../../src/modules/seckill/messages.js';
 import { reconcileSeckill } from '../../../../src/modules/seckill/admin/reconcile.js';
 import { buildSale, type Sale } from '../../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../../src/modules/seckill/keys.js';
-import { testRedisUrl } from '../../../../kit/services.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../../support/test-env.js';
 import { buy, insertSeckillVoucher, mysqlOrders, mysqlStock } from '../../../support/seckill.js';
 import { eventually } from '../../../support/eventually.js';
+import { runReconcileCli } from '../../../support/reconcile-cli.js';
 
 let env: TestEnv;
 let app: FastifyInstance;
@@ -223,26 +221,7 @@ describe('reconcileSeckill', () => {
 });
 
 describe('npm run reconcile (CLI)', () => {
-  const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      // The script `npm run reconcile` runs, under node --import tsx as the other CLI tests do: `npx tsx`
-      // resolved tsx and its CLI started a second node for each of the six runs (1.2 s more a run idle).
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/reconcile.ts', ...args], {
-        env: {
-          ...process.env,
-          MYSQL_URL: env.mysqlUrl,
-          REDIS_URL: testRedisUrl(),
-          REDIS_KEY_PREFIX: env.keyPrefix,
-          SECKILL_STREAM_SHARDS: String(env.config.seckill.streamShards),
-          REDIS_CLUSTER_NODES: '',
-        },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string };
-      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-    }
-  };
+  const run = (...args: string[]) => runReconcileCli(env, args);
 
   it('exits 2 on bad options, 1 on drift (JSON report), 0 after --repair and when clean', async () => {
     expect((await run('--bogus')).code).toBe(2);
