@@ -7,7 +7,9 @@ import { HttpError } from './errors.js';
 import { HTTP_MESSAGES, VALIDATION_MESSAGES } from './http-messages.js';
 import { localize, negotiateLanguage } from './language.js';
 import { render, type Language, type Message, type MessageTexts } from '../lib/messages/index.js';
-import { AJV_KEYWORDS } from './validation.js';
+import { KNOWN_FIELDS } from './schemas.js';
+import { AJV_KEYWORDS, type UnknownFieldsParams } from './validation.js';
+import { hasOverlongSegment } from './request-target.js';
 import { fail } from './result.js';
 
 /**
@@ -32,6 +34,7 @@ function describeFailure(error: FastifySchemaValidationError, dataVar: string, l
   const params = error.params;
   const field = `${dataVar}${error.instancePath.replace(/\//g, '.')}`;
   if (error.keyword === 'required') return VALIDATION_MESSAGES.required({ field: `${field}.${String(params.missingProperty)}` });
+  if (error.keyword === KNOWN_FIELDS) return unknownFieldsMessage(field, params as unknown as UnknownFieldsParams);
   const custom = customText((error as { parentSchema?: { errorMessage?: unknown } }).parentSchema?.errorMessage, error.keyword);
   if (custom) return VALIDATION_MESSAGES.custom({ field, text: custom[language] });
   const text = error.message ?? 'is invalid';
@@ -59,6 +62,23 @@ function describeFailure(error: FastifySchemaValidationError, dataVar: string, l
   }
 }
 
+/** Unknown fields named in a refusal, and the length of each name: a hostile body of a thousand long names is not echoed whole. */
+const NAMED_FIELDS = 5;
+const NAME_LENGTH = 40;
+
+/** `x-known-fields`: the unknown fields by their paths (in English; bare in Chinese), and the fields the schema takes. */
+function unknownFieldsMessage(field: string, { unknown, known }: UnknownFieldsParams): Message {
+  const named = unknown.slice(0, NAMED_FIELDS).map((name) => (name.length > NAME_LENGTH ? `${name.slice(0, NAME_LENGTH)}…` : name));
+  const params = { field, unknown: named.join(', '), known: known.join(', ') };
+  const paths = named.map((name) => `${field}.${name}`);
+  if (unknown.length === 1) return VALIDATION_MESSAGES.unknownField({ ...params, fields: paths[0]! });
+  if (unknown.length === named.length) return VALIDATION_MESSAGES.unknownFields({ ...params, fields: inWords(paths) });
+  return VALIDATION_MESSAGES.someUnknownFields({ ...params, fields: paths.join(', '), others: unknown.length - named.length, count: unknown.length });
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+const inWords = (names: string[]): string => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)!}`);
+
 /** A schema's `errorMessage`: both texts, for every keyword or for this one. */
 function customText(errorMessage: unknown, keyword: string): MessageTexts | undefined {
   if (isTexts(errorMessage)) return errorMessage;
@@ -66,7 +86,7 @@ function customText(errorMessage: unknown, keyword: string): MessageTexts | unde
   return isTexts(forKeyword) ? forKeyword : undefined;
 }
 
-const isTexts = (value: unknown): value is MessageTexts =>
+export const isTexts = (value: unknown): value is MessageTexts =>
   typeof (value as MessageTexts | undefined)?.en === 'string' && typeof (value as MessageTexts | undefined)?.zh === 'string';
 
 /**
@@ -180,28 +200,6 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (hasOverlongSegment(path)) return reply.code(414).send(fail(localize(request, HTTP_MESSAGES.paramTooLong())));
     return reply.code(404).send(fail(localize(request, HTTP_MESSAGES.routeNotFound({ method: request.method, path }))));
   });
-}
-
-/**
- * The longest path parameter a route takes (find-my-way's `maxParamLength`). A longer one is
- * refused 414 (`frameworkErrors`), and so is any path with a longer segment that no route
- * matched: no route could take it, and the web app's catch-all GET route, which takes every
- * path, would otherwise turn the router's 414 into a 404.
- */
-export const MAX_PARAM_LENGTH = 100;
-
-function hasOverlongSegment(path: string): boolean {
-  if (path.length <= MAX_PARAM_LENGTH) return false;
-  return path.split('/').some((segment) => segment.length > MAX_PARAM_LENGTH && decoded(segment).length > MAX_PARAM_LENGTH);
-}
-
-/** A segment as the router measures it: percent-decoded (as written if it cannot be). */
-function decoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }
 
 /**

@@ -35,6 +35,41 @@ export const Instant = Type.String({
   errorMessage: HTTP_MESSAGES.instantFormat.texts,
 });
 
+/**
+ * C0 and C1 control characters and DEL (NUL, escape sequences, bells…), and lone surrogates (a
+ * half of a UTF-16 pair, which JSON can write and MySQL would store as U+FFFD). No text a person
+ * writes holds them.
+ */
+const CONTROLS = '\\u0000-\\u001F\\u007F-\\u009F\\p{Cs}';
+/** The same but tab, line feed and carriage return, which a multi-line text keeps. */
+const CONTROLS_BUT_LINE_BREAKS = '\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F\\p{Cs}';
+/** A character that shows: not white space (ideographic space among it), control or invisible format character (zero-width space). */
+const VISIBLE = `[^\\s${CONTROLS}\\p{Cf}]`;
+
+/** What a text's refusal says, by its rules. */
+const TEXT_MESSAGES = {
+  oneLine: { required: HTTP_MESSAGES.textLine, mayBeEmpty: HTTP_MESSAGES.textLineMayBeEmpty },
+  multiline: { required: HTTP_MESSAGES.textLines, mayBeEmpty: HTTP_MESSAGES.textLinesMayBeEmpty },
+};
+
+/**
+ * A text a person writes (a title, a name, an address, a blog): no control character, on one line
+ * unless `multiline` (line breaks and tabs allowed then); unless `mayBeEmpty`, at least one visible
+ * character, so a title of spaces or of a zero-width space is refused. Ajv runs patterns with the
+ * `u` flag, which `\p{Cf}` needs.
+ */
+export function Text({ maxLength, multiline = false, mayBeEmpty = false }: { maxLength: number; multiline?: boolean; mayBeEmpty?: boolean }) {
+  const char = `[^${multiline ? CONTROLS_BUT_LINE_BREAKS : CONTROLS}]`;
+  const message = TEXT_MESSAGES[multiline ? 'multiline' : 'oneLine'][mayBeEmpty ? 'mayBeEmpty' : 'required'];
+  return Type.String({
+    ...(mayBeEmpty ? {} : { minLength: 1 }),
+    maxLength,
+    // A lookahead finds the visible character: `^C*VC*$` would backtrack quadratically on a text ending in a control character (3.6 ms for 2 KB).
+    pattern: mayBeEmpty ? `^${char}*$` : `^(?=[\\s\\S]*?${VISIBLE})${char}*$`,
+    errorMessage: { pattern: message.texts },
+  });
+}
+
 /** hmdp's `current`: a 1-based page number. */
 export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, errorMessage: HTTP_MESSAGES.pageNumber.texts });
 
@@ -44,6 +79,16 @@ export const Current = Type.Integer({ minimum: 1, maximum: 100_000, default: 1, 
  * a normal user is refused on every route so marked.
  */
 export const ADMIN_ONLY = { 'x-admin-only': true } as const;
+
+/** The Ajv keyword of ONLY_KNOWN_FIELDS (src/http/validation.ts). */
+export const KNOWN_FIELDS = 'x-known-fields';
+
+/**
+ * A body that takes only the fields its schema names (`Type.Object(fields, ONLY_KNOWN_FIELDS)`):
+ * any other is refused with 400 naming it and listing the schema's fields (src/http/validation.ts),
+ * never dropped silently.
+ */
+export const ONLY_KNOWN_FIELDS = { [KNOWN_FIELDS]: true } as const;
 
 const Wrapper = {
   success: Type.Boolean({ description: 'false for a refusal answered with 200 (e.g. a sold-out seckill voucher)' }),

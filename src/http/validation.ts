@@ -1,5 +1,6 @@
 import { AjvCompiler, type ValidatorFactory } from '@fastify/ajv-compiler';
 import type { FuncKeywordDefinition, KeywordDefinition, SchemaValidateFunction } from 'ajv';
+import { KNOWN_FIELDS } from './schemas.js';
 
 /** What Fastify hands a compiler per schema (its published types describe the Ajv call instead). */
 type Compile = (route: { httpPart?: string }) => unknown;
@@ -59,5 +60,30 @@ const instantKeyword: FuncKeywordDefinition = {
   },
 };
 
+/** The failure of `x-known-fields`: the fields sent that the schema does not name, and those it names. */
+export interface UnknownFieldsParams {
+  unknown: string[];
+  known: string[];
+}
+
+/** `x-known-fields`'s validate, with the `errors` Ajv reads from it after a failure. */
+type KnownFieldsCheck = SchemaValidateFunction & { errors?: Array<{ keyword: string; params: UnknownFieldsParams; message: string }> };
+
+/**
+ * `x-known-fields` (on an object schema): every field sent must be one of its `properties`. Ajv's
+ * removeAdditional drops unnamed fields silently, so a misspelt setting (`limitperuser`) became
+ * the default; this refuses the body instead, in one error naming every unknown field and listing
+ * the known ones, read from the schema itself so the list cannot drift from it.
+ */
+const knownFields: KnownFieldsCheck = (_schema: boolean, data: unknown, parentSchema?: unknown): boolean => {
+  const known = Object.keys((parentSchema as { properties?: object } | undefined)?.properties ?? {});
+  const unknown = Object.keys(data as object).filter((name) => !known.includes(name));
+  if (unknown.length === 0) return true;
+  knownFields.errors = [{ keyword: KNOWN_FIELDS, params: { unknown, known }, message: `has unknown fields ${unknown.join(', ')}` }];
+  return false;
+};
+
+const knownFieldsKeyword: FuncKeywordDefinition = { keyword: KNOWN_FIELDS, type: 'object', schemaType: 'boolean', errors: true, validate: knownFields };
+
 /** The app's own Ajv keywords (`errorMessage` is an annotation the error formatter reads). */
-export const AJV_KEYWORDS: Array<string | KeywordDefinition> = ['errorMessage', idStringKeyword, instantKeyword];
+export const AJV_KEYWORDS: Array<string | KeywordDefinition> = ['errorMessage', idStringKeyword, instantKeyword, knownFieldsKeyword];

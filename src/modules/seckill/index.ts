@@ -27,7 +27,7 @@ import { StreamSeats } from './events/stream-seats.js';
 import { CaptchaChallenges } from './gate/captcha-challenges.js';
 import { gateRoutes } from './gate/gate-routes.js';
 import { GateSettingsCache } from './gate/gate-settings-cache.js';
-import { PurchaseGate } from './gate/purchase-gate.js';
+import { PurchaseGate, type PurchaseGateDeps } from './gate/purchase-gate.js';
 import { SpentTokens } from './gate/spent-tokens.js';
 import { purchaseTokenKeys } from './gate/token-keys.js';
 import { SECKILL_ERROR_ANSWERS } from './error-routes.js';
@@ -180,15 +180,16 @@ export function buildSeckill(deps: SeckillDeps) {
   const routes: FastifyPluginAsync = async (api) => {
     // First: the routes registered below inherit it (error-routes.ts).
     answerErrors(api, SECKILL_ERROR_ANSWERS);
+    // Every sale's id, for the gate's and the order route's refusals of unknown ids.
+    const sales = new KnownSales((limit) => vouchers.listSeckillIds(limit));
     // Built with the routes only: the standalone worker needs no token keys.
-    const gate = buildPurchaseGate(deps, gateSettings, metrics);
+    const gate = buildPurchaseGate(deps, { settings: gateSettings, sales }, metrics);
     // Every unfinished sale's gate known ahead of its orders, so they need no MySQL (purchase-gate.ts).
     gateSettings.keepLoaded((err: unknown) => log.warn({ err }, 'could not load the gate settings of the unfinished sales; the known ones hold'));
     api.addHook('onClose', async () => gateSettings.stop());
     await api.register(voucherRoutes, { service: voucherService });
     await api.register(saleControlRoutes, { controls });
     await api.register(gateRoutes, { gate });
-    const sales = new KnownSales((limit) => vouchers.listSeckillIds(limit));
     await api.register(orderRoutes, { placement, userOrders, limits, sales, gate });
     const { streamsPerUser, heartbeatMs } = config.orderEvents;
     await api.register(orderEventRoutes, {
@@ -406,11 +407,12 @@ function buildOrderLimits({ redis, config }: SeckillDeps, metrics: Metrics): Ord
   );
 }
 
-function buildPurchaseGate({ redis, config }: SeckillDeps, settings: GateSettingsCache, metrics: Metrics): PurchaseGate {
+function buildPurchaseGate({ redis, config }: SeckillDeps, { settings, sales }: Pick<PurchaseGateDeps, 'settings' | 'sales'>, metrics: Metrics): PurchaseGate {
   const { requestsPerMinute, captchaIterations, tokenTtlSeconds } = config.purchaseGate;
   const keys = purchaseTokenKeys(config);
   return new PurchaseGate({
     signer: new TokenSigner(keys),
+    sales,
     settings,
     captcha: new CaptchaChallenges(redis, keys, { iterations: captchaIterations, ttlSeconds: CAPTCHA_TTL_SECONDS }),
     spent: new SpentTokens(redis),

@@ -71,19 +71,19 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
   // Schema field texts (errorMessage of the route schemas).
   stockRange: { en: 'must be a whole number from 0 to {max}', zh: '应为 0 到 {max} 之间的整数' },
   limitPerUserRange: { en: 'must be a whole number from 1 to {max}', zh: '应为 1 到 {max} 之间的整数' },
+  bucketsRange: { en: 'must be a whole number from 1 to {max}', zh: '应为 1 到 {max} 之间的整数' },
   captchaMaxNumberRange: {
     en: 'must be a whole number from {min} (less costs a script too little) to {max} (more takes a phone too long)',
     zh: '应为 {min} 到 {max} 之间的整数（更小则脚本几乎无需付出代价，更大则手机求解过久）',
   },
   wholeFen: { en: 'must be a whole number of fen from 0', zh: '应为不小于 0 的整数（单位：分）' },
-  giveOneSetting: {
-    en: 'give at least one of stock, beginTime, endTime, limitPerUser, purchaseGate, captchaMaxNumber',
-    zh: '至少要给出 stock、beginTime、endTime、limitPerUser、purchaseGate、captchaMaxNumber 之一',
+  giveOneSetting: { en: 'must hold at least one of {settings}', zh: '至少要给出以下设置之一：{settings}' },
+  voucherTypeOfRoute: {
+    en: 'must be {type} here: the route decides the type (0 POST /api/voucher, 1 POST /api/voucher/seckill)',
+    zh: '此处只能是 {type}：类型由接口决定（POST /api/voucher 为 0，POST /api/voucher/seckill 为 1）',
   },
-  unknownSetting: {
-    en: 'is not a setting of a sale: give stock, beginTime, endTime, limitPerUser, purchaseGate or captchaMaxNumber',
-    zh: '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser、purchaseGate 或 captchaMaxNumber',
-  },
+  newVoucherStatus: { en: 'must be 1 (on sale, as every new voucher is) or null', zh: '只能是 1（上架，新券均为上架）或 null' },
+  setByServer: { en: 'is set by the server: leave it out (or null)', zh: '由服务器设置：请不要给出（或给 null）' },
   badGateMode: { en: 'must be off, token or captcha', zh: '只能是 off、token 或 captcha' },
   // The purchase gate (purchase-gate.ts) and order event streams (order-event-routes.ts).
   gateNoCaptcha: { en: "Voucher {voucherId}'s sale needs no captcha", zh: '秒杀券 {voucherId} 无需验证码' },
@@ -130,7 +130,6 @@ export const SECKILL_MESSAGES = defineMessages('seckill', {
     en: 'You have {streams} order streams open already: close one first',
     zh: '你已打开 {streams} 个订单状态推送，请先关闭一个',
   },
-  bucketsRange: { en: 'body.buckets must be a whole number from 1 to {max}', zh: 'body.buckets 应为 1 到 {max} 的整数' },
   bucketsRefilling: {
     en: "This sale's units are moving between its buckets; retry in a moment",
     zh: '该秒杀的库存正在各分桶之间调配，请稍后重试',

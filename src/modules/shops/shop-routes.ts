@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { badRequest } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
-import { ADMIN_ONLY, Current, EmptyResult, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
+import { ADMIN_ONLY, Current, EmptyResult, IdBody, IdParams, IdString, ResultOf, Text } from '../../http/schemas.js';
 import { Id } from '../../lib/wire/index.js';
 import { bothTexts } from '../../lib/messages/index.js';
 import { requireAdmin } from '../users/auth.js';
@@ -23,11 +23,11 @@ const Latitude = Type.Number({
 const Count = Type.Integer({ minimum: 0, maximum: 2_000_000_000, errorMessage: SHOP_MESSAGES.wholeNumber.texts });
 
 const ShopFields = {
-  name: Type.String({ minLength: 1, maxLength: 128 }),
+  name: Text({ maxLength: 128 }),
   typeId: IdBody,
-  images: Type.String({ maxLength: 1024 }),
-  area: Type.String({ maxLength: 128 }),
-  address: Type.String({ minLength: 1, maxLength: 255 }),
+  images: Text({ maxLength: 1024, mayBeEmpty: true }),
+  area: Text({ maxLength: 128, mayBeEmpty: true }),
+  address: Text({ maxLength: 255 }),
   x: Longitude,
   y: Latitude,
   /** Yuan per person. */
@@ -36,7 +36,7 @@ const ShopFields = {
   comments: Count,
   /** Stars × 10. */
   score: Type.Integer({ minimum: 0, maximum: 50, errorMessage: SHOP_MESSAGES.score.texts }),
-  openHours: Type.String({ maxLength: 32 }),
+  openHours: Text({ maxLength: 32, mayBeEmpty: true }),
 };
 
 /**

@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { viaCompatSurface } from '../../http/hmdp-compat.js';
 import { ok } from '../../http/result.js';
-import { Current, IdBody, IdParams, IdString, ResultOf } from '../../http/schemas.js';
+import { Current, IdBody, IdParams, IdString, ResultOf, Text } from '../../http/schemas.js';
 import { Id } from '../../lib/wire/index.js';
 import { currentUser } from '../users/auth.js';
 import { UserSummarySchema } from '../users/user-schemas.js';
@@ -25,8 +25,8 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
         summary: "Write a blog about a shop (pushed to the followers' feeds)",
         body: Type.Object({
           shopId: IdBody,
-          title: Type.String({ minLength: 1, maxLength: 255 }),
-          content: Type.String({ minLength: 1, maxLength: 2048 }),
+          title: Text({ maxLength: 255 }),
+          content: Text({ maxLength: 2048, multiline: true }),
           // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an
           // upload of the author no other blog shows (checked by the service). The course's editor
           // on the HMDP_COMPAT surface names them by their /imgs URLs (ImageNaming).

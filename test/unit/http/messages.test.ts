@@ -1,7 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { serverOpenApiDocument } from '../../../scripts/api-types.js';
+import { isTexts } from '../../../src/http/error-handling.js';
 import { negotiateLanguage } from '../../../src/http/language.js';
 import { defineMessages, interpolate, registeredMessages, render } from '../../../src/lib/messages/index.js';
 
@@ -104,6 +106,42 @@ describe('English sentences without a code', () => {
     expect(caught("{ errorMessage: { minProperties: 'give one' } }")).toBe(true);
     expect(caught('throw badRequest(USER_MESSAGES.wrongCode());')).toBe(false);
     expect(caught('errorMessage: USER_MESSAGES.phoneFormat.texts,')).toBe(false);
+  });
+});
+
+/**
+ * A schema's own `errorMessage` says what a value must be; the error formatter puts the field in
+ * front of it (`body.buckets must be…`, `…（body.buckets）`). A text that named the field itself
+ * read "body.buckets body.buckets must be…" (issue 40, item 7a). Checked over every route's
+ * schemas, as the OpenAPI document carries them.
+ */
+describe("the route schemas' own error texts", () => {
+  /** Every `errorMessage` text under `node`, with where it is. */
+  const errorMessages = (node: unknown, path: string): Array<[string, string]> => {
+    if (node === null || typeof node !== 'object') return [];
+    return Object.entries(node).flatMap(([key, value]) => (key === 'errorMessage' ? textsOf(value, path) : errorMessages(value, `${path}/${key}`)));
+  };
+  /** An errorMessage's texts: both languages, for every keyword or per keyword. */
+  const textsOf = (errorMessage: unknown, path: string): Array<[string, string]> =>
+    isTexts(errorMessage)
+      ? [
+          [`${path} en`, errorMessage.en],
+          [`${path} zh`, errorMessage.zh],
+        ]
+      : Object.entries(errorMessage as Record<string, unknown>).flatMap(([keyword, texts]) => textsOf(texts, `${path} (${keyword})`));
+  let texts: Array<[string, string]>;
+
+  beforeAll(async () => {
+    texts = errorMessages(await serverOpenApiDocument(), '');
+  }, 60_000);
+
+  it('are all found (the OpenAPI document carries them)', () => {
+    expect(texts.length).toBeGreaterThan(50);
+    expect(texts.map(([, text]) => text)).toContain('must be a whole number from 1 to 8');
+  });
+
+  it('never name a field: the formatter does', () => {
+    expect(texts.filter(([, text]) => /\b(?:body|querystring|params|headers)\.\w/.test(text))).toEqual([]);
   });
 });
 

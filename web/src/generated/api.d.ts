@@ -2597,7 +2597,7 @@ export interface paths {
     put?: never;
     /**
      * Create a voucher of a shop: data = its id
-     * @description Needs a login (401 without a valid session). Administrators only (403 for other users).
+     * @description Only the fields below: any other is refused with 400 naming it, never ignored. hmdp's id, type, status, createTime and updateTime are taken only as the server sets them. Needs a login (401 without a valid session). Administrators only (403 for other users).
      */
     post: {
       parameters: {
@@ -2610,11 +2610,24 @@ export interface paths {
         content: {
           'application/json': {
             actualValue: number;
+            /** @description set by the server: absent or null */
+            createTime?: null;
+            /** @description set by the server: absent or null */
+            id?: null;
             payValue: number;
             rules?: string;
             shopId: string | number;
+            /** @description 1 (on sale) or null: every new voucher is on sale */
+            status?: 1 | null;
             subTitle?: string;
             title: string;
+            /**
+             * @description 0: the route decides the type
+             * @enum {number}
+             */
+            type?: 0;
+            /** @description set by the server: absent or null */
+            updateTime?: null;
           };
         };
       };
@@ -3491,7 +3504,7 @@ export interface paths {
     put?: never;
     /**
      * Create a seckill voucher (stock, sale window, limitPerUser: live orders one user may hold, default 1; purchaseGate; captchaMaxNumber: the captcha's cost; buckets: Redis buckets the stock is sold from, default 1): data = its id
-     * @description Needs a login (401 without a valid session). Administrators only (403 for other users).
+     * @description Only the fields below: any other is refused with 400 naming it, never ignored. hmdp's id, type, status, createTime and updateTime are taken only as the server sets them. Needs a login (401 without a valid session). Administrators only (403 for other users).
      */
     post: {
       parameters: {
@@ -3510,17 +3523,30 @@ export interface paths {
             buckets?: number;
             /** @description the captcha's cost: attempts of the proof of work, a solver makes half on average (default 400) */
             captchaMaxNumber?: number;
+            /** @description set by the server: absent or null */
+            createTime?: null;
             /** Format: date-time */
             endTime: string;
+            /** @description set by the server: absent or null */
+            id?: null;
             limitPerUser?: number;
             payValue: number;
             /** @description off (default) | token | captcha */
             purchaseGate?: 'off' | 'token' | 'captcha';
             rules?: string;
             shopId: string | number;
+            /** @description 1 (on sale) or null: every new voucher is on sale */
+            status?: 1 | null;
             stock: number;
             subTitle?: string;
             title: string;
+            /**
+             * @description 1: the route decides the type
+             * @enum {number}
+             */
+            type?: 1;
+            /** @description set by the server: absent or null */
+            updateTime?: null;
           };
         };
       };
@@ -3634,8 +3660,6 @@ export interface paths {
             /** @description off (default) | token | captcha */
             purchaseGate?: 'off' | 'token' | 'captcha';
             stock?: number;
-          } & {
-            [key: string]: unknown;
           };
         };
       };

@@ -47,13 +47,6 @@ export const CaptchaMaxNumber = Type.Integer({
   errorMessage: bothTexts(SECKILL_MESSAGES.captchaMaxNumberRange({ min: CAPTCHA_MAX_NUMBER.min, max: CAPTCHA_MAX_NUMBER.max })),
 });
 
-/**
- * For `additionalProperties` of a body whose every field is a setting: an unknown field is refused,
- * naming it (Ajv's removeAdditional drops fields under `additionalProperties: false` silently, so
- * `{"Stock": 5}` became an empty change).
- */
-export const NoOtherSetting = Type.Never({ errorMessage: SECKILL_MESSAGES.unknownSetting.texts });
-
 // What the sale-control routes answer (their response schemas): sale-controls.ts SaleControlResult and AuditEntry.
 
 /** PurchaseGateMode typed as GateMode (TypeBox infers `never` from a Union of mapped literals), for answers. */

@@ -43,6 +43,8 @@ export interface TokenPass {
 
 export interface PurchaseGateDeps {
   signer: TokenSigner;
+  /** Every sale's id in memory (orders/known-sales.ts): an unknown id is refused without a MySQL query. */
+  sales: { refuseIfUnknown(voucherId: string): Promise<void> };
   settings: GateSettingsCache;
   captcha: CaptchaChallenges;
   spent: SpentTokens;
@@ -131,7 +133,9 @@ export class PurchaseGate {
     }
   }
 
+  /** After the user's limit: an id that is no sale is refused from memory, before the settings' per-id lookup. */
   private async saleSettings(voucherId: string): Promise<GateSettings> {
+    await this.deps.sales.refuseIfUnknown(voucherId);
     const settings = await this.deps.settings.get(voucherId);
     if (settings === null) throw new UnknownVoucher(voucherId);
     return settings;

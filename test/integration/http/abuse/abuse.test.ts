@@ -225,7 +225,9 @@ describe('hostile input at every route', () => {
     const visit = (schema: unknown, where: string): void => {
       if (schema === null || typeof schema !== 'object') return;
       const node = schema as Record<string, unknown>;
-      if ((node.type === 'number' || node.type === 'integer') && (node.minimum === undefined || node.maximum === undefined)) unbounded.push(where);
+      // A constant (`type: 1`) admits its one value: it is its own bound.
+      const bounded = node.const !== undefined || (node.minimum !== undefined && node.maximum !== undefined);
+      if ((node.type === 'number' || node.type === 'integer') && !bounded) unbounded.push(where);
       for (const [key, child] of Object.entries(node)) visit(child, `${where}.${key}`);
     };
     // The request's parts only: a response schema documents an answer and validates nothing.

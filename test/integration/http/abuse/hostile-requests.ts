@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import AjvModule from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ajvOptions } from '../../../../src/http/error-handling.js';
+import { MAX_TARGET_LENGTH } from '../../../../src/http/request-target.js';
+import { Text } from '../../../../src/http/schemas.js';
 import type { RouteEntry } from '../../../../src/http/route-table.js';
 
 // CommonJS default exports seen from ESM.
@@ -135,6 +137,13 @@ const PATTERN_SAMPLES: Record<string, string> = {
   '^[0-9]{6}$': '202601', // a login code, or a month yyyyMM
   '^[0-9]{4}-?[0-9]{2}-?[0-9]{2}$': '2026-01-01',
   '^[\\w/.,-]*$': '/blogs/0/0/none.png',
+  // A person's text (src/http/schemas.ts Text), in each of its forms.
+  ...Object.fromEntries(
+    [{}, { mayBeEmpty: true }, { multiline: true }, { multiline: true, mayBeEmpty: true }].map((form) => [
+      (Text({ maxLength: 255, ...form }) as Schema).pattern!,
+      'abc',
+    ]),
+  ),
 };
 
 type Schema = {
@@ -154,6 +163,7 @@ type Schema = {
 function sampleOf(schema: Schema, field: string): unknown {
   if (schema.anyOf) return sampleOf(schema.anyOf[0]!, field);
   if (schema.const !== undefined) return schema.const;
+  if (schema.type === 'null') return null;
   if (schema.type === 'integer' || schema.type === 'number') {
     const low = schema.minimum ?? 0;
     const high = schema.maximum ?? Number.MAX_SAFE_INTEGER;
@@ -263,7 +273,10 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
   const cases: HostileRequest[] = [];
 
   const actor = alwaysActs ? context.bystander : context.admin;
-  const add = (name: string, request: Request, status: number | null, headers: Record<string, string> = actor, payload?: string | Buffer) => {
+  const add = (name: string, request: Request, predicted: number | null, headers: Record<string, string> = actor, payload?: string | Buffer) => {
+    const url = urlOf(route, request);
+    // A target over the limit is refused before anything reads it (src/http/request-target.ts).
+    const status = url.length > MAX_TARGET_LENGTH ? 414 : predicted;
     if (status === null && alwaysActs) return; // a valid request would act: not an abuse case
     const orNotFound = name.startsWith('params.');
     const jsonBody = payload === undefined && request.body !== undefined;
@@ -271,7 +284,7 @@ export function hostileRequests(route: RouteEntry, context: Context): HostileReq
       name,
       route,
       method: route.method,
-      url: urlOf(route, request),
+      url,
       headers: { ...headers, ...(jsonBody ? { 'content-type': 'application/json' } : {}) },
       ...(jsonBody ? { payload: jsonOf(request.body) } : payload !== undefined ? { payload } : {}),
       status,

@@ -87,3 +87,42 @@ describe('malformed HTTP on a real port', () => {
     expect(await response.json()).toMatchObject({ success: true });
   });
 });
+
+describe('the request target and Host (issue 40, items 7d and 7e)', () => {
+  /** A GET of `target` with `headers` (each a whole line); the server closes the connection after its answer. */
+  const get = (target: string, headers: string[] = ['Host: x']) =>
+    rawRequest(`GET ${target} HTTP/1.1\r\n${[...headers, 'Connection: close'].join('\r\n')}\r\n\r\n`, false);
+
+  it('answers a query string that makes the target over 4096 characters 414, on any path', async () => {
+    for (const path of ['/api/health', '/api/shop-type/list', '/imgs/none.png', '/']) {
+      const target = `${path}?q=${'a'.repeat(12_000)}`;
+      expect(parse(await get(target)), path).toEqual({ status: 414, body: { success: false, errorMsg: 'The URL (path and query) is over 4096 characters' } });
+    }
+  });
+
+  it('serves a target of exactly 4096 characters, and counts the path too', async () => {
+    const path = '/api/health?q=';
+    expect(await get(`${path}${'a'.repeat(4096 - path.length)}`)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(parse(await get(`${path}${'a'.repeat(4097 - path.length)}`)).status).toBe(414);
+    const longPath = `/${'abc/'.repeat(1100)}`;
+    expect(parse(await get(longPath))).toEqual({ status: 414, body: { success: false, errorMsg: 'The URL (path and query) is over 4096 characters' } });
+  });
+
+  it('answers a request with two Host headers 400 in its language and closes the connection, whatever their case and values', async () => {
+    for (const [hosts, language, errorMsg] of [
+      [['Host: a.example', 'Host: b.example'], 'en', 'The request has more than one Host header'],
+      [['Host: x', 'host: x'], 'en', 'The request has more than one Host header'],
+      [['HOST: x', 'Accept: */*', 'Host: x'], 'zh-CN', '请求含有多个 Host 头'],
+    ] as const) {
+      const raw = await get('/api/health', [...hosts, `Accept-Language: ${language}`]);
+      expect(parse(raw), hosts.join(' | ')).toEqual({ status: 400, body: { success: false, errorMsg } });
+      expect(raw.toLowerCase()).toContain('\r\nconnection: close\r\n');
+    }
+    // HTTP/1.0 too (RFC 9112: any request with more than one Host line).
+    expect(parse(await rawRequest('GET /api/health HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n', false)).status).toBe(400);
+  });
+
+  it('serves one Host header as before', async () => {
+    expect(await get('/api/health', ['Host: a.example'])).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});

@@ -42,16 +42,15 @@ afterAll(async () => {
 /** Posts a JSON text as it is (numbers beyond 2^53 must reach the server unrounded). */
 const postJson = (url: string, json: string) => app.inject({ method: 'POST', url, headers: { ...admin, 'content-type': 'application/json' }, payload: json });
 
-const voucher = (fields: Record<string, string>): string => {
-  const base: Record<string, string> = {
-    shopId: JSON.stringify(shopId),
-    title: '"50 off"',
-    payValue: '100',
-    actualValue: '200',
+/** A seckill voucher's JSON text with `fields` replaced; `plain`: without the sale's fields, for POST /api/voucher. */
+const voucher = (fields: Record<string, string>, kind: 'seckill' | 'plain' = 'seckill'): string => {
+  const plain: Record<string, string> = { shopId: JSON.stringify(shopId), title: '"50 off"', payValue: '100', actualValue: '200' };
+  const sale: Record<string, string> = {
     stock: '10',
     beginTime: JSON.stringify(new Date(Date.now() - hour).toISOString()),
     endTime: JSON.stringify(new Date(Date.now() + hour).toISOString()),
   };
+  const base = kind === 'plain' ? plain : { ...plain, ...sale };
   return `{${Object.entries({ ...base, ...fields })
     .map(([key, value]) => `"${key}":${value}`)
     .join(',')}}`;
@@ -88,15 +87,15 @@ describe('ids and types in JSON bodies', () => {
     ['an object', '{"id":"1"}'],
     ['a boolean', 'true'],
   ])('refuses a shopId that is %s with 400 naming the field', async (_name, value) => {
-    const response = await postJson('/api/voucher', voucher({ shopId: value }));
+    const response = await postJson('/api/voucher', voucher({ shopId: value }, 'plain'));
     expect(response.statusCode, response.body).toBe(400);
     expect(response.json<{ errorMsg: string }>().errorMsg).toMatch(/^body\.shopId must be a positive integer id/);
   });
 
   it('accepts a safe-integer number (as hmdp sends it) and a string of digits, storing the same id', async () => {
-    const asNumber = await postJson('/api/voucher', voucher({ shopId: shopId }));
+    const asNumber = await postJson('/api/voucher', voucher({ shopId: shopId }, 'plain'));
     expect(asNumber.statusCode, asNumber.body).toBe(200);
-    const asString = await postJson('/api/voucher', voucher({ shopId: JSON.stringify(shopId) }));
+    const asString = await postJson('/api/voucher', voucher({ shopId: JSON.stringify(shopId) }, 'plain'));
     expect(asString.statusCode, asString.body).toBe(200);
     const listed = (await app.inject({ url: `/api/voucher/list/${shopId}` })).json<{ data: Array<{ id: string; shopId: string }> }>().data;
     const ids = [asNumber, asString].map((response) => response.json<{ data: string }>().data);
@@ -137,5 +136,71 @@ describe('ids and types in JSON bodies', () => {
     const response = await app.inject({ url: `/api/shop/of/type?typeId=${typeId}&current=1&x=120.15&y=30.28` });
     expect(response.statusCode, response.body).toBe(200);
     expect(response.json<{ data: Array<{ id: string }> }>().data.map((shop) => shop.id)).toContain(shopId);
+  });
+});
+
+describe('texts in JSON bodies (issue 40, item 7c): a title or name shows something and holds no control character', () => {
+  const ONE_LINE = 'must contain a visible character, on one line, without control or invalid characters';
+  const blank: Array<[string, string]> = [
+    ['only spaces', '   '],
+    ['only ideographic spaces and a tab', '\u3000\u3000\t'],
+    ['only a zero-width space', '\u200b'],
+    ['a NUL', 'a\u0000b'],
+    ['a bell', 'a\u0007b'],
+    ['a line break', 'two\nlines'],
+    ['an escape sequence', '\u001b[31mred'],
+    ['a C1 control character', 'a\u0085b'],
+    ['a lone surrogate (half a UTF-16 pair)', 'x\ud800y'],
+  ];
+  /** The three bodies whose required text the probe sent: a voucher's title, a shop's name, a blog's title. */
+  const posts = (text: string): Array<[string, string]> => [
+    ['/api/voucher/seckill', voucher({ title: JSON.stringify(text) })],
+    ['/api/shop', JSON.stringify({ name: text, typeId, address: 'West Lake 1', x: 120.15, y: 30.28 })],
+    ['/api/blog', JSON.stringify({ shopId, title: text, content: 'Good noodles' })],
+  ];
+
+  it.each(blank)('refuses a title or name of %s with 400 naming the field', async (_name, text) => {
+    for (const [url, body] of posts(text)) {
+      const response = await postJson(url, body);
+      const field = url === '/api/shop' ? 'name' : 'title';
+      expect(response.statusCode, `${url}: ${response.body}`).toBe(400);
+      expect(response.json(), url).toEqual({ success: false, errorMsg: `body.${field} ${ONE_LINE}` });
+    }
+  });
+
+  it('refuses control characters in the other texts: a blog body keeps line breaks and tabs, a shop address stays one line', async () => {
+    const content = await postJson('/api/blog', JSON.stringify({ shopId, title: 'Noodles', content: 'good\u0000' }));
+    expect(content.json()).toEqual({
+      success: false,
+      errorMsg: 'body.content must contain a visible character and no control or invalid characters but line breaks and tabs',
+    });
+    const spaces = await postJson('/api/blog', JSON.stringify({ shopId, title: 'Noodles', content: ' \n\t ' }));
+    expect(spaces.json<{ errorMsg: string }>().errorMsg).toMatch(/^body\.content must contain a visible character/);
+    const rules = await postJson('/api/voucher', voucher({ rules: '"no change\\u0008"' }, 'plain'));
+    expect(rules.json()).toEqual({ success: false, errorMsg: 'body.rules must contain no control or invalid characters but line breaks and tabs' });
+    const address = await app.inject({
+      method: 'PUT',
+      url: '/api/shop',
+      headers: admin,
+      payload: { id: shopId, address: 'West Lake\r\n1' },
+    });
+    expect(address.json()).toEqual({ success: false, errorMsg: `body.address ${ONE_LINE}` });
+    const area = await app.inject({ method: 'PUT', url: '/api/shop', headers: admin, payload: { id: shopId, area: '\u0000' } });
+    expect(area.json()).toEqual({ success: false, errorMsg: 'body.area must be one line without control or invalid characters' });
+  });
+
+  it('accepts what people write: any script, emoji with joiners, inner spaces, empty optional texts, line breaks in multi-line texts', async () => {
+    const title = '  牛肉面 🧑‍🍳 five\u00a0stars  ';
+    const created = [
+      await postJson('/api/voucher/seckill', voucher({ title: JSON.stringify(title), subTitle: '""', rules: JSON.stringify('one\r\ntwo\tthree') })),
+      await postJson('/api/shop', JSON.stringify({ name: title, typeId, address: 'West Lake 1', area: '', x: 120.15, y: 30.28 })),
+      await postJson('/api/blog', JSON.stringify({ shopId, title, content: 'First line\n\n\tindented' })),
+    ];
+    expect(
+      created.map((response) => response.statusCode),
+      created.map((response) => response.body).join('\n'),
+    ).toEqual([200, 200, 200]);
+    const blog = await app.inject({ url: `/api/blog/${created[2]!.json<{ data: string }>().data}`, headers: admin });
+    expect(blog.json<{ data: { title: string; content: string } }>().data).toMatchObject({ title, content: 'First line\n\n\tindented' });
   });
 });

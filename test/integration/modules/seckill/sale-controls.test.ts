@@ -194,12 +194,14 @@ describe('live sale controls', () => {
     // Unknown fields are refused, naming the field, and change nothing.
     const unknown = await patch(voucherId, { Stock: 50 });
     expect(unknown.statusCode).toBe(400);
-    expect(unknown.json().errorMsg).toBe(
-      'body.Stock is not a setting of a sale: give stock, beginTime, endTime, limitPerUser, purchaseGate or captchaMaxNumber',
+    // The settings listed are the schema's own, buckets among them (issue 40, item 7b).
+    const settings = 'stock, beginTime, endTime, limitPerUser, purchaseGate, captchaMaxNumber, buckets';
+    expect(unknown.json().errorMsg).toBe(`body.Stock is not a field of this body; its fields are ${settings}`);
+    expect((await patch(voucherId, { Stock: 50, limitperuser: 2 })).json().errorMsg).toBe(
+      `body.Stock and body.limitperuser are not fields of this body; its fields are ${settings}`,
     );
-    expect((await zh({ stock: 6, Stock: 50 })).json().errorMsg).toBe(
-      '不是秒杀的设置项：可给出 stock、beginTime、endTime、limitPerUser、purchaseGate 或 captchaMaxNumber（body.Stock）',
-    );
+    expect((await zh({ stock: 6, Stock: 50 })).json().errorMsg).toBe(`参数 body 不允许有字段 Stock；可用的字段：${settings}`);
+    expect((await patch(voucherId, {})).json().errorMsg).toBe(`body must hold at least one of ${settings}`);
     expect((await audit(voucherId)).total).toBe(0);
 
     // The stock's range is given whole.

@@ -25,9 +25,10 @@ let users: Array<{ id: string; token: string }>;
 const queryLog = new QueryLog();
 
 beforeAll(async () => {
-  // The order route's limits as deployed: 5 orders a second per user.
-  env = await createTestEnv({ ORDER_RATE_LIMIT_PER_USER: '5' });
-  users = await createUsersWithSessions(env, 3);
+  // The order route's limits as deployed: 5 orders a second per user. The purchase gate's per-user
+  // limit off: every token and captcha request below reaches the voucher's lookup.
+  env = await createTestEnv({ ORDER_RATE_LIMIT_PER_USER: '5', PURCHASE_GATE_REQUESTS_PER_MINUTE: '0' });
+  users = await createUsersWithSessions(env, 4);
   app = (await buildTestApp(env, undefined, { db: env.db.withPlugin(queryLog) })).app;
 });
 
@@ -77,5 +78,43 @@ describe('orders of vouchers that do not exist', () => {
     expect(refused.json().errorMsg).toBe(REFUSALS.unknownVoucher(missing));
     const created = await insertSeckillVoucher(env, { stock: 1 });
     expect((await buy(app, users[2]!.token, created)).json()).toMatchObject({ success: true });
+  });
+});
+
+describe('purchase tokens and captchas of vouchers that do not exist (issue 40, item 7f)', () => {
+  /** A token request (odd ids) or a captcha request (even ids) of `voucherId`. */
+  const gateRequest = (voucherId: string, index: number) =>
+    index % 2 === 0
+      ? app.inject({ url: `/api/voucher-order/seckill/${voucherId}/captcha`, headers: { authorization: users[3]!.token } })
+      : app.inject({ method: 'POST', url: `/api/voucher-order/seckill/${voucherId}/token`, headers: { authorization: users[3]!.token } });
+
+  it('cost no MySQL query per id either: the token and captcha routes refuse them from the known sales', async () => {
+    const unknownIds = Array.from({ length: 300 }, (_, index) => String(7_000_000_000 + index * 7919 + Math.floor(Math.random() * 7919)));
+    const before = queryLog.queries.length;
+    const answers: Array<{ statusCode: number; errorMsg: string; voucherId: string }> = [];
+    for (let start = 0; start < unknownIds.length; start += 20) {
+      const batch = unknownIds.slice(start, start + 20);
+      const responses = await Promise.all(batch.map((voucherId, offset) => gateRequest(voucherId, start + offset)));
+      answers.push(
+        ...responses.map((response, offset) => ({
+          statusCode: response.statusCode,
+          errorMsg: response.json<{ errorMsg: string }>().errorMsg,
+          voucherId: batch[offset]!,
+        })),
+      );
+    }
+    const asked = new Set(unknownIds);
+    const naming = queryLog.queries.slice(before).filter((query) => [...query.matchAll(/"value":"(\d+)"/g)].some(([, value]) => asked.has(value!)));
+
+    expect(answers.filter((answer) => answer.statusCode !== 404 || answer.errorMsg !== REFUSALS.unknownVoucher(answer.voucherId))).toEqual([]);
+    expect(naming).toEqual([]);
+  });
+
+  it('still gives a token of a gated sale created a moment ago (not yet among the known sales)', async () => {
+    const voucherId = await insertSeckillVoucher(env, { stock: 1 });
+    await env.db.updateTable('tb_seckill_voucher').set({ purchase_gate: 'token' }).where('voucher_id', '=', voucherId).execute();
+    const answer = await gateRequest(voucherId, 1);
+    expect(answer.statusCode, answer.body).toBe(200);
+    expect(answer.json()).toMatchObject({ success: true, data: { token: expect.any(String) } });
   });
 });

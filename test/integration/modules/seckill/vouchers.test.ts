@@ -121,3 +121,93 @@ describe('vouchers', () => {
     expect((await app.inject({ url: '/api/voucher/list/x' })).statusCode).toBe(400);
   });
 });
+
+describe('fields at creation (issue 40, item 2): a field is used, agrees with what the server sets, or is refused', () => {
+  const countVouchers = async () =>
+    Number(
+      (
+        await env.db
+          .selectFrom('tb_voucher')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const VOUCHER_FIELDS = 'shopId, title, subTitle, rules, payValue, actualValue';
+  const HMDP_FIELDS = 'id, type, status, createTime, updateTime';
+  const SALE_FIELDS = `${VOUCHER_FIELDS}, stock, beginTime, endTime, limitPerUser, purchaseGate, captchaMaxNumber, buckets, ${HMDP_FIELDS}`;
+
+  it("refuses the probe's misspelt settings with 400 naming both and listing the fields, and creates nothing", async () => {
+    const before = await countVouchers();
+    const response = await post('/api/voucher/seckill', { ...seckill(), limitperuser: 5, purchasegate: 'captcha' });
+    expect(response.statusCode, response.body).toBe(400);
+    expect(response.json()).toEqual({
+      success: false,
+      errorMsg: `body.limitperuser and body.purchasegate are not fields of this body; its fields are ${SALE_FIELDS}`,
+    });
+    expect(await countVouchers()).toBe(before);
+  });
+
+  it('names one unknown field alone, on the plain voucher route too, in both languages', async () => {
+    const plain = await post('/api/voucher', { ...normal, subtitle: 'typo' });
+    expect(plain.json()).toEqual({ success: false, errorMsg: `body.subtitle is not a field of this body; its fields are ${VOUCHER_FIELDS}, ${HMDP_FIELDS}` });
+    const zh = await app.inject({
+      method: 'POST',
+      url: '/api/voucher/seckill',
+      payload: { ...seckill(), Stock: 5 },
+      headers: { ...admin, 'accept-language': 'zh' },
+    });
+    expect(zh.json()).toEqual({ success: false, errorMsg: `参数 body 不允许有字段 Stock；可用的字段：${SALE_FIELDS}` });
+  });
+
+  it('names five unknown fields at most, each cut to 40 characters: a hostile body is not echoed whole', async () => {
+    const junk = Object.fromEntries(Array.from({ length: 400 }, (_, index) => [`${'x'.repeat(100)}${index}`, 1]));
+    const response = await post('/api/voucher', { ...normal, ...junk });
+    const cut = `body.${'x'.repeat(40)}…`;
+    expect(response.json()).toEqual({
+      success: false,
+      errorMsg: `${[cut, cut, cut, cut, cut].join(', ')} and 395 more are not fields of this body; its fields are ${VOUCHER_FIELDS}, ${HMDP_FIELDS}`,
+    });
+  });
+
+  it("accepts the course's body (type 1) and hmdp's entity fields the server sets, when they agree with it", async () => {
+    const hmdpBody = { ...seckill(), type: 1, status: 1, id: null, createTime: null, updateTime: null };
+    const created = await post('/api/voucher/seckill', hmdpBody);
+    expect(created.statusCode, created.body).toBe(200);
+    const plain = await post('/api/voucher', { ...normal, type: 0, status: null });
+    expect(plain.statusCode, plain.body).toBe(200);
+  });
+
+  it('names a field once in the range message of its schema (issue 40, item 7a: "body.buckets body.buckets must be…")', async () => {
+    const en = await post('/api/voucher/seckill', seckill({ buckets: 9 }));
+    expect(en.json()).toEqual({ success: false, errorMsg: 'body.buckets must be a whole number from 1 to 8' });
+    const zh = await app.inject({
+      method: 'POST',
+      url: '/api/voucher/seckill',
+      payload: seckill({ buckets: 0 }),
+      headers: { ...admin, 'accept-language': 'zh' },
+    });
+    expect(zh.json()).toEqual({ success: false, errorMsg: '应为 1 到 8 之间的整数（body.buckets）' });
+  });
+
+  it.each([
+    [
+      'a plain type on the seckill route',
+      '/api/voucher/seckill',
+      { type: 0 },
+      'body.type must be 1 here: the route decides the type (0 POST /api/voucher, 1 POST /api/voucher/seckill)',
+    ],
+    [
+      'a seckill type on the plain route',
+      '/api/voucher',
+      { type: 1 },
+      'body.type must be 0 here: the route decides the type (0 POST /api/voucher, 1 POST /api/voucher/seckill)',
+    ],
+    ['an id', '/api/voucher/seckill', { id: 5 }, 'body.id is set by the server: leave it out (or null)'],
+    ['a creation time', '/api/voucher', { createTime: '2020-01-01T00:00:00Z' }, 'body.createTime is set by the server: leave it out (or null)'],
+    ['an off-shelf status', '/api/voucher/seckill', { status: 2 }, 'body.status must be 1 (on sale, as every new voucher is) or null'],
+  ])('refuses %s that the server would not keep', async (_case, url, fields, message) => {
+    const response = await post(url, { ...(url === '/api/voucher' ? normal : seckill()), ...fields });
+    expect(response.statusCode, response.body).toBe(400);
+    expect(response.json().errorMsg).toBe(message);
+  });
+});
