@@ -4,6 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import { isTransient, unavailableDependency } from '../infra/transient-errors.js';
 import { RETRY_AFTER_SECONDS } from './deadline.js';
 import { HttpError } from './errors.js';
+import { Refusal, retryAfterSeconds, type RefusalKind } from '../lib/refusals/index.js';
 import { HTTP_MESSAGES, VALIDATION_MESSAGES } from './http-messages.js';
 import { localize, negotiateLanguage } from './language.js';
 import { render, type Language, type Message, type MessageTexts } from '../lib/messages/index.js';
@@ -161,13 +162,29 @@ function answerClientError(app: FastifyInstance, error: Error & { code?: string 
   socket.destroy(error);
 }
 
+/** The answer to each kind of the domain's refusals (src/lib/refusals). */
+const REFUSAL_STATUS: Record<RefusalKind, number> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  'not-found': 404,
+  conflict: 409,
+  'too-large': 413,
+  'rate-limited': 429,
+  unavailable: 503,
+};
+
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+  app.setErrorHandler((error: FastifyError | HttpError | Refusal, request, reply) => {
     if (error instanceof HttpError) {
       return reply
         .code(error.statusCode)
         .headers(error.headers)
         .send(fail(localize(request, error.userMessage)));
+    }
+    if (error instanceof Refusal) {
+      if (error.retryAfterMs !== undefined) void reply.header('retry-after', String(retryAfterSeconds(error.retryAfterMs)));
+      return reply.code(REFUSAL_STATUS[error.kind]).send(fail(localize(request, error.userMessage)));
     }
     if (error.validation) {
       const message = request.language === 'en' ? error.message : validationMessage(error.validation, error.validationContext ?? 'request', request.language);

@@ -1,5 +1,6 @@
 import { HTTP_MESSAGES } from './http-messages.js';
 import { render, type Message } from '../lib/messages/index.js';
+import { retryAfterSeconds } from '../lib/refusals/index.js';
 
 /**
  * An error whose message is meant for the client. Thrown anywhere in a request, it becomes
@@ -26,7 +27,7 @@ export const notFound = (message: Message): HttpError => new HttpError(404, mess
 
 /** A 429 with Retry-After; the message gets `seconds`, the wait rounded up to whole seconds. */
 export function tooManyRequests(message: (params: { seconds: number }) => Message, retryAfterMs: number): HttpError {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const seconds = retryAfterSeconds(retryAfterMs);
   // A refusal under load is routine, not a fault: skip the stack trace, the costliest part of an Error.
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;

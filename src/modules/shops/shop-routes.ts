@@ -4,7 +4,7 @@ import { ok } from '../../http/result.js';
 import { ADMIN_ONLY, Current, EmptyResult, IdBody, IdParams, IdString, ResultOf, Text } from '../../http/schemas.js';
 import { Id } from '../../lib/wire/index.js';
 import { bothTexts } from '../../lib/messages/index.js';
-import { requireAdmin } from '../users/auth.js';
+import { requireAdmin } from '../users/auth-hooks.js';
 import { LATITUDE_LIMIT, LONGITUDE_LIMIT } from './geo-index.js';
 import { SHOP_MESSAGES } from './messages.js';
 import type { ShopService } from './shop-service.js';

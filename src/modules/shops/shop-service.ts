@@ -1,4 +1,4 @@
-import { badRequest, notFound } from '../../http/errors.js';
+import { invalid, notFound } from '../../lib/refusals/index.js';
 import type { BloomFilter, Cache, CacheClient, CacheStrategy } from '../../lib/cache/index.js';
 import type { ShopTypeRepository } from './shop-type-repository.js';
 import type { ShopGeoIndex } from './geo-index.js';
@@ -167,7 +167,7 @@ export class ShopService {
   }
 
   private async assertTypeExists(typeId: string): Promise<void> {
-    if (!(await this.types.exists(typeId))) throw badRequest(SHOP_MESSAGES.shopTypeMissing({ typeId }));
+    if (!(await this.types.exists(typeId))) throw invalid(SHOP_MESSAGES.shopTypeMissing({ typeId }));
   }
 }
 

@@ -1,9 +1,9 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { viaCompatSurface } from '../../http/hmdp-compat.js';
+import { uploadNameOfShown, viaCompatSurface } from '../../http/hmdp-compat.js';
 import { ok } from '../../http/result.js';
 import { Current, IdBody, IdParams, IdString, ResultOf, Text } from '../../http/schemas.js';
 import { Id } from '../../lib/wire/index.js';
-import { currentUser } from '../users/auth.js';
+import { currentUser } from '../users/auth-hooks.js';
 import { UserSummarySchema } from '../users/user-schemas.js';
 import { BlogViewSchema, FeedPageSchema } from './blog-schemas.js';
 import type { BlogService } from './blog-service.js';
@@ -29,14 +29,14 @@ export const blogRoutes: FastifyPluginAsyncTypebox<{ service: BlogService; limit
           content: Text({ maxLength: 2048, multiline: true }),
           // Comma-separated names returned by POST /upload/blog (hmdp's format): at most 9, each an
           // upload of the author no other blog shows (checked by the service). The course's editor
-          // on the HMDP_COMPAT surface names them by their /imgs URLs (ImageNaming).
+          // on the HMDP_COMPAT surface names them by their /imgs URLs (UploadNameOf).
           images: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[\\w/.,-]*$', errorMessage: SOCIAL_MESSAGES.imagePaths.texts })),
         }),
         response: { 200: ResultOf(Id) },
       },
       preHandler: limits.preHandler('blog'),
     },
-    async (request) => ok(await service.create(currentUser(request), request.body, viaCompatSurface(request) ? 'hmdp' : 'upload')),
+    async (request) => ok(await service.create(currentUser(request), request.body, viaCompatSurface(request) ? uploadNameOfShown : undefined)),
   );
 
   app.put(

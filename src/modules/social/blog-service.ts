@@ -1,5 +1,4 @@
-import { badRequest, notFound } from '../../http/errors.js';
-import { uploadNameOfShown } from '../../http/hmdp-compat.js';
+import { invalid, notFound } from '../../lib/refusals/index.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { FollowService } from './follow-service.js';
 import type { UserRepository } from '../users/user-repository.js';
@@ -41,11 +40,13 @@ export interface NewBlogFields {
 }
 
 /**
- * How the client names a blog's images: `upload`, by the names POST /upload/blog handed out;
- * `hmdp`, the course's blog editor (HMDP_COMPAT), by those names or the URLs it shows them at
- * (`/imgs` + the name), kept as sent because its pages show a blog's images by those URLs.
+ * The upload's name of an image as the client names it: the name POST /upload/blog handed out,
+ * by default; the course's blog editor (HMDP_COMPAT) names it by the URL it shows it at, which
+ * its routes translate (the blog keeps the names as sent: its pages show images by those URLs).
  */
-export type ImageNaming = 'upload' | 'hmdp';
+export type UploadNameOf = (shown: string) => string;
+
+const sameName: UploadNameOf = (shown) => shown;
 
 /** One page of the feed and the cursor of the next: hmdp's ScrollResult. */
 export interface FeedPage {
@@ -87,12 +88,12 @@ export class BlogService {
    * each inbox trimmed to `feedMaxLength`. One single-key script per follower: cluster-safe,
    * and auto-pipelined by the client.
    */
-  async create(author: SessionUser, fields: NewBlogFields, naming: ImageNaming = 'upload'): Promise<string> {
-    const { shown, uploads } = parseImages(fields.images ?? '', naming);
-    if (!(await this.blogs.shopExists(fields.shopId))) throw badRequest(SOCIAL_MESSAGES.blogShopMissing({ shopId: fields.shopId }));
+  async create(author: SessionUser, fields: NewBlogFields, uploadNameOf: UploadNameOf = sameName): Promise<string> {
+    const { shown, uploads } = parseImages(fields.images ?? '', uploadNameOf);
+    if (!(await this.blogs.shopExists(fields.shopId))) throw invalid(SOCIAL_MESSAGES.blogShopMissing({ shopId: fields.shopId }));
     const blog = { shop_id: fields.shopId, user_id: author.id, title: fields.title, content: fields.content, images: shown.join(',') };
     const id = await this.blogs.insertWithImages(blog, uploads);
-    if (id === null) throw badRequest(SOCIAL_MESSAGES.imagesTaken());
+    if (id === null) throw invalid(SOCIAL_MESSAGES.imagesTaken());
     const score = this.now();
     for await (const followers of this.follows.followerBatches(author.id)) {
       await Promise.all(followers.map((follower) => this.scripts.feedPush(feedKey(follower), score, id, this.feedMaxLength)));
@@ -209,21 +210,21 @@ export class BlogService {
 }
 
 /**
- * The images of a new blog: comma-separated names (see ImageNaming), at most MAX_IMAGES, no
+ * The images of a new blog: comma-separated names (see UploadNameOf), at most MAX_IMAGES, no
  * upload twice. `shown` is what the blog stores and shows, `uploads` the uploads' names; whether
  * the author uploaded them is checked when they are attached.
  */
-function parseImages(list: string, naming: ImageNaming): { shown: string[]; uploads: string[] } {
+function parseImages(list: string, uploadNameOf: UploadNameOf): { shown: string[]; uploads: string[] } {
   const shown = list
     .split(',')
     .map((image) => image.trim())
     .filter((image) => image !== '');
-  if (shown.length > MAX_IMAGES) throw badRequest(SOCIAL_MESSAGES.tooManyImages({ max: MAX_IMAGES }));
+  if (shown.length > MAX_IMAGES) throw invalid(SOCIAL_MESSAGES.tooManyImages({ max: MAX_IMAGES }));
   const uploads = shown.map((image) => {
-    const upload = naming === 'hmdp' ? uploadNameOfShown(image) : image;
-    if (!BLOG_IMAGE_NAME.test(upload)) throw badRequest(SOCIAL_MESSAGES.notAnImageName({ name: JSON.stringify(image.slice(0, 80)) }));
+    const upload = uploadNameOf(image);
+    if (!BLOG_IMAGE_NAME.test(upload)) throw invalid(SOCIAL_MESSAGES.notAnImageName({ name: JSON.stringify(image.slice(0, 80)) }));
     return upload;
   });
-  if (new Set(uploads).size !== uploads.length) throw badRequest(SOCIAL_MESSAGES.imageTwice());
+  if (new Set(uploads).size !== uploads.length) throw invalid(SOCIAL_MESSAGES.imageTwice());
   return { shown, uploads };
 }

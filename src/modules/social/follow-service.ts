@@ -1,4 +1,4 @@
-import { badRequest, notFound } from '../../http/errors.js';
+import { invalid, notFound } from '../../lib/refusals/index.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { UserRepository } from '../users/user-repository.js';
 import type { UserSummary } from '../users/session-store.js';
@@ -32,7 +32,7 @@ export class FollowService {
   }
 
   async follow(userId: string, followeeId: string, isFollow: boolean): Promise<void> {
-    if (userId === followeeId) throw badRequest(SOCIAL_MESSAGES.followYourself());
+    if (userId === followeeId) throw invalid(SOCIAL_MESSAGES.followYourself());
     if (isFollow) {
       if (!(await this.users.findById(followeeId))) throw notFound(SOCIAL_MESSAGES.userNotFound({ id: followeeId }));
       await this.follows.follow(userId, followeeId);

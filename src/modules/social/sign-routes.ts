@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
 import { ResultOf } from '../../http/schemas.js';
-import { currentUser } from '../users/auth.js';
+import { currentUser } from '../users/auth-hooks.js';
 import type { SignService } from './sign-service.js';
 import { SOCIAL_MESSAGES } from './messages.js';
 

@@ -1,4 +1,4 @@
-import { badRequest } from '../../http/errors.js';
+import { invalid } from '../../lib/refusals/index.js';
 import type { RedisClient } from '../../infra/redis.js';
 import { calendarDay, daysInMonth, monthStamp, previousMonth } from '../../lib/calendar/index.js';
 import { signKey } from './keys.js';
@@ -59,7 +59,7 @@ export class SignService {
     if (stamp !== undefined) {
       year = Number(stamp.slice(0, 4));
       month = Number(stamp.slice(4, 6));
-      if (month < 1 || month > 12) throw badRequest(SOCIAL_MESSAGES.badMonth());
+      if (month < 1 || month > 12) throw invalid(SOCIAL_MESSAGES.badMonth());
     }
     const days = daysInMonth(year, month);
     const bits = await this.readBits(signKey(year, month, userId), days);

@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { badRequest, HttpError } from '../../http/errors.js';
 import { ok } from '../../http/result.js';
 import { EmptyResult, ResultOf } from '../../http/schemas.js';
-import { currentUser } from '../users/auth.js';
+import { currentUser } from '../users/auth-hooks.js';
 import type { UploadService, UploadStream } from './upload-service.js';
 import type { WriteLimits } from './write-limits.js';
 import { SOCIAL_MESSAGES } from './messages.js';

@@ -5,7 +5,7 @@ import { dirname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileTypeFromFile } from 'file-type';
-import { badRequest, forbidden, HttpError, notFound } from '../../http/errors.js';
+import { conflict, forbidden, invalid, notFound, Refusal, tooLarge } from '../../lib/refusals/index.js';
 import type { UploadRepository } from './upload-repository.js';
 import type { WriteLimits } from './write-limits.js';
 import { SOCIAL_MESSAGES } from './messages.js';
@@ -64,7 +64,7 @@ export class UploadService {
       const type = await fileTypeFromFile(temp);
       if (!type || !IMAGE_TYPES.has(type.ext)) {
         this.options.events?.onRefused?.('not_image');
-        throw badRequest(SOCIAL_MESSAGES.notAnImage({ got: type ? ` (${type.mime})` : '' }));
+        throw invalid(SOCIAL_MESSAGES.notAnImage({ got: type ? ` (${type.mime})` : '' }));
       }
       await this.options.limits.chargeBytes(userId, size).catch((err: unknown) => {
         this.options.events?.onRefused?.('over_quota');
@@ -96,15 +96,15 @@ export class UploadService {
       await pipeline(stream, createWriteStream(temp, { flags: 'wx' }));
     } catch (err) {
       await removeFile(temp);
-      if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
+      if (err instanceof Refusal || (err as { statusCode?: number }).statusCode !== undefined) throw err;
       // A failing disk is ours (500); anything else went wrong reading the body: the client's (400).
       if ((err as NodeJS.ErrnoException).syscall !== undefined) throw err;
-      throw badRequest(SOCIAL_MESSAGES.badMultipart({ detail: (err as Error).message }));
+      throw invalid(SOCIAL_MESSAGES.badMultipart({ detail: (err as Error).message }));
     }
     if (stream.truncated === true) {
       await removeFile(temp);
       this.options.events?.onRefused?.('too_large');
-      throw new HttpError(413, SOCIAL_MESSAGES.fileTooLarge({ max: this.options.maxBytes }));
+      throw tooLarge(SOCIAL_MESSAGES.fileTooLarge({ max: this.options.maxBytes }));
     }
     return temp;
   }
@@ -114,13 +114,13 @@ export class UploadService {
    * else's, 409 shown by a blog (deleting it would break the blog).
    */
   async deleteBlogImage(userId: string, name: string): Promise<void> {
-    if (!BLOG_IMAGE_NAME.test(name)) throw badRequest(SOCIAL_MESSAGES.badImagePath());
+    if (!BLOG_IMAGE_NAME.test(name)) throw invalid(SOCIAL_MESSAGES.badImagePath());
     const path = this.pathOf(name);
     const upload = await this.uploads.find(name);
     if (upload === undefined) throw notFound(SOCIAL_MESSAGES.imageNotFound({ name }));
     if (upload.userId !== userId) throw forbidden(SOCIAL_MESSAGES.notYourImage());
     if (upload.blogId !== null || !(await this.uploads.deleteUnattached(name))) {
-      throw new HttpError(409, SOCIAL_MESSAGES.imageInUse({ name }));
+      throw conflict(SOCIAL_MESSAGES.imageInUse({ name }));
     }
     await removeFile(path);
   }
@@ -148,7 +148,7 @@ export class UploadService {
   /** The file of a name, refusing anything that would resolve outside the root (defence in depth). */
   pathOf(name: string): string {
     const path = resolve(this.root, `.${name}`);
-    if (!path.startsWith(this.root + sep)) throw badRequest(SOCIAL_MESSAGES.outsideUploads());
+    if (!path.startsWith(this.root + sep)) throw invalid(SOCIAL_MESSAGES.outsideUploads());
     return path;
   }
 }

@@ -5,7 +5,7 @@ import { ok } from '../../http/result.js';
 import { withHook } from '../../http/route-hooks.js';
 import { ADMIN_ONLY, IdString } from '../../http/schemas.js';
 import { parseDay } from '../../lib/calendar/index.js';
-import { requireAdmin } from '../users/auth.js';
+import { requireAdmin } from '../users/auth-hooks.js';
 import type { UvService } from './uv-service.js';
 import { SOCIAL_MESSAGES } from './messages.js';
 

@@ -1,9 +1,9 @@
 import type { preHandlerAsyncHookHandler } from 'fastify';
-import { tooManyRequests } from '../../http/errors.js';
+import { rateLimited } from '../../lib/refusals/index.js';
 import type { MessageFactory } from '../../lib/messages/index.js';
 import type { Config } from '../../infra/config.js';
 import type { RateLimitDecision, RateLimiter, RateLimitRule } from '../../lib/rate-limit/index.js';
-import { currentUser } from '../users/auth.js';
+import { currentUser } from '../users/auth-hooks.js';
 import { WRITE_LIMIT_NAMES } from './keys.js';
 import { SOCIAL_MESSAGES } from './messages.js';
 
@@ -58,5 +58,5 @@ export class WriteLimits {
 
 function refuseIfDenied(decision: RateLimitDecision): void {
   if (decision.allowed) return;
-  throw tooManyRequests(MESSAGES[decision.rule] ?? SOCIAL_MESSAGES.tooManyRequests, decision.retryAfterMs);
+  throw rateLimited(MESSAGES[decision.rule] ?? SOCIAL_MESSAGES.tooManyRequests, decision.retryAfterMs);
 }

@@ -6,7 +6,7 @@ import { rateLimiterMetrics, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
 import type { KeyReader } from '../../lib/near-cache/index.js';
 import { RateLimit, RateLimiter } from '../../lib/rate-limit/index.js';
-import { installAuthHooks } from './auth.js';
+import { installAuthHooks } from './auth-hooks.js';
 import { SMS_LIMIT_NAMES } from './keys.js';
 import { LoginCodeStore } from './login-code-store.js';
 import { SessionStore } from './session-store.js';

@@ -1,7 +1,7 @@
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ok } from '../../http/result.js';
 import { EmptyResult, IdParams, ResultOf } from '../../http/schemas.js';
-import { currentUser } from './auth.js';
+import { currentUser } from './auth-hooks.js';
 import { USER_MESSAGES } from './messages.js';
 import type { UserService } from './user-service.js';
 import { SessionUserSchema, UserSummarySchema } from './user-schemas.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badRequest, HttpError, notFound, tooManyRequests } from '../../http/errors.js';
+import { invalid, notFound, rateLimited, retryAfterSeconds, unavailable } from '../../lib/refusals/index.js';
 import type { MessageFactory } from '../../lib/messages/index.js';
 import type { Log } from '../../infra/logging.js';
 import type { RateLimit } from '../../lib/rate-limit/index.js';
@@ -53,16 +53,16 @@ export class UserService {
       const reason = err instanceof SmsDeliveryError ? err.reason : 'network';
       this.deps.onSmsFailure?.(reason);
       this.deps.log.warn({ err, reason }, 'login code not delivered by the SMS sender');
-      const retryAfter = String(Math.max(1, this.deps.smsRetryAfterSeconds ?? 60));
-      throw new HttpError(503, USER_MESSAGES.smsFailed({ seconds: retryAfter }), { 'retry-after': retryAfter });
+      const retryAfterMs = Math.max(1, this.deps.smsRetryAfterSeconds ?? 60) * 1000;
+      throw unavailable(USER_MESSAGES.smsFailed({ seconds: retryAfterSeconds(retryAfterMs) }), retryAfterMs);
     }
   }
 
   /** Checks the code, creates the user on first login and opens a session; returns its token. */
   async login(phone: string, code: string): Promise<string> {
     const check = await this.deps.codes.check(phone, code);
-    if (check === 'missing') throw badRequest(USER_MESSAGES.noValidCode());
-    if (check === 'wrong') throw badRequest(USER_MESSAGES.wrongCode());
+    if (check === 'missing') throw invalid(USER_MESSAGES.noValidCode());
+    if (check === 'wrong') throw invalid(USER_MESSAGES.wrongCode());
     const { id } = await this.deps.users.findOrCreateByPhone(phone, randomNickName());
     // Under the row lock, so that a role change cannot slip between reading the role and
     // indexing the new session (see SessionStore).
@@ -97,7 +97,7 @@ export class UserService {
 
   private async enforce(limit: RateLimit, subject: string, message: MessageFactory<'seconds'>): Promise<void> {
     const decision = await limit.consume(subject);
-    if (!decision.allowed) throw tooManyRequests(message, decision.retryAfterMs);
+    if (!decision.allowed) throw rateLimited(message, decision.retryAfterMs);
   }
 }
 

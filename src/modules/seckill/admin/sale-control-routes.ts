@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdParams, Instant, ONLY_KNOWN_FIELDS, ResultOf } from '../../../http/schemas.js';
 import { bothTexts } from '../../../lib/messages/index.js';
-import { requireAdmin } from '../../users/auth.js';
+import { requireAdmin } from '../../users/auth-hooks.js';
 import { AuditEntrySchema, Buckets, CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleControlResultSchema, SaleStock } from './sale-schemas.js';
 import type { SaleControls } from './sale-controls.js';
 import { SECKILL_MESSAGES } from '../messages.js';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import type { Socket } from 'node:net';
 import { IdParams } from '../../../http/schemas.js';
-import { currentUser } from '../../users/auth.js';
+import { currentUser } from '../../users/auth-hooks.js';
 import { RateLimited } from '../errors/index.js';
 import { SECKILL_MESSAGES } from '../messages.js';
 import type { OrderChange } from '../types.js';

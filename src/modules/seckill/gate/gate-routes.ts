@@ -4,7 +4,7 @@ import type { Challenge } from 'altcha-lib';
 import { ok } from '../../../http/result.js';
 import { IdParams, ResultOf } from '../../../http/schemas.js';
 import { Timestamp } from '../../../lib/wire/index.js';
-import { currentUser } from '../../users/auth.js';
+import { currentUser } from '../../users/auth-hooks.js';
 import type { PurchaseGate } from './purchase-gate.js';
 
 /** An ALTCHA proof-of-work challenge (altcha-lib v2's Challenge: its library reads it). */

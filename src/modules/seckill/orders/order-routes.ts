@@ -5,7 +5,7 @@ import { badRequest } from '../../../http/errors.js';
 import { ok } from '../../../http/result.js';
 import { Current, IdParams, ResultOf } from '../../../http/schemas.js';
 import { Id } from '../../../lib/wire/index.js';
-import { currentUser } from '../../users/auth.js';
+import { currentUser } from '../../users/auth-hooks.js';
 import { orderDeadlineMessage } from '../errors/index.js';
 import { PURCHASE_TOKEN_HEADER, type PurchaseGate } from '../gate/purchase-gate.js';
 import { SECKILL_MESSAGES } from '../messages.js';

@@ -4,7 +4,7 @@ import { ok } from '../../../http/result.js';
 import { ADMIN_ONLY, IdBody, IdString, Instant, ONLY_KNOWN_FIELDS, ResultOf, Text } from '../../../http/schemas.js';
 import { bothTexts } from '../../../lib/messages/index.js';
 import { Id } from '../../../lib/wire/index.js';
-import { requireAdmin } from '../../users/auth.js';
+import { requireAdmin } from '../../users/auth-hooks.js';
 import { Buckets, CaptchaMaxNumber, LimitPerUser, PurchaseGateMode, SaleStock } from '../admin/sale-schemas.js';
 import type { VoucherService } from './voucher-service.js';
 import { VoucherViewSchema } from './voucher-schemas.js';

@@ -1,0 +1,13 @@
+export {
+  conflict,
+  forbidden,
+  invalid,
+  notFound,
+  rateLimited,
+  Refusal,
+  retryAfterSeconds,
+  tooLarge,
+  unauthenticated,
+  unavailable,
+  type RefusalKind,
+} from './refusal.js';
