@@ -18,6 +18,7 @@ import { ShopTypeService } from './shop-type-service.js';
 // What the app and the CLIs use besides buildShops.
 export { ShopGeoIndex } from './geo-index.js';
 export { ShopRepository } from './shop-repository.js';
+export { SHOP_MESSAGES } from './messages.js';
 
 export interface ShopsDeps {
   config: Pick<Config, 'shop' | 'cache'>;

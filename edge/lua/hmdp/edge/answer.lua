@@ -1,0 +1,24 @@
+-- Sends an answer built at the edge with the headers the app sends with its own (src/app.ts):
+-- helmet's security headers, x-request-id, the JSON content type and the length, then ends the
+-- request (from the access phase: proxy_pass is not reached).
+local settings = require "hmdp.edge.settings"
+local request_id = require "hmdp.edge.request_id"
+
+local M = {}
+
+local security
+
+function M.send(status, body, extra_name, extra_value)
+  security = security or settings.values.securityHeaders
+  local header = ngx.header
+  for name, value in pairs(security) do header[name] = value end
+  header["x-request-id"] = request_id.of_request()
+  if extra_name then header[extra_name] = extra_value end
+  header["content-type"] = "application/json; charset=utf-8"
+  header["content-length"] = #body
+  ngx.status = status
+  ngx.print(body)
+  return ngx.exit(status)
+end
+
+return M
