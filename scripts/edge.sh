@@ -12,9 +12,9 @@
 # app with TRUST_PROXY=1 behind it, so that both see the client's address.
 # Settings (environment): EDGE_DIR (.edge), EDGE_LISTEN (127.0.0.1:8080), EDGE_APP (127.0.0.1:$PORT,
 # else 127.0.0.1:8081; several instances comma-separated), EDGE_WEB_ROOT (unset: the app serves the
-# front end; web/dist: nginx serves it), EDGE_WORKERS (auto), EDGE_READS (on), EDGE_L1_TTL_MS (1000),
-# EDGE_L1_JITTER_PERCENT (20), EDGE_REDIS_TIMEOUT_MS (100), EDGE_REDIS_BACKOFF_MS (1000),
-# EDGE_MAX_RECORD_BYTES (65536), EDGE_ORDER_RATE (5), EDGE_ORDER_BURST (10), EDGE_SALE_CONN (16),
+# front end; web/dist: nginx serves it), EDGE_WORKERS (auto), EDGE_READS (on), EDGE_PUSH (on),
+# EDGE_L1_TTL_MS (30000), EDGE_L1_UNPUSHED_TTL_MS (1000), EDGE_L1_JITTER_PERCENT (20),
+# EDGE_REDIS_TIMEOUT_MS (100), EDGE_REDIS_BACKOFF_MS (1000), EDGE_MAX_RECORD_BYTES (65536), EDGE_ORDER_RATE (5), EDGE_ORDER_BURST (10), EDGE_SALE_CONN (16),
 # EDGE_EXEMPT (127.0.0.1). The Debian packages are installed with apt-get when missing
 # (edge/packages.sh). edge/README.md tells what the edge answers and how.
 set -euo pipefail
@@ -44,8 +44,9 @@ start() {
   nginx=$(bash edge/packages.sh) || fail "the Debian packages could not be installed (edge/packages.sh)"
   mkdir -p "$EDGE_DIR"
   conf=$(render --prefix "$EDGE_DIR" --listen "$LISTEN" --sale "$APP" ${EDGE_WEB_ROOT:+--web-root "$EDGE_WEB_ROOT"} \
-    --workers "${EDGE_WORKERS:-auto}" --reads "${EDGE_READS:-on}" \
-    --l1-ttl-ms "${EDGE_L1_TTL_MS:-1000}" --l1-jitter-percent "${EDGE_L1_JITTER_PERCENT:-20}" \
+    --workers "${EDGE_WORKERS:-auto}" --reads "${EDGE_READS:-on}" --push "${EDGE_PUSH:-on}" \
+    --l1-ttl-ms "${EDGE_L1_TTL_MS:-30000}" --l1-unpushed-ttl-ms "${EDGE_L1_UNPUSHED_TTL_MS:-1000}" \
+    --l1-jitter-percent "${EDGE_L1_JITTER_PERCENT:-20}" \
     --redis-timeout-ms "${EDGE_REDIS_TIMEOUT_MS:-100}" --redis-backoff-ms "${EDGE_REDIS_BACKOFF_MS:-1000}" \
     --max-record-bytes "${EDGE_MAX_RECORD_BYTES:-65536}" --order-rate "${EDGE_ORDER_RATE:-5}" \
     --order-burst "${EDGE_ORDER_BURST:-10}" --sale-conn "${EDGE_SALE_CONN:-16}" --exempt "${EDGE_EXEMPT-127.0.0.1}") \

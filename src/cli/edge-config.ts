@@ -9,7 +9,8 @@ import { runCli } from './run-cli.js';
  *
  *   node dist/cli/edge-config.js --prefix DIR --listen 127.0.0.1:8080 --sale 127.0.0.1:8081 [--site …]
  *     [--web-root web/dist] [--workers auto] [--order-rate 5] [--order-burst 10] [--sale-conn 16]
- *     [--exempt "127.0.0.1 ::1"] [--reads on|off] [--l1-ttl-ms 1000] [--l1-jitter-percent 20]
+ *     [--exempt "127.0.0.1 ::1"] [--reads on|off] [--push on|off] [--l1-ttl-ms 30000]
+ *     [--l1-unpushed-ttl-ms 1000] [--l1-jitter-percent 20]
  *     [--l1-size 32m] [--redis-timeout-ms 100] [--redis-backoff-ms 1000] [--max-record-bytes 65536]
  */
 const USAGE = 'usage: edge-config --prefix DIR --listen HOST:PORT --sale HOST:PORT[,…] [--site HOST:PORT[,…]] [options]: see src/cli/edge-config.ts';
@@ -26,6 +27,8 @@ const options = {
   'sale-conn': { type: 'string', default: '16' },
   exempt: { type: 'string', default: '127.0.0.1' },
   reads: { type: 'string', default: 'on' },
+  push: { type: 'string', default: 'on' },
+  'l1-unpushed-ttl-ms': { type: 'string', default: String(DEFAULT_READS.l1UnpushedTtlMs) },
   'l1-ttl-ms': { type: 'string', default: String(DEFAULT_READS.l1TtlMs) },
   'l1-jitter-percent': { type: 'string', default: String(DEFAULT_READS.l1JitterPercent) },
   'l1-size': { type: 'string', default: DEFAULT_READS.l1Size },
@@ -60,6 +63,7 @@ await runCli('edge-config', async (config) => {
     for (const address of exempt)
       if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(address)) throw new UsageError(`--exempt: ${JSON.stringify(address)} is not an address or CIDR`);
     if (values.reads !== 'on' && values.reads !== 'off') throw new UsageError('--reads is on or off');
+    if (values.push !== 'on' && values.push !== 'off') throw new UsageError('--push is on or off');
     if (!/^\d+[km]?$/.test(values['l1-size'])) throw new UsageError('--l1-size is a size like 32m');
     const file = writeEdge(config, {
       prefix: values.prefix,
@@ -75,6 +79,8 @@ await runCli('edge-config', async (config) => {
       reads: {
         enabled: values.reads === 'on',
         l1TtlMs: count('l1-ttl-ms', values['l1-ttl-ms'], 1, 3_600_000),
+        l1UnpushedTtlMs: count('l1-unpushed-ttl-ms', values['l1-unpushed-ttl-ms'], 1, 3_600_000),
+        push: values.push === 'on',
         l1JitterPercent: count('l1-jitter-percent', values['l1-jitter-percent'], 0, 100),
         l1Size: values['l1-size'],
         redisTimeoutMs: count('redis-timeout-ms', values['redis-timeout-ms'], 1, 60_000),

@@ -16,8 +16,12 @@ export const EDGE_DIR = join(ROOT, 'edge');
 export interface EdgeReadOptions {
   /** Answer reads at the edge at all (on when the app's Redis is a standalone redis://). */
   enabled: boolean;
-  /** Life of an L1 entry before its jitter. */
+  /** Life of an L1 entry before its jitter (trusted that long while the push of changes works). */
   l1TtlMs: number;
+  /** How long an L1 entry is trusted while the push of changes is down (or off). */
+  l1UnpushedTtlMs: number;
+  /** Drop L1 entries when the app announces a write of their record (a subscriber in worker 0). */
+  push: boolean;
   /** Random 0..N % added to each L1 entry's life, so that entries made together do not end together. */
   l1JitterPercent: number;
   /** Size of the L1 shared dict, in nginx's units (`32m`). */
@@ -52,7 +56,9 @@ export interface EdgeOptions {
 
 export const DEFAULT_READS: EdgeReadOptions = {
   enabled: true,
-  l1TtlMs: 1_000,
+  l1TtlMs: 30_000,
+  l1UnpushedTtlMs: 1_000,
+  push: true,
   l1JitterPercent: 20,
   l1Size: '32m',
   redisTimeoutMs: 100,
@@ -118,7 +124,8 @@ export function edgeSettings(config: Config, reads: EdgeReadOptions) {
     reads: reads.enabled && redis !== null,
     redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000 },
     keyPrefix: config.redisKeyPrefix,
-    l1: { ttlMs: reads.l1TtlMs, jitterPercent: reads.l1JitterPercent },
+    push: reads.push,
+    l1: { ttlMs: reads.l1TtlMs, unpushedTtlMs: Math.min(reads.l1UnpushedTtlMs, reads.l1TtlMs), jitterPercent: reads.l1JitterPercent },
     maxRecordBytes: reads.maxRecordBytes,
     defaultLanguage: config.defaultLanguage,
     // With CORS on, a request naming an Origin may get CORS headers from the app: it goes there.

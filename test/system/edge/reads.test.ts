@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { encodeValue } from '../../../src/lib/cache/codec.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
-import { buildTestApp, createTestEnv, metricsAuth, type TestEnv } from '../../support/test-env.js';
+import { eventually } from '../../support/eventually.js';
+import { buildTestApp, createTestEnv, metricsAuth, sessionOf, type TestEnv } from '../../support/test-env.js';
 
 /**
  * The edge (edge/nginx.conf.template + edge/lua) in front of a real app instance, on the shared
@@ -26,7 +27,12 @@ beforeAll(async () => {
   ({ app } = await buildTestApp(env));
   appUrl = await app.listen({ host: '127.0.0.1', port: 0 });
   const address = appUrl.replace('http://', '');
-  edge = await startEdge(env.config, { salePool: [address], reads: { l1TtlMs: 60_000, l1JitterPercent: 0, maxRecordBytes: MAX_RECORD_BYTES } });
+  // L1 trusted a minute with or without the push: only the push explains a change seen sooner.
+  edge = await startEdge(env.config, {
+    salePool: [address],
+    reads: { l1TtlMs: 60_000, l1UnpushedTtlMs: 60_000, l1JitterPercent: 0, maxRecordBytes: MAX_RECORD_BYTES },
+  });
+  await eventually(async () => expect((await status()).push).toBe('up'));
 }, 60_000);
 
 afterAll(async () => {
@@ -76,9 +82,26 @@ async function both(path: string, headers: Record<string, string> = {}, method =
 
 const shopKey = (id: string) => `cache:shop:${id}`;
 
+/** The edge's own state (GET /_edge/status). */
+async function status(): Promise<{ push: string; generation: number }> {
+  return (await fetch(`${edge.url}/_edge/status`)).json() as Promise<{ push: string; generation: number }>;
+}
+
+/**
+ * The app's read of a shop Redis does not hold, and the announcement of its rebuild applied at the
+ * edge (the generation counted up): from then on no announcement of that rebuild can drop what the
+ * edge keeps.
+ */
+async function warm(id: string): Promise<void> {
+  await env.redis.del(shopKey(id));
+  const before = (await status()).generation;
+  expect((await get(appUrl, `/api/shop/${id}`)).status).toBe(200);
+  await expect.poll(async () => (await status()).generation).toBeGreaterThan(before);
+}
+
 describe('the edge: reads answered as the app answers them', () => {
   it("answers a cached shop from Redis (L2), then from L1, with the app's status, body and headers", async () => {
-    await get(appUrl, '/api/shop/1'); // the app caches the shop in Redis
+    await warm('1');
     const l2 = await both('/api/shop/1');
     expect(l2.reachedApp).toBe(false);
     expect(comparable(l2.atEdge)).toEqual(comparable(l2.atApp));
@@ -196,6 +219,40 @@ describe('the edge: reads answered as the app answers them', () => {
     }
   });
 
+  it('drops an L1 entry when the app announces a change of its record (PUT /api/shop): the next read is the new shop', async () => {
+    await warm('6');
+    const before = await get(edge.url, '/api/shop/6');
+    expect(JSON.parse(before.body).data.id).toBe('6');
+    const admin = await sessionOf(env, '1', 'admin');
+    const put = await fetch(`${appUrl}/api/shop`, {
+      method: 'PUT',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: '6', name: 'renamed through the app' }),
+    });
+    expect(put.status).toBe(200);
+    const answered = performance.now();
+    // L1 would keep the old shop a minute: only the announcement makes the edge read again.
+    await expect.poll(async () => JSON.parse((await get(edge.url, '/api/shop/6')).body).data.name, { interval: 5 }).toBe('renamed through the app');
+    console.log(`edge: a PUT /api/shop seen at the edge ${(performance.now() - answered).toFixed(1)} ms after the app's answer`);
+    const { atEdge, atApp } = await both('/api/shop/6');
+    expect(comparable(atEdge)).toEqual(comparable(atApp));
+  });
+
+  it('empties L1 when its subscription comes back after a loss (announcements may have been missed)', async () => {
+    await warm('7');
+    const kept = await get(edge.url, '/api/shop/7');
+    // A change no announcement tells of, while the push is up: L1 keeps the old shop.
+    const record = (await env.redis.get(shopKey('7')))!;
+    await env.redis.set(shopKey('7'), record.replace('"name":"', '"name":"unannounced '));
+    expect((await get(edge.url, '/api/shop/7')).body).toBe(kept.body);
+    // The subscriber's connection is cut: it subscribes again and starts from an empty L1.
+    const ids = await clientIds(`hmdp-edge-push:${env.keyPrefix}`);
+    expect(ids).toHaveLength(1);
+    expect(await env.redis.call('CLIENT', 'KILL', 'ID', ids[0]!)).toBe(1);
+    await expect.poll(async () => JSON.parse((await get(edge.url, '/api/shop/7')).body).data.name as string).toMatch(/^unannounced /);
+    await expect.poll(async () => (await status()).push).toBe('up');
+  });
+
   it("counts the visits it answers in the app's unique-visitor counts (UV_TRACKING)", async () => {
     const day = shanghaiDay();
     await get(appUrl, '/api/shop/4'); // cached, and a visit of 127.0.0.1 counted by the app
@@ -205,6 +262,15 @@ describe('the edge: reads answered as the app answers them', () => {
     await expect.poll(() => env.redis.pfcount(`uv:shop:4:${day}`)).toBe(2);
   });
 });
+
+/** The ids of the Redis connections with this name (CLIENT LIST). */
+async function clientIds(name: string): Promise<string[]> {
+  const list = (await env.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+  return list
+    .split('\n')
+    .filter((line) => line.includes(` name=${name} `))
+    .map((line) => /^id=(\d+)/.exec(line)![1]!);
+}
 
 /** Today in Asia/Shanghai as the app stamps its UV keys (yyyyMMdd). */
 function shanghaiDay(): string {

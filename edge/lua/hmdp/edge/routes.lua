@@ -41,6 +41,7 @@ local function lookup(l1_key, redis_key, build)
     ngx.var.hmdp_edge = "L1"
     return flags, body
   end
+  local generation = l1.generation()
   local raw, err = l2.get(redis_key)
   if err then return nil end
   local kind, json, expire_at = record.decode(raw, settings.values.maxRecordBytes)
@@ -54,10 +55,10 @@ local function lookup(l1_key, redis_key, build)
       return nil
     end
     flags = FOUND
-    l1.set(l1_key, body, FOUND, expire_at)
+    l1.set(l1_key, body, FOUND, expire_at, generation)
   elseif kind == "null" then
     flags, body = MISSING, ""
-    l1.set(l1_key, body, MISSING)
+    l1.set(l1_key, body, MISSING, nil, generation)
   else
     if kind == "malformed" then log_once.warn("record:" .. redis_key, redis_key .. " is malformed (" .. json .. "); answered by the app") end
     return nil
