@@ -57,7 +57,7 @@ export async function startEdge(config: Config, options: StartEdgeOptions): Prom
     exempt: ['127.0.0.1'],
     reads: { ...DEFAULT_READS, ...options.reads },
   };
-  const conf = writeEdge(config, edgeOptions);
+  const conf = await writeEdge(config, edgeOptions);
   const master = spawn(nginx, ['-p', prefix, '-c', conf, '-e', join(prefix, 'logs/error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   started.add(master);
   let stderr = '';

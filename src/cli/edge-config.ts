@@ -65,7 +65,7 @@ await runCli('edge-config', async (config) => {
     if (values.reads !== 'on' && values.reads !== 'off') throw new UsageError('--reads is on or off');
     if (values.push !== 'on' && values.push !== 'off') throw new UsageError('--push is on or off');
     if (!/^\d+[km]?$/.test(values['l1-size'])) throw new UsageError('--l1-size is a size like 32m');
-    const file = writeEdge(config, {
+    const file = await writeEdge(config, {
       prefix: values.prefix,
       listen: addresses('listen', values.listen)[0] ?? values.listen,
       salePool,

@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
 import type { Config } from '../infra/config.js';
+import { installCors } from '../http/cors.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from '../http/security-headers.js';
 import { render, type Language, type Message } from '../lib/messages/index.js';
 import { SECKILL_MESSAGES } from '../modules/seckill/index.js';
@@ -117,11 +119,35 @@ function bodyAroundId(message: (params: { id: string }) => Message, language: La
   return parts as [string, string];
 }
 
-/** The settings the Lua reads at start (hmdp.edge.settings): the app's where the app decides. */
-export function edgeSettings(config: Config, reads: EdgeReadOptions) {
+/**
+ * The headers the app's CORS adds to an answer to a request without an Origin (`vary: Origin`,
+ * the exposed headers), from the app's own CORS setup: none when CORS_ORIGINS is empty.
+ */
+async function corsHeaders(origins: string[]): Promise<Record<string, string>> {
+  if (origins.length === 0) return {};
+  const app = Fastify();
+  try {
+    await installCors(app, origins);
+    app.get('/', () => '');
+    const { headers } = await app.inject({ url: '/' });
+    return Object.fromEntries(
+      Object.entries(headers).flatMap(([name, value]) => (name === 'vary' || name.startsWith('access-control-') ? [[name, String(value)]] : [])),
+    );
+  } finally {
+    await app.close();
+  }
+}
+
+/**
+ * The settings the Lua reads at start (hmdp.edge.settings): the app's where the app decides. Reads
+ * are answered here only when the edge can answer them as the app does: a standalone Redis
+ * (redis://), and no API_RATE_LIMIT_PER_IP (the app would count each request and add its
+ * x-ratelimit headers).
+ */
+export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
   const redis = edgeRedis(config);
   return {
-    reads: reads.enabled && redis !== null,
+    reads: reads.enabled && redis !== null && config.rateLimit.apiPerIp === 0,
     redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000 },
     keyPrefix: config.redisKeyPrefix,
     push: reads.push,
@@ -130,7 +156,8 @@ export function edgeSettings(config: Config, reads: EdgeReadOptions) {
     defaultLanguage: config.defaultLanguage,
     // With CORS on, a request naming an Origin may get CORS headers from the app: it goes there.
     passOrigin: config.http.corsOrigins.length > 0,
-    securityHeaders: securityHeaders(APP_HELMET_OPTIONS),
+    // Every answer of the app carries these (src/app.ts): helmet's, and CORS' when it is on.
+    headers: { ...securityHeaders(APP_HELMET_OPTIONS), ...(await corsHeaders(config.http.corsOrigins)) },
     messages: {
       shopNotFound: { zh: bodyAroundId(SHOP_MESSAGES.shopNotFound, 'zh'), en: bodyAroundId(SHOP_MESSAGES.shopNotFound, 'en') },
     },
@@ -152,11 +179,11 @@ const serverLines = (pool: string[]): string => pool.map((address) => `    serve
  * (the Lua's settings, readable by the master only: it may hold Redis' password), the 429 pages
  * and the log and temp folders. Returns the path of nginx.conf.
  */
-export function writeEdge(config: Config, options: EdgeOptions): string {
+export async function writeEdge(config: Config, options: EdgeOptions): Promise<string> {
   const { prefix } = options;
   if (options.salePool.length === 0 || options.sitePool.length === 0) throw new Error('edge: both pools need an instance');
   for (const folder of ['logs', 'temp', 'pages']) mkdirSync(join(prefix, folder), { recursive: true });
-  const settings = edgeSettings(config, options.reads);
+  const settings = await edgeSettings(config, options.reads);
   const settingsFile = join(prefix, 'edge-settings.json');
   writeFileSync(settingsFile, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
   chmodSync(settingsFile, 0o600);
