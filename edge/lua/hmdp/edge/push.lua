@@ -85,8 +85,9 @@ listen = function(premature)
     end
     client:close()
   end
-  push_state.lost()
+  -- A worker leaving (reload, stop) leaves the flag to its successor's subscriber, or to its expiry.
   if ngx.worker.exiting() then return end
+  push_state.lost()
   log_once.warn("push:" .. tostring(err), "the push of changes stopped (" .. tostring(err) .. "): L1 is trusted for " .. values.l1.unpushedTtlMs .. " ms until it is back")
   ngx.timer.at(RETRY_S, listen)
 end
