@@ -49,7 +49,7 @@ export default defineConfig({
         // Debian's Chromium (installed when missing).
         test: {
           name: 'system',
-          include: ['test/system/web/**/*.test.ts', 'test/system/topology/**/*.test.ts'],
+          include: ['test/system/web/**/*.test.ts', 'test/system/topology/**/*.test.ts', 'test/system/edge/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts', 'test/support/web-setup.ts', 'test/support/log-scan.ts'],
         },
       },

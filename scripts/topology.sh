@@ -35,8 +35,9 @@
 # Queue: TOPOLOGY_QUEUE (stream; rabbitmq: a 3-node RabbitMQ cluster, SECKILL_QUEUE=rabbitmq and
 # RABBITMQ_URL for the app), TOPOLOGY_RABBITMQ_BASE_PORT (5701; three AMQP ports, their Erlang
 # distribution ports +20000 and the CLI's +30000..+30010).
-# Packages (redis-server, redis-tools, nginx; prometheus with TOPOLOGY_PROMETHEUS=1; rabbitmq-server
-# with TOPOLOGY_QUEUE=rabbitmq) are installed with apt-get when missing. The nginx and RabbitMQ nodes
+# Packages (redis-server, redis-tools, the edge's nginx with its Lua modules: edge/packages.sh;
+# prometheus with TOPOLOGY_PROMETHEUS=1; rabbitmq-server with TOPOLOGY_QUEUE=rabbitmq) are installed
+# with apt-get when missing. The nginx and RabbitMQ nodes
 # used here run from their own configuration, pid, data and logs in the topology folder; the system's
 # nginx, /etc/nginx/sites-*, /etc/rabbitmq and the machine's broker are never touched.
 set -euo pipefail
@@ -123,9 +124,8 @@ apt_install() {
 ensure_packages() {
   command -v redis-server >/dev/null || apt_install redis-server
   command -v redis-cli >/dev/null || apt_install redis-tools
-  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || apt_install nginx
-  NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-  [ -x "$NGINX" ] || fail "nginx is not installed and apt-get could not install it"
+  # nginx with Debian's Lua modules and libraries (edge/packages.sh says which).
+  NGINX=$(bash "$ROOT/edge/packages.sh") || fail "the edge's Debian packages (nginx, libnginx-mod-http-lua, ...) could not be installed"
   if [ -n "$PROMETHEUS" ]; then command -v prometheus >/dev/null || apt_install prometheus; fi
 }
 # The server's own scripts, not /usr/sbin's wrappers (which switch to the rabbitmq user and its cookie).
@@ -348,145 +348,16 @@ start_workers() {
 
 # --- nginx -----------------------------------------------------------------------------------
 
-# The edge's 429 answers: the API's wrapper with the order route's "too many from this address"
-# message in each language (the app's catalogue, so the texts live in one place), and for a page
-# request the static "活动太火爆" page (ops/nginx/sale-busy.html).
-write_edge_pages() {
-  mkdir -p "$NGINX_DIR/edge"
-  node --input-type=module -e '
-    import { writeFileSync } from "node:fs";
-    import { SECKILL_MESSAGES } from "./dist/modules/seckill/messages.js";
-    import { render } from "./dist/lib/messages/index.js";
-    for (const language of ["zh", "en"]) {
-      const errorMsg = render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), language);
-      writeFileSync(`${process.argv[1]}/429.${language}.json`, JSON.stringify({ success: false, errorMsg }));
-    }' "$NGINX_DIR/edge" || fail "could not write the edge's 429 answers from dist/modules/seckill/messages.js"
-  cp "$ROOT/ops/nginx/sale-busy.html" "$NGINX_DIR/edge/429.html"
-}
-
+# The edge's configuration: edge/nginx.conf.template rendered by dist/cli/edge-config.js (the 429
+# pages and the Lua's settings beside it), with this topology's pools and limits. Reads at the edge
+# need a standalone Redis for now: on the topology's Cluster every read goes to the site's pool.
 write_nginx_conf() {
-  mkdir -p "$NGINX_DIR/temp" "$NGINX_DIR/logs"
-  write_edge_pages
-  local sale_servers="" site_servers="" exempt="" user_line=""
-  for port in $(sale_ports); do sale_servers+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'; done
-  for port in $(site_ports); do site_servers+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'; done
-  for address in $EDGE_EXEMPT; do exempt+="    $address 1;"$'\n'; done
-  # Workers of a root master run as nobody by default; let them read web/dist as its owner.
-  [ "$(id -u)" -eq 0 ] && user_line="user $(stat -c %U "$ROOT/web/dist") $(stat -c %G "$ROOT/web/dist");"
-  cat >"$NGINX_DIR/nginx.conf" <<EOF
-# Written by scripts/topology.sh; regenerated on every 'up'.
-$user_line
-worker_processes auto;
-pid $NGINX_DIR/nginx.pid;
-error_log $NGINX_DIR/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  include /etc/nginx/mime.types;
-  default_type application/octet-stream;
-  access_log $NGINX_DIR/logs/access.log combined buffer=64k flush=1s;
-  client_body_temp_path $NGINX_DIR/temp/body;
-  proxy_temp_path $NGINX_DIR/temp/proxy;
-  fastcgi_temp_path $NGINX_DIR/temp/fastcgi;
-  uwsgi_temp_path $NGINX_DIR/temp/uwsgi;
-  scgi_temp_path $NGINX_DIR/temp/scgi;
-  sendfile on;
-  client_max_body_size 6m;
-
-  # --- Limits at the edge, per client address (docs/flows/scale-out.md#limits-at-the-edge) ---
-  # Addresses never limited (TOPOLOGY_EDGE_EXEMPT): their key is empty, which nginx does not count.
-  geo \$edge_exempt {
-    default 0;
-$exempt  }
-  map \$edge_exempt \$edge_client { 1 ""; default \$binary_remote_addr; }
-  # Only order POSTs fill the order bucket.
-  map \$request_method \$edge_order_client { POST \$edge_client; default ""; }
-  limit_req_zone \$edge_order_client zone=edge_orders:10m rate=${EDGE_ORDER_RATE}r/s;
-  limit_conn_zone \$edge_client zone=edge_sale_conns:10m;
-  limit_req_status 429;
-  limit_conn_status 429;
-  limit_req_log_level warn;
-  limit_conn_log_level warn;
-  # A shed request's answer: the page for a browser's page request, else the API's JSON in the
-  # language the client lists first (Chinese unless that is English, as the app's default).
-  map \$http_accept_language \$edge_language { ~*^en en; default zh; }
-  map \$http_accept \$edge_shed_answer { "~*text/html" 429.html; default 429.\$edge_language.json; }
-
-  upstream hmdp_sale {
-$sale_servers    keepalive 64;
-  }
-  upstream hmdp_site {
-$site_servers    keepalive 32;
-  }
-
-  server {
-    listen 127.0.0.1:$HTTP_PORT;
-    # The front end, served by nginx as hmdp does (history URLs fall back to index.html).
-    root $ROOT/web/dist;
-    location /assets/ { expires 1y; add_header Cache-Control "public, immutable"; }
-    location / { try_files \$uri /index.html; add_header Cache-Control "no-cache"; }
-
-    # Proxied requests (every location below): HTTP/1.1 keepalive to the pool, the client's address on.
-    proxy_http_version 1.1;
-    proxy_set_header Connection "";
-    proxy_set_header Host \$host;
-    proxy_set_header X-Real-IP \$remote_addr;
-    proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-    proxy_set_header X-Forwarded-Proto \$scheme;
-    # An order POST is not idempotent: never replay it on another instance.
-    proxy_next_upstream error timeout;
-
-    # Requests shed by limit_req / limit_conn (429), answered here: the app never sees them.
-    error_page 429 /_edge/\$edge_shed_answer;
-    location ^~ /_edge/ {
-      internal;
-      alias $NGINX_DIR/edge/;
-      charset utf-8;
-      charset_types application/json;
-      etag off;
-      add_header Retry-After 1 always;
-      add_header Cache-Control "no-store" always;
-    }
-
-    # --- The sale's routes, on the sale's pool ---
-    # The order route: at most TOPOLOGY_EDGE_ORDER_RATE a second per address, TOPOLOGY_EDGE_ORDER_BURST
-    # more at once without delay; the rest shed.
-    location ~ ^/api/voucher-order/seckill/[^/]+\$ {
-      limit_req zone=edge_orders burst=$EDGE_ORDER_BURST nodelay;
-      limit_conn edge_sale_conns $EDGE_SALE_CONN;
-      proxy_pass http://hmdp_sale;
-      # Which instance answered (for the topology test and for debugging).
-      add_header X-Upstream \$upstream_addr always;
-    }
-    # The purchase gate (captcha, purchase token): regexes are tried in order, the order route's first.
-    location ~ ^/api/voucher-order/seckill/ {
-      limit_conn edge_sale_conns $EDGE_SALE_CONN;
-      proxy_pass http://hmdp_sale;
-      add_header X-Upstream \$upstream_addr always;
-    }
-    # Order state streams (Server-Sent Events): each event passed on at once (the app also sends
-    # X-Accel-Buffering: no), the connection held past the default 60 s read timeout (heartbeats
-    # come every ORDER_EVENTS_HEARTBEAT_MS), never retried on another instance.
-    location ~ ^/api/voucher-order/[0-9]+/events\$ {
-      limit_conn edge_sale_conns $EDGE_SALE_CONN;
-      proxy_pass http://hmdp_sale;
-      proxy_buffering off;
-      proxy_cache off;
-      proxy_read_timeout 1h;
-      add_header X-Upstream \$upstream_addr always;
-      proxy_next_upstream off;
-    }
-
-    # --- The rest of the site, on the site's pool ---
-    location /api/ {
-      proxy_pass http://hmdp_site;
-      add_header X-Upstream \$upstream_addr always;
-    }
-    location /imgs/ { proxy_pass http://hmdp_site; }
-    # /metrics stays on the instances' own ports, off the public entry point.
-    location = /metrics { return 404; }
-  }
-}
-EOF
+  local sale_pool site_pool
+  sale_pool=$(sale_ports | sed 's/^/127.0.0.1:/' | paste -sd, -)
+  site_pool=$(site_ports | sed 's/^/127.0.0.1:/' | paste -sd, -)
+  app_env node dist/cli/edge-config.js --prefix "$NGINX_DIR" --listen "127.0.0.1:$HTTP_PORT" --sale "$sale_pool" --site "$site_pool" \
+    --web-root "$ROOT/web/dist" --order-rate "$EDGE_ORDER_RATE" --order-burst "$EDGE_ORDER_BURST" --sale-conn "$EDGE_SALE_CONN" \
+    --exempt "$EDGE_EXEMPT" >/dev/null 2>>"$LOG_DIR/nginx-test.log" || fail "could not write the edge's configuration: see $LOG_DIR/nginx-test.log"
 }
 
 start_nginx() {

@@ -71,6 +71,12 @@ export interface CacheClientOptions {
    * not. invalidate() and set() tell it to forget the key.
    */
   reader?: KeyReader;
+  /**
+   * Announces every write of a key (invalidate, set, a rebuild's store) as `PUBLISH <channel> <key>`,
+   * the key as `key(id)` gives it (without the client's keyPrefix), to caches outside this process
+   * that keep what they read (the edge's L1, edge/README.md). Default: none.
+   */
+  changeChannel?: string;
 }
 
 /**
@@ -181,6 +187,7 @@ export class Cache<V> {
     this.loads.forget(key);
     await this.redis.set(key, newTombstone(), 'PX', this.tombstoneMs);
     this.client.reader?.forget(key);
+    await this.announce(key);
   }
 
   /** Stores a value unconditionally (pre-warming hot keys, write-through). */
@@ -191,6 +198,7 @@ export class Cache<V> {
     if (ttlMs > 0) await this.redis.set(key, encoded, 'PX', ttlMs);
     else await this.redis.set(key, encoded);
     this.client.reader?.forget(key);
+    await this.announce(key);
   }
 
   /** Resolves once this process' background rebuilds running now have finished. */
@@ -262,17 +270,28 @@ export class Cache<V> {
       const loaded = await this.definition.load(id);
       const expected = fingerprint(raw);
       if (loaded === null || loaded === undefined) {
-        if (this.nullTtlMs > 0) await this.scripts.compareAndSet(key, expected, NULL_MARKER, this.nullTtlMs);
+        if (this.nullTtlMs > 0 && (await this.scripts.compareAndSet(key, expected, NULL_MARKER, this.nullTtlMs)) === 1) this.announceLater(id, key);
         return null;
       }
       const { encoded, ttlMs } = this.encode(loaded);
-      await this.scripts.compareAndSet(key, expected, encoded, ttlMs);
+      if ((await this.scripts.compareAndSet(key, expected, encoded, ttlMs)) === 1) this.announceLater(id, key);
       // What a hit would return: the JSON round trip (dates become strings, undefined fields go).
       return (decode<V>(encoded) as { data: V }).data;
     } catch (error) {
       this.record('rebuild_error');
       throw error;
     }
+  }
+
+  /** PUBLISHes the key's change (changeChannel); a failure is the writer's, as the write's would be. */
+  private async announce(key: string): Promise<void> {
+    if (this.client.changeChannel !== undefined) await this.redis.publish(this.client.changeChannel, key);
+  }
+
+  /** After a rebuild's store: its readers do not wait for the announcement, a failure goes to onError. */
+  private announceLater(id: string, key: string): void {
+    if (this.client.changeChannel === undefined) return;
+    this.announce(key).catch((error: unknown) => this.client.onError?.(error, { cache: this.name, id }));
   }
 
   /** A stored answer a caller may use: a fresh value, any value under `logical`, or the null marker. */

@@ -62,7 +62,7 @@ export type { ReconcileReport } from './admin/reconcile-report.js';
 export { OutcomeUnknown, TemporarilyUnavailable } from './errors/index.js';
 export { CAPTCHA_MAX_NUMBER, CaptchaChallenges } from './gate/captcha-challenges.js';
 export { homeBucket, ORDER_GROUP, SaleKeys, voucherListCacheKey } from './keys.js';
-export { REFUSALS } from './messages.js';
+export { REFUSALS, SECKILL_MESSAGES } from './messages.js';
 export { OrderLimits } from './orders/order-limits.js';
 export type { Locks } from './orders/order-placement.js';
 export { OrderRepository } from './record/order-repository.js';

@@ -7,7 +7,7 @@ import type { RedisClient } from '../../infra/redis.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats, type KeyReader } from '../../lib/cache/index.js';
 import type { LockClient } from '../../lib/lock/index.js';
 import { ShopGeoIndex } from './geo-index.js';
-import { SHOP_BLOOM_NAME } from './keys.js';
+import { cacheChangesChannel, SHOP_BLOOM_NAME } from './keys.js';
 import { ShopRepository } from './shop-repository.js';
 import { shopRoutes } from './shop-routes.js';
 import { ShopService } from './shop-service.js';
@@ -18,9 +18,11 @@ import { ShopTypeService } from './shop-type-service.js';
 // What the app and the CLIs use besides buildShops.
 export { ShopGeoIndex } from './geo-index.js';
 export { ShopRepository } from './shop-repository.js';
+export { SHOP_MESSAGES } from './messages.js';
+export { cacheChangesChannel } from './keys.js';
 
 export interface ShopsDeps {
-  config: Pick<Config, 'shop' | 'cache'>;
+  config: Pick<Config, 'shop' | 'cache' | 'redisKeyPrefix'>;
   redis: RedisClient;
   db: Db;
   log: Log;
@@ -45,6 +47,8 @@ export function buildShops(deps: ShopsDeps) {
     stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
     onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
     ...(deps.near ? { reader: deps.near } : {}),
+    // The edge keeps built answers of these keys (L1) and drops them when one is written.
+    changeChannel: cacheChangesChannel(config.redisKeyPrefix),
   });
   const shopRepository = deps.shopRepository ?? new ShopRepository(db);
   const typeRepository = new ShopTypeRepository(db);

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BloomFilter, type Cache, type CacheDefinition } from '../../../../src/lib/cache/index.js';
-import { deleteKeys, uniquePrefix } from '../../../support/redis.js';
+import { BloomFilter, CacheClient, type Cache, type CacheDefinition } from '../../../../src/lib/cache/index.js';
+import { connectRedis, deleteKeys, uniquePrefix } from '../../../support/redis.js';
 import { concurrently, Source, startInstances, stopInstances, total, type Instance } from './support.js';
 
 interface Shop {
@@ -313,6 +313,44 @@ describe('invalidation', () => {
     expect(await first.get('5')).toEqual({ id: '5', name: 'warm' });
     expect(source.loads).toBe(0);
     expect(await redis().pttl(key('5'))).toBe(-1);
+  });
+});
+
+describe('change announcements (changeChannel)', () => {
+  it('publishes the key of every write: invalidate, set, a rebuild that stored; not a rebuild an invalidation beat', async () => {
+    const channel = `${prefix}cache:changes`;
+    const subscriber = connectRedis(prefix);
+    const heard: string[] = [];
+    subscriber.on('message', (_channel: string, key: string) => heard.push(key));
+    await subscriber.subscribe(channel);
+    const { redis: client, locks } = instances[0]!;
+    const source = new Source<Shop>();
+    source.rows.set('1', { id: '1', name: 'one' });
+    const cache = new CacheClient(client, { locks, changeChannel: channel }).define<Shop>({
+      name: 'announced',
+      key: (id) => `cache:announced:${id}`,
+      load: source.load,
+      ttlMs: 60_000,
+    });
+    try {
+      await cache.get('1'); // a rebuild stores the shop
+      await cache.get('2'); // and the null marker of a missing one
+      await cache.get('1'); // a hit writes nothing
+      await cache.invalidate('1');
+      await cache.set('3', { id: '3', name: 'warm' });
+      // A rebuild that read the row before an invalidation: its store is refused, and not announced.
+      source.close();
+      const old = cache.get('1');
+      await expect.poll(() => source.loads).toBe(3);
+      await cache.invalidate('1');
+      source.open();
+      await old;
+      await expect.poll(() => heard.length).toBe(5);
+      await sleep(50);
+      expect(heard).toEqual(['cache:announced:1', 'cache:announced:2', 'cache:announced:1', 'cache:announced:3', 'cache:announced:1']);
+    } finally {
+      subscriber.disconnect();
+    }
   });
 });
 

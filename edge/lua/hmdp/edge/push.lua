@@ -1,0 +1,102 @@
+-- Push invalidation of L1: the app announces every write of a cached record (src/lib/cache
+-- changeChannel: PUBLISH <prefix>cache:changes <key>), and one subscriber, in worker 0 (L1 is a
+-- dict all workers share), drops the matching L1 entry. It publishes a heartbeat of its own every
+-- half second and counts the path alive while the heartbeat comes back (push_state): a connection
+-- lost, a Redis stalled or a subscription gone shows as silence within ALIVE_S, and L1 is then
+-- trusted only for its short life. After every (re)subscription L1 is emptied: announcements may
+-- have been missed meanwhile.
+local redis = require "nginx.redis"
+local settings = require "hmdp.edge.settings"
+local l1 = require "hmdp.edge.l1"
+local l2 = require "hmdp.edge.l2"
+local push_state = require "hmdp.edge.push_state"
+local log_once = require "hmdp.edge.log_once"
+
+local M = {}
+
+local BEAT_S = 0.5
+local ALIVE_S = 1.5
+local RETRY_S = 1
+local match, byte = string.match, string.byte
+
+--- The L1 key of an announced record key, or nil for a key L1 does not hold.
+local function l1_key(key)
+  local id = match(key, "^cache:shop:(%d+)$")
+  if id then return "shop:" .. id end
+  if key == "cache:type" then return "shop-types" end
+  return nil
+end
+
+local function beat(channel, token)
+  local client = l2.connect()
+  if not client then return end
+  local ok, err = client:publish(channel, token)
+  if ok then l2.release(client) else l2.failed(client, err) end
+end
+
+local function subscribe(cfg, channel)
+  local client = redis:new()
+  client:set_timeout(BEAT_S * 1000)
+  local ok, err = client:connect(cfg.host, cfg.port)
+  if ok and cfg.password then
+    if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
+  end
+  -- Named after the deployment's prefix, so that an operator (or a test) finds it in CLIENT LIST.
+  if ok then ok, err = client:client("setname", "hmdp-edge-push:" .. settings.values.keyPrefix) end
+  if ok then ok, err = client:subscribe(channel) end
+  if not ok then
+    client:close()
+    return nil, err
+  end
+  return client
+end
+
+local listen
+
+--- One subscription's life: drop what is announced until the connection fails, then retry.
+listen = function(premature)
+  if premature then return end
+  local values = settings.values
+  local channel = values.keyPrefix .. "cache:changes"
+  local token = "~beat:" .. ngx.worker.pid() .. ":" .. math.random(1e9)
+  local client, err = subscribe(values.redis, channel)
+  if client then
+    l1.flush()
+    local last_beat = 0
+    while not ngx.worker.exiting() do
+      local now = ngx.now()
+      if now - last_beat >= BEAT_S then
+        last_beat = now
+        beat(channel, token)
+      end
+      local reply
+      reply, err = client:read_reply()
+      if reply then
+        local key = reply[1] == "message" and reply[3]
+        if key == token then
+          push_state.confirm(ALIVE_S)
+        elseif key and byte(key, 1) ~= 126 then -- "~": another edge's heartbeat
+          local entry = l1_key(key)
+          if entry then l1.drop(entry) end
+        end
+      elseif err ~= "timeout" then
+        break
+      end
+    end
+    client:close()
+  end
+  -- A worker leaving (reload, stop) leaves the flag to its successor's subscriber, or to its expiry.
+  if ngx.worker.exiting() then return end
+  push_state.lost()
+  log_once.warn("push:" .. tostring(err), "the push of changes stopped (" .. tostring(err) .. "): L1 is trusted for " .. values.l1.unpushedTtlMs .. " ms until it is back")
+  ngx.timer.at(RETRY_S, listen)
+end
+
+--- In worker 0 (init_worker): the subscriber, when reads are on and the push is wanted.
+function M.start()
+  local values = settings.values
+  if not (values.reads and values.push) or ngx.worker.id() ~= 0 then return end
+  ngx.timer.at(0, listen)
+end
+
+return M

@@ -1,0 +1,125 @@
+-- The reads the edge answers when it already knows the answer, level by level: L1 (answers built,
+-- hmdp.edge.l1), L2 (the app's Redis record, hmdp.edge.l2 + hmdp.edge.record), else the app (L3:
+-- the location's proxy_pass, reached when these functions return). Whatever the edge cannot answer
+-- exactly as the app would goes to the app: a request with a login token, another method or a
+-- query, an Origin the app may answer with CORS, a record missing, expired, tombstoned or
+-- malformed, Redis failing, an Accept-Language outside the plain form, an error in this code.
+local settings = require "hmdp.edge.settings"
+local l1 = require "hmdp.edge.l1"
+local l2 = require "hmdp.edge.l2"
+local record = require "hmdp.edge.record"
+local language = require "hmdp.edge.language"
+local answer = require "hmdp.edge.answer"
+local visits = require "hmdp.edge.visits"
+local log_once = require "hmdp.edge.log_once"
+
+local M = {}
+
+local FOUND, MISSING = l1.FOUND, l1.MISSING
+local find, match, byte = string.find, string.match, string.byte
+
+--- Whether the app would answer this request the same for anyone: see the header of this file.
+local function answerable(compat)
+  local var = ngx.var
+  if var.request_method ~= "GET" then return false end
+  -- The app touches the session of a token (its sliding lifetime) and counts the user's visit.
+  if var.http_authorization ~= nil then return false end
+  if settings.values.passOrigin and var.http_origin ~= nil then return false end
+  if compat then
+    -- A browser's page load of an API path gets the web app's page from the app (hmdp-compat.ts).
+    local accept = var.http_accept
+    if accept ~= nil and (find(accept, "text/html", 1, true) or type(ngx.req.get_headers()["accept"]) == "table") then return false end
+  end
+  return true
+end
+
+--- A route's entry: (flags, body) from L1, else from its Redis record (then kept in L1), else nil.
+--- `build` makes the answer's body from the record's JSON, nil for a value the app would not send.
+local function lookup(l1_key, redis_key, build)
+  local body, flags = l1.get(l1_key)
+  if body ~= nil then
+    ngx.var.hmdp_edge = "L1"
+    return flags, body
+  end
+  local generation = l1.generation()
+  local raw, err = l2.get(redis_key)
+  if err then return nil end
+  local kind, json, expire_at = record.decode(raw, settings.values.maxRecordBytes)
+  if kind == "value" then
+    -- Logically expired: the app answers (the stale value under SHOP_CACHE_STRATEGY=logical, while
+    -- one instance rebuilds; a reload under mutex), so the rebuild starts where it always does.
+    if expire_at and expire_at <= ngx.now() * 1000 then return nil end
+    body = build(json)
+    if body == nil then
+      log_once.warn("record:" .. redis_key, redis_key .. " holds a value of another shape; answered by the app")
+      return nil
+    end
+    flags = FOUND
+    l1.set(l1_key, body, FOUND, expire_at, generation)
+  elseif kind == "null" then
+    flags, body = MISSING, ""
+    l1.set(l1_key, body, MISSING, nil, generation)
+  else
+    if kind == "malformed" then log_once.warn("record:" .. redis_key, redis_key .. " is malformed (" .. json .. "); answered by the app") end
+    return nil
+  end
+  ngx.var.hmdp_edge = "L2"
+  return flags, body
+end
+
+local function wrapped(json) return '{"success":true,"data":' .. json .. "}" end
+
+-- A shop is an object (the app answers 404 for a null data); the type list an array.
+local function shop_body(json) return byte(json, 1) == 123 and wrapped(json) or nil end
+local function list_body(json) return byte(json, 1) == 91 and wrapped(json) or nil end
+
+--- GET /api/shop/{id}: the shop, or for a null marker the app's 404 in the client's language.
+local function shop(compat)
+  local id = match(ngx.var.request_uri, compat and "^/shop/([1-9]%d*)$" or "^/api/shop/([1-9]%d*)$")
+  if not id or #id > 19 then return nil end
+  local values = settings.values
+  local flags, body = lookup("shop:" .. id, values.keyPrefix .. "cache:shop:" .. id, shop_body)
+  if flags == FOUND then
+    visits.record(id)
+    return 200, body
+  elseif flags == MISSING then
+    local chosen = language.of_request(values.defaultLanguage)
+    if not chosen then return nil end
+    local around = values.messages.shopNotFound[chosen]
+    body = around[1] .. id .. around[2]
+    -- On the compat surface a 404 goes out as 200 (and is then counted as a visit, as the app does).
+    if compat then
+      visits.record(id)
+      return 200, body, "x-hmdp-status", "404"
+    end
+    return 404, body
+  end
+  return nil
+end
+
+local EMPTY_LIST = wrapped("[]")
+
+--- GET /api/shop-type/list: the cached list (the app answers [] for a null marker).
+local function shop_types(compat)
+  if ngx.var.request_uri ~= (compat and "/shop-type/list" or "/api/shop-type/list") then return nil end
+  local flags, body = lookup("shop-types", settings.values.keyPrefix .. "cache:type", list_body)
+  if not flags then return nil end
+  visits.record(nil)
+  return 200, flags == FOUND and body or EMPTY_LIST
+end
+
+--- Runs a route in protected mode: an error is logged (once an hour) and the app answers.
+local function serve(route, compat)
+  if not answerable(compat) then return end
+  local ok, status, body, extra_name, extra_value = pcall(route, compat)
+  if not ok then
+    log_once.warn("lua:" .. tostring(status), "error, answered by the app: " .. tostring(status))
+    return
+  end
+  if status then return answer.send(status, body, extra_name, extra_value) end
+end
+
+function M.shop(compat) return serve(shop, compat) end
+function M.shop_types(compat) return serve(shop_types, compat) end
+
+return M

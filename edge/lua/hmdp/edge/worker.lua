@@ -1,0 +1,14 @@
+-- What each worker starts with (init_worker_by_lua): its own random sequence (L1's jitter), the
+-- visits' flush timer, and in worker 0 the subscriber of the app's announcements.
+local visits = require "hmdp.edge.visits"
+local push = require "hmdp.edge.push"
+
+local M = {}
+
+function M.start()
+  math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
+  visits.start()
+  push.start()
+end
+
+return M
