@@ -12,10 +12,16 @@ async function run(command: string, args: string[]): Promise<void> {
 
 /**
  * Global setup of the system project: builds web/dist when missing or stale (the browser tests in
- * test/system/web load it from the app) and makes sure Debian's Chromium is installed
- * (scripts/browser.sh, apt-get; never a downloaded browser), side by side: the install mostly
- * waits on the network, the build on the CPU. Both return at once when already done.
+ * test/system/web load it from the app) and makes sure the Debian packages its tests run are
+ * installed: Chromium (scripts/browser.sh; never a downloaded browser), then the edge's nginx and
+ * Lua libraries (edge/packages.sh; test/system/edge and the topology), one after the other, since
+ * two apt-gets at once fight over dpkg's lock. The installs mostly wait on the network, the build
+ * on the CPU: the two run side by side. Each returns at once when already done.
  */
 export default async function prepareWeb(): Promise<void> {
-  await Promise.all([run(process.execPath, ['scripts/build-web.mjs']), run('bash', ['scripts/browser.sh'])]);
+  const installs = async (): Promise<void> => {
+    await run('bash', ['scripts/browser.sh']);
+    await run('bash', ['-c', 'bash edge/packages.sh >/dev/null']);
+  };
+  await Promise.all([run(process.execPath, ['scripts/build-web.mjs']), installs()]);
 }
