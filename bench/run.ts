@@ -29,7 +29,16 @@ import {
 } from './harness/index.js';
 import { measureIds, measureLockBench, type OpsRow } from './micro/index.js';
 import { computeTargets, Progress, renderMarkdown, summariseProfiles, writeDocs, type BenchReport } from './reports/index.js';
-import { prepareBaseline, prepareRabbitSale, prepareSale, prepareSemaphoreSale, prepareShopHot, type PreparedScenario } from './scenarios/index.js';
+import {
+  prepareBaseline,
+  prepareEdgeShop,
+  prepareRabbitSale,
+  prepareSale,
+  prepareSemaphoreSale,
+  prepareShopHot,
+  prepareShopRedis,
+  type PreparedScenario,
+} from './scenarios/index.js';
 
 /** `env`: where an attached world (`--target`) reads the servers' configuration. */
 export async function runBench(options: BenchOptions, progress = new Progress(), env: Record<string, string | undefined> = process.env): Promise<BenchReport> {
@@ -79,12 +88,15 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         wanted.has('seckill-sync') ? prepareSale('sync', options, world) : undefined,
         wanted.has('seckill-semaphore') ? prepareSemaphoreSale(options, world) : undefined,
         wanted.has('shop-hot') ? prepareShopHot(world, profileDir && !options.target ? join(profileDir, 'shop-hot') : undefined) : undefined,
+        wanted.has('shop-redis') ? prepareShopRedis(world) : undefined,
+        wanted.has('edge-shop-l1') ? prepareEdgeShop(world, 'l1') : undefined,
+        wanted.has('edge-shop-l2') ? prepareEdgeShop(world, 'l2') : undefined,
       ]);
       // What did start is stopped in `finally` even when another scenario failed to.
       for (const result of settled) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
       const failure = settled.find((result) => result.status === 'rejected');
       if (failure) throw failure.reason;
-      const [baseline, async, rabbit, gated, sync, semaphore, shopHot] = fulfilledValues(settled);
+      const [baseline, async, rabbit, gated, sync, semaphore, shopHot, shopRedis, edgeL1, edgeL2] = fulfilledValues(settled);
       const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
       const measurements = await measureAll(
         prepared.flatMap((scenario) => scenario.targets),
@@ -101,6 +113,13 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
       if (shopHot) {
         const [cached, bare] = await shopHot.finish(measurements);
         report.shopHot = { cached, bare };
+      }
+      if (shopRedis) report.shopRedis = await shopRedis.finish(measurements);
+      if (edgeL1 || edgeL2) {
+        report.edgeShop = {
+          ...(edgeL1 ? { l1: await edgeL1.finish(measurements) } : {}),
+          ...(edgeL2 ? { l2: await edgeL2.finish(measurements) } : {}),
+        };
       }
     } finally {
       await Promise.all(prepared.map((scenario) => scenario.stop()));

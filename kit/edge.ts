@@ -19,6 +19,8 @@ process.on('exit', () => {
 export interface Edge {
   readonly port: number;
   readonly url: string;
+  /** The master's pid (its workers are its children): what the bench counts nginx's CPU by. */
+  readonly pid: number;
   /** nginx's -p folder: nginx.conf, edge-settings.json, logs/. */
   readonly prefix: string;
   /** The error log so far (warnings of the Lua: malformed records, Redis failures). */
@@ -75,6 +77,7 @@ export async function startEdge(config: Config, options: StartEdgeOptions): Prom
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    pid: master.pid!,
     prefix,
     errorLog,
     stop: async () => {

@@ -1,6 +1,6 @@
 /**
- * CPU time per request of every process a request costs: the app server, Redis, MariaDB and the
- * load generator (this process). Rates on a shared two-core machine drift by tens of percent from
+ * CPU time per request of every process a request costs: the app server, Redis, MariaDB, the
+ * edge's nginx (master and workers) and the load generator (this process). Rates on a shared two-core machine drift by tens of percent from
  * one minute to the next; CPU time spent per request hardly moves, so the targets are stated as
  * ratios of both.
  *
@@ -19,10 +19,13 @@ import type { RedisClient } from '../../src/infra/redis.js';
 /** Clock ticks per second of /proc/<pid>/stat (USER_HZ): 100 on every Linux this runs on. */
 const TICKS_PER_SECOND = 100;
 
-export const CPU_PARTS = ['server', 'redis', 'mariadb', 'broker', 'generator'] as const;
+export const CPU_PARTS = ['server', 'redis', 'mariadb', 'broker', 'nginx', 'generator'] as const;
 export type CpuPart = (typeof CPU_PARTS)[number];
 
-/** µs of CPU per answered request, by process; `total` = server + redis + mariadb + broker (what serving costs; broker: 0 where none is counted). */
+/**
+ * µs of CPU per answered request, by process; `total` = server + redis + mariadb + broker + nginx
+ * (what serving costs; broker and nginx: 0 where none is counted).
+ */
 export type CpuPerRequest = Record<CpuPart | 'total', number>;
 
 /** Microseconds of CPU the process has used so far (user + system, all threads); NaN if it is gone. */
@@ -73,24 +76,55 @@ export async function mariadbPid(db: Db): Promise<number | undefined> {
   return found.length === 1 ? Number(found[0]) : undefined;
 }
 
+/** The pids of a process' children (an nginx master's workers), from each process' parent in /proc. */
+export function childPids(parent: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Field 4, the parent's pid, is the second after the command name's last ')'.
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent) children.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return children;
+}
+
 /** The processes whose CPU a measurement counts; `server` is set per target. */
 export interface CpuPids {
   redis?: number;
   mariadb?: number;
 }
 
-/** Starts counting; the returned function gives µs per request for `requests` answers since the start. */
-export function startCpuCount(pids: CpuPids & { server?: number; broker?: number }): (requests: number) => CpuPerRequest {
+/**
+ * Starts counting; the returned function gives µs per request for `requests` answers since the
+ * start. `nginx`: a master's pid, counted with its workers (the processes that are its children
+ * when counting starts: workers are forked once, at the master's start).
+ */
+export function startCpuCount(pids: CpuPids & { server?: number; broker?: number; nginx?: number }): (requests: number) => CpuPerRequest {
   const read = (pid: number | undefined) => (pid === undefined ? Number.NaN : processCpuMicros(pid));
-  // Only the targets whose orders pass through a broker count one: for the others it costs nothing.
+  // Only the targets whose orders pass through a broker count one, and only those served by an
+  // edge count its nginx: for the others they cost nothing.
   const readBroker = () => (pids.broker === undefined ? 0 : processCpuMicros(pids.broker));
-  const before = { server: read(pids.server), redis: read(pids.redis), mariadb: read(pids.mariadb), broker: readBroker(), generator: generatorMicros() };
+  const nginxPids = pids.nginx === undefined ? [] : [pids.nginx, ...childPids(pids.nginx)];
+  const readNginx = () => nginxPids.reduce((sum, pid) => sum + processCpuMicros(pid), 0);
+  const before = {
+    server: read(pids.server),
+    redis: read(pids.redis),
+    mariadb: read(pids.mariadb),
+    broker: readBroker(),
+    nginx: readNginx(),
+    generator: generatorMicros(),
+  };
   return (requests) => {
     const used = {
       server: read(pids.server) - before.server,
       redis: read(pids.redis) - before.redis,
       mariadb: read(pids.mariadb) - before.mariadb,
       broker: readBroker() - before.broker,
+      nginx: readNginx() - before.nginx,
       generator: generatorMicros() - before.generator,
     };
     const per = (micros: number) => (requests > 0 ? micros / requests : Number.NaN);
@@ -99,8 +133,9 @@ export function startCpuCount(pids: CpuPids & { server?: number; broker?: number
       redis: per(used.redis),
       mariadb: per(used.mariadb),
       broker: per(used.broker),
+      nginx: per(used.nginx),
       generator: per(used.generator),
-      total: per(used.server + used.redis + used.mariadb + used.broker),
+      total: per(used.server + used.redis + used.mariadb + used.broker + used.nginx),
     };
   };
 }

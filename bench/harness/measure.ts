@@ -34,6 +34,8 @@ export interface LoadTarget {
   serverPid?: number;
   /** A message broker the target's orders pass through, whose CPU is counted with the serving processes'. */
   brokerPid?: number;
+  /** The master of an nginx the target's requests pass through, counted with its workers like the serving processes. */
+  nginxPid?: number;
   /** Runs right after the target's last phase (e.g. waiting for the order worker to drain). */
   afterLoad?: () => Promise<void>;
   /**
@@ -88,10 +90,10 @@ export async function measureAll(
   const sliceSeconds = durationSeconds / rounds;
   const cpuPids = options.cpuPids ?? {};
   for (let round = 1; round <= rounds; round++) {
-    for (const { name, url, source, serverPid, brokerPid, sliceWork } of targets) {
+    for (const { name, url, source, serverPid, brokerPid, nginxPid, sliceWork } of targets) {
       const onTick = step(`${name}: saturation, ${connections} connections, slice ${round}/${rounds}`, sliceSeconds);
       const work = await sliceWork?.();
-      const cpu = startCpuCount({ ...cpuPids, server: serverPid, broker: brokerPid });
+      const cpu = startCpuCount({ ...cpuPids, server: serverPid, broker: brokerPid, nginx: nginxPid });
       const slice = await saturate(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick });
       expected.set(name, slice.rps);
       // CPU up to the last answer, as for every target; the work after the drain.
@@ -107,8 +109,8 @@ export async function measureAll(
     rates.set(name, options.rate ?? Math.max(1, Math.min(options.maxRate, Math.round(rps * options.rateFraction))));
   }
   const measurements = new Map<string, Measurement>();
-  for (const { name, url, source, afterLoad, serverPid, brokerPid, alsoAtRateOf } of targets) {
-    const fixedPhase = (rate: number) => measureFixedRate({ name, url, source, serverPid, brokerPid }, rate, { ...options, cpuPids }, step);
+  for (const { name, url, source, afterLoad, serverPid, brokerPid, nginxPid, alsoAtRateOf } of targets) {
+    const fixedPhase = (rate: number) => measureFixedRate({ name, url, source, serverPid, brokerPid, nginxPid }, rate, { ...options, cpuPids }, step);
     const measured: Measurement = { saturation: saturations.get(name)!, fixedRate: await fixedPhase(rates.get(name)!), slices: slices.get(name)! };
     const matched = alsoAtRateOf === undefined ? undefined : rates.get(alsoAtRateOf);
     if (matched !== undefined) measured.matchedRate = await fixedPhase(matched);
@@ -123,14 +125,14 @@ export async function measureAll(
 
 /** One open-loop phase at `rate`, with the CPU it cost and the server's loop lag meanwhile. */
 async function measureFixedRate(
-  { name, url, source, serverPid, brokerPid }: Pick<LoadTarget, 'name' | 'url' | 'source' | 'serverPid' | 'brokerPid'>,
+  { name, url, source, serverPid, brokerPid, nginxPid }: Pick<LoadTarget, 'name' | 'url' | 'source' | 'serverPid' | 'brokerPid' | 'nginxPid'>,
   rate: number,
   options: MeasureOptions & { cpuPids: CpuPids },
   step: (label: string, seconds?: number) => Ticker,
 ): Promise<PhaseResult> {
   const { latencyConnections, durationSeconds } = options;
   await serverLoopLagP99(url); // starts the server's lag histogram afresh
-  const cpu = startCpuCount({ ...options.cpuPids, server: serverPid, broker: brokerPid });
+  const cpu = startCpuCount({ ...options.cpuPids, server: serverPid, broker: brokerPid, nginx: nginxPid });
   const phase = await (options.autocannonRate ? autocannonRate : fixedRate)(url, source, {
     rate,
     connections: latencyConnections,

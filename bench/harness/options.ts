@@ -12,11 +12,20 @@ export const SCENARIOS = [
   'seckill-sync',
   'seckill-semaphore',
   'shop-hot',
+  'shop-redis',
+  'edge-shop-l1',
+  'edge-shop-l2',
   'id',
   'lock',
 ] as const;
-/** Run only when named: gulimall's design, beside ours for comparison (docs/benchmarks-history.md). */
-const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated'];
+/**
+ * Run only when named: gulimall's design, beside ours for comparison (docs/benchmarks-history.md);
+ * the shop read from Redis and at the edge (an app and an nginx each), beside shop-hot
+ * (docs/BENCHMARKS.md, "The edge's reads").
+ */
+const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2'];
+/** The scenarios that need servers the harness starts (bench routes, an app with other settings, an edge). */
+const OWN_SERVERS: readonly ScenarioName[] = ['baseline', 'shop-hot', 'seckill-semaphore', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2'];
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -80,8 +89,10 @@ npm run bench -- growth [--help]         how memory, CPU and latency grow (docs/
 npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buckets on a Cluster (docs/bench-hot-voucher.md)
 
   --scenarios LIST        comma-separated, from: ${SCENARIOS.join(', ')}
-                          (default: all but seckill-semaphore, gulimall's design, and
-                          seckill-gated, a sale behind purchase tokens: run when named)
+                          (default: all but seckill-semaphore, gulimall's design,
+                          seckill-gated, a sale behind purchase tokens, and the shop read
+                          without the near cache (shop-redis) and at the edge's nginx from
+                          its L1 or L2 (edge-shop-l1, edge-shop-l2): run when named)
   --duration SECONDS      each measured phase (default 10)
   --connections N         connections at saturation (default 100)
   --latency-connections N connections at the fixed rate (default 1000)
@@ -151,7 +162,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
   const scenarioList = values.scenarios ?? (positionals.length > 0 ? positionals.join(',') : undefined);
   const target = values.target === undefined ? undefined : targetUrl(values.target);
   const chosen = scenarios(scenarioList ?? (target ? 'seckill-async' : undefined));
-  const needServer = chosen.filter((name) => name === 'baseline' || name === 'shop-hot' || name === 'seckill-semaphore');
+  const needServer = chosen.filter((name) => OWN_SERVERS.includes(name));
   if (target && needServer.length > 0) {
     throw new OptionsError(`--target: ${needServer.join(' and ')} need the bench routes of a server the harness starts; leave them out`);
   }

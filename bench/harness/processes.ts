@@ -35,21 +35,29 @@ export const BENCH_PURCHASE_TOKEN_KEYS = process.env.PURCHASE_TOKEN_KEYS || `ben
 /** A scrape of a bench server's `GET /metrics`. */
 export const scrapeMetrics = (url: string): Promise<Response> => fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } });
 
+/**
+ * The whole environment of a bench server given `env`: also what an edge in front of it is
+ * rendered from (loadConfig), so that both read the same settings.
+ */
+export function serverEnvironment(env: Record<string, string>): Record<string, string | undefined> {
+  return {
+    ...process.env,
+    // No SMS in a benchmark: production refuses to start unless the log sender is chosen explicitly.
+    // The load sends no Accept-Language, and the reports and checks read refusals in English.
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'warn',
+    SMS_SENDER: 'log',
+    METRICS_TOKEN: BENCH_METRICS_TOKEN,
+    DEFAULT_LANGUAGE: 'en',
+    PURCHASE_TOKEN_KEYS: BENCH_PURCHASE_TOKEN_KEYS,
+    ...env,
+  };
+}
+
 export async function startServer(options: ServerOptions): Promise<ServerProcess> {
   const profiling = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfDir}`] : [];
   const child = spawn(process.execPath, [...profiling, await compiledServerEntry()], {
-    // No SMS in a benchmark: production refuses to start unless the log sender is chosen explicitly.
-    // The load sends no Accept-Language, and the reports and checks read refusals in English.
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
-      SMS_SENDER: 'log',
-      METRICS_TOKEN: BENCH_METRICS_TOKEN,
-      DEFAULT_LANGUAGE: 'en',
-      PURCHASE_TOKEN_KEYS: BENCH_PURCHASE_TOKEN_KEYS,
-      ...options.env,
-    },
+    env: serverEnvironment(options.env),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout });

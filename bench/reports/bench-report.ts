@@ -1,7 +1,7 @@
 /** The run of `npm run bench` as one object: what run.ts assembles and the reports render. */
 import type { BenchOptions, Machine, Spread } from '../harness/index.js';
 import type { OpsRow } from '../micro/index.js';
-import type { HttpResult, SeckillResult } from '../scenarios/index.js';
+import type { EdgeShopResult, HttpResult, SeckillResult } from '../scenarios/index.js';
 import type { ProfileSummary } from './profile.js';
 
 export interface Target {
@@ -27,6 +27,10 @@ export interface BenchReport {
   baseline?: HttpResult;
   seckill: SeckillResult[];
   shopHot?: { cached: HttpResult; bare: HttpResult };
+  /** The shop read by the app from Redis, its near cache off (`shop-redis`). */
+  shopRedis?: HttpResult;
+  /** The shop read answered at the edge's nginx from its L1 or L2 (`edge-shop-l1`, `edge-shop-l2`). */
+  edgeShop?: { l1?: EdgeShopResult; l2?: EdgeShopResult };
   ids?: OpsRow[];
   locks?: OpsRow[];
   targets: Target[];

@@ -27,7 +27,7 @@ export function renderSvg(report: BenchReport): string {
     const y = top + i * rowHeight;
     const rpsWidth = Math.max(1, (row.result.saturation.rps / maxRps) * panelWidth);
     const p99Width = Math.max(1, (row.result.fixedRate.latency.p99 / maxP99) * panelWidth);
-    const color = row.name.startsWith('seckill') ? '#d9480f' : row.name.startsWith('shop') ? '#1971c2' : '#868e96';
+    const color = row.name.startsWith('seckill') ? '#d9480f' : row.name.startsWith('shop') ? '#1971c2' : row.name.startsWith('edge') ? '#2f9e44' : '#868e96';
     parts.push(
       `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${escape(row.name)}${row.correct === false ? ' (FAIL)' : ''}</text>`,
       `<rect x="${labelWidth}" y="${y + 3}" width="${rpsWidth.toFixed(1)}" height="${rowHeight - 10}" fill="${color}"/>`,

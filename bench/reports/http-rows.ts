@@ -32,5 +32,12 @@ export function httpRows(report: BenchReport): HttpRow[] {
     rows.push({ name: 'shop-hot', route: cached.route, result: cached, versus: { name: 'bare route', rps: bare.saturation.rps } });
     rows.push({ name: 'shop-hot bare route', route: bare.route, result: bare });
   }
+  const nearCache = report.shopHot && { name: 'shop-hot', rps: report.shopHot.cached.saturation.rps };
+  const shopRead = (name: string, result: HttpResult | undefined) => {
+    if (result) rows.push({ name, route: result.route, result, ...(nearCache ? { versus: nearCache } : {}) });
+  };
+  shopRead('shop-redis', report.shopRedis);
+  shopRead('edge-shop-l1', report.edgeShop?.l1);
+  shopRead('edge-shop-l2', report.edgeShop?.l2);
   return rows;
 }

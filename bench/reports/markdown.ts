@@ -1,9 +1,11 @@
 /** The run's report as Markdown: printed, and written into docs/BENCHMARKS.md between its markers (docs.ts). */
 import { CPU_PARTS, formatSpread, spreadOf } from '../harness/index.js';
+import type { HttpResult } from '../scenarios/index.js';
 import type { BenchReport } from './bench-report.js';
 import { number, ratio } from './format.js';
 import { httpRows } from './http-rows.js';
 import type { ProfileSummary } from './profile.js';
+import { pairedRatios } from './targets.js';
 
 export function renderMarkdown(report: BenchReport): string {
   const { machine, options } = report;
@@ -43,19 +45,24 @@ export function renderMarkdown(report: BenchReport): string {
 
   const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
   if (cpuRows.length > 0) {
+    // nginx's column only in a run with an edge scenario: elsewhere it is 0 on every row.
+    const parts = report.edgeShop ? CPU_PARTS : CPU_PARTS.filter((part) => part !== 'nginx');
     out.push(
-      'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it):',
+      'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it)' +
+        (report.edgeShop ? " + nginx (the edge's master and workers, counted for the edge's scenarios):" : ':'),
       '',
-      `| scenario | req/s per slice | ${CPU_PARTS.join(' | ')} | serving |`,
-      `|---|---:|${CPU_PARTS.map(() => '---:|').join('')}---:|`,
+      `| scenario | req/s per slice | ${parts.join(' | ')} | serving |`,
+      `|---|---:|${parts.map(() => '---:|').join('')}---:|`,
     );
     for (const row of cpuRows) {
       const cpu = row.result.saturation.cpuSpread!;
       const rates = spreadOf(row.result.slices.map((slice) => slice.rps));
-      out.push(`| ${row.name} | ${formatSpread(rates)} | ${CPU_PARTS.map((part) => formatSpread(cpu[part])).join(' | ')} | ${formatSpread(cpu.total)} |`);
+      out.push(`| ${row.name} | ${formatSpread(rates)} | ${parts.map((part) => formatSpread(cpu[part])).join(' | ')} | ${formatSpread(cpu.total)} |`);
     }
     out.push('');
   }
+
+  out.push(...shopLevels(report));
 
   const worked = report.seckill.filter((sale) => sale.work);
   if (worked.length > 0) {
@@ -119,6 +126,40 @@ export function renderMarkdown(report: BenchReport): string {
   for (const [server, profile] of Object.entries(report.profiles ?? {})) out.push(renderProfile(server, profile), '');
   out.push(`Correctness: **${report.pass ? 'PASS' : 'FAIL'}**.`);
   return out.join('\n');
+}
+
+/**
+ * The shop read at each level side by side: serving CPU per request and how many times cheaper
+ * than the app's near-cache read (shop-hot), paired per round of slices; empty without shop-hot
+ * and another level.
+ */
+function shopLevels(report: BenchReport): string[] {
+  const nearCache = report.shopHot?.cached;
+  const levels: Array<[string, HttpResult | undefined, string]> = [
+    ['shop-redis', report.shopRedis, "the app, its near cache off: Redis' record"],
+    ['edge-shop-l1', report.edgeShop?.l1, "the edge's L1 (nginx shared dict)"],
+    ['edge-shop-l2', report.edgeShop?.l2, "the edge's L2 (the app's Redis record, read by Lua)"],
+  ];
+  const measured = levels.filter((level): level is [string, HttpResult, string] => level[1] !== undefined);
+  if (!nearCache || measured.length === 0) return [];
+  const serving = (slice: { cpu?: { total: number } }) => slice.cpu?.total ?? Number.NaN;
+  const passed = (name: string) => {
+    const edge = name === 'edge-shop-l1' ? report.edgeShop?.l1 : name === 'edge-shop-l2' ? report.edgeShop?.l2 : undefined;
+    return edge ? `${number(edge.reachedApp)} of ${number(edge.measuredRequests)}` : '–';
+  };
+  return [
+    "The shop read by level (`GET /api/shop/{id}`): serving CPU µs per request at saturation, and how many times cheaper than the app's near-cache read (shop-hot's serving µs ÷ the level's, paired per round of slices), median (lowest–highest); \"reached the app\": the route's requests the app behind the edge answered over the run, of those measured:",
+    '',
+    '| scenario | answered by | req/s per slice | serving µs | cheaper than shop-hot | reached the app |',
+    '|---|---|---:|---:|---:|---:|',
+    `| shop-hot | the app's near cache | ${formatSpread(spreadOf(nearCache.slices.map((slice) => slice.rps)))} | ${formatSpread(nearCache.saturation.cpuSpread?.total ?? spreadOf([]))} | 1× | – |`,
+    ...measured.map(
+      ([name, result, by]) =>
+        `| ${name} | ${by} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ${formatSpread(result.saturation.cpuSpread?.total ?? spreadOf([]))} | ` +
+        `${formatSpread(pairedRatios(nearCache.slices, result.slices, serving), 3, '×')} | ${passed(name)} |`,
+    ),
+    '',
+  ];
 }
 
 function renderProfile(server: string, profile: ProfileSummary): string {

@@ -27,7 +27,7 @@ function ratioTarget(name: string, spread: Spread, aim: number, direction: 'at l
   };
 }
 
-export function computeTargets(report: Pick<BenchReport, 'baseline' | 'seckill' | 'shopHot' | 'options'>): Target[] {
+export function computeTargets(report: Pick<BenchReport, 'baseline' | 'seckill' | 'shopHot' | 'shopRedis' | 'edgeShop' | 'options'>): Target[] {
   const async = report.seckill.find((s) => s.strategy === 'async');
   const sync = report.seckill.find((s) => s.strategy === 'sync');
   const targets: Target[] = [];
@@ -48,6 +48,19 @@ export function computeTargets(report: Pick<BenchReport, 'baseline' | 'seckill' 
     targets.push(ratioTarget('shop-hot / its bare in-memory route, req/s', pairedRatios(cached.slices, bare.slices, rps), 0.95, 'at least'));
     // 0.95× the rate = at most 1/0.95 = 1.05× the CPU per request.
     targets.push(ratioTarget('shop-hot / its bare route, CPU µs per request', pairedRatios(cached.slices, bare.slices, cpuTotal), 1.05, 'at most'));
+  }
+  // Issue 41's aims for the edge's reads, per serving CPU µs with nginx counted: an L1 read 3×
+  // cheaper than the app's near-cache read, an L2 read 1.5× cheaper than the app's read from Redis.
+  const { l1, l2 } = report.edgeShop ?? {};
+  if (report.shopHot && l1) {
+    targets.push(
+      ratioTarget('shop-hot / edge-shop-l1, serving CPU µs per request', pairedRatios(report.shopHot.cached.slices, l1.slices, cpuTotal), 3, 'at least'),
+    );
+  }
+  if (report.shopRedis && l2) {
+    targets.push(
+      ratioTarget('shop-redis / edge-shop-l2, serving CPU µs per request', pairedRatios(report.shopRedis.slices, l2.slices, cpuTotal), 1.5, 'at least'),
+    );
   }
   return targets;
 }

@@ -1,6 +1,7 @@
 /**
  * The benchmark harness itself, so it cannot rot: a smoke run of every scenario (seconds, small
- * numbers) whose sale checks must pass, checks that do fail on a broken sale, and the command line.
+ * numbers) whose sale checks must pass, one of the shop read's levels (the edge's nginx included),
+ * checks that do fail on a broken sale, and the command line.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -123,6 +124,59 @@ describe('npm run bench --smoke', () => {
     const svg = renderSvg(report);
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg.match(/<rect /g)?.length).toBe(1 + 2 * 6); // background + two bars per HTTP row
+  });
+});
+
+/**
+ * The shop read at each level (bench/scenarios/edge-shop.ts), in a smoke run of their own: they are
+ * not in the default set (each starts an app, the edge's an nginx too). Only that they run and
+ * report: never their rates or the targets' verdicts.
+ */
+describe('npm run bench --scenarios shop-hot,shop-redis,edge-shop-l1,edge-shop-l2 --smoke', () => {
+  const LEVELS = 'shop-hot,shop-redis,edge-shop-l1,edge-shop-l2';
+
+  it('runs them only when named', () => {
+    expect(smokeOptions().scenarios).not.toEqual(expect.arrayContaining(['shop-redis']));
+    expect(smokeOptions().scenarios.filter((name) => name.startsWith('edge-'))).toEqual([]);
+    expect(smokeOptions('--scenarios', LEVELS).scenarios).toEqual(['shop-hot', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2']);
+    expect(() => parseBenchOptions(['--target', 'http://127.0.0.1:1', '--scenarios', 'edge-shop-l1'], {})).toThrow(/edge-shop-l1 need/);
+  });
+
+  it("measures the shop read at each level, nginx's CPU counted with the serving processes", { timeout: 180_000 }, async () => {
+    const report = await runBench(smokeOptions('--scenarios', LEVELS), quiet);
+
+    const { l1, l2 } = report.edgeShop ?? {};
+    for (const result of [report.shopHot?.cached, report.shopRedis, l1, l2]) {
+      expect(result?.saturation.rps).toBeGreaterThan(0);
+      expect(result!.slices.length).toBeGreaterThanOrEqual(3);
+      expect(result!.saturation.errors + result!.fixedRate.errors).toBe(0);
+      expect(result!.saturation.non2xx + result!.fixedRate.non2xx).toBe(0);
+      expect(result!.saturation.cpuSpread?.total.median).toBeGreaterThan(0);
+    }
+    // nginx's ticks (10 ms) over all slices: only the edge's targets count one.
+    const nginxMicros = (result: NonNullable<typeof l1>) => result.slices.reduce((sum, slice) => sum + slice.cpu!.nginx * slice.requests, 0);
+    expect(nginxMicros(l1!)).toBeGreaterThan(0);
+    expect(nginxMicros(l2!)).toBeGreaterThan(0);
+    expect(report.shopRedis!.slices.every((slice) => slice.cpu!.nginx === 0)).toBe(true);
+    for (const edge of [l1!, l2!]) {
+      expect(edge.reachedApp).toBeGreaterThanOrEqual(0);
+      expect(edge.measuredRequests).toBeGreaterThan(0);
+    }
+
+    expect(report.targets.map((target) => target.name)).toEqual([
+      'shop-hot / its bare in-memory route, req/s',
+      'shop-hot / its bare route, CPU µs per request',
+      'shop-hot / edge-shop-l1, serving CPU µs per request',
+      'shop-redis / edge-shop-l2, serving CPU µs per request',
+    ]);
+    expect(report.targets.every((target) => target.verdict === 'met' || /^missed by \d+ %$/.test(target.verdict))).toBe(true);
+
+    const markdown = renderMarkdown(report);
+    expect(markdown).toContain('| scenario | req/s per slice | server | redis | mariadb | broker | nginx | generator | serving |');
+    expect(markdown).toMatch(
+      /\| edge-shop-l1 \| the edge's L1 \(nginx shared dict\) \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+× \(/,
+    );
+    expect(markdown).toMatch(/\| edge-shop-l2 \| .* \| [\d,]+ of [\d,]+ \|/);
   });
 });
 
