@@ -11,7 +11,7 @@
 import { Pool } from 'undici';
 import { startRedisServer } from '../../kit/redis-servers.js';
 import { SessionStore } from '../../src/modules/users/index.js';
-import { createOwnWorld, scrapeMetrics, startServer, type ServerProcess } from '../harness/index.js';
+import { createOwnWorld, parseCounter, scrapeMetrics, startServer, type ServerProcess } from '../harness/index.js';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 50);
 const BUCKETS = Number(process.env.BUCKETS ?? 1);
@@ -110,7 +110,5 @@ async function soldOutKnownOn(server: ServerProcess, order: () => Promise<string
 }
 
 async function knownRefusals(server: ServerProcess): Promise<number> {
-  const text = await (await scrapeMetrics(server.url)).text();
-  const line = text.split('\n').find((row) => row.startsWith('seckill_requests_total{') && row.includes('outcome="sold-out-known"'));
-  return line === undefined ? 0 : Number(line.split(' ').pop());
+  return parseCounter(await (await scrapeMetrics(server.url)).text(), 'seckill_requests_total', 'outcome="sold-out-known"') ?? 0;
 }

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { startRedisServer } from '../../kit/redis-servers.js';
-import { createOwnWorld, scrapeMetrics, startServer } from '../harness/index.js';
+import { createOwnWorld, parseCounter, scrapeMetrics, startServer } from '../harness/index.js';
 
 const STOCK = 10;
 const REQUESTS = Number(process.env.REQUESTS ?? 5_000);
@@ -120,7 +120,5 @@ function familyOf(args: string[]): string {
 }
 
 async function soldOutKnown(): Promise<number> {
-  const text = await (await scrapeMetrics(server.url)).text();
-  const line = text.split('\n').find((row) => row.startsWith('seckill_requests_total{') && row.includes('outcome="sold-out-known"'));
-  return line === undefined ? 0 : Number(line.split(' ').pop());
+  return parseCounter(await (await scrapeMetrics(server.url)).text(), 'seckill_requests_total', 'outcome="sold-out-known"') ?? 0;
 }

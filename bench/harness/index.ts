@@ -27,6 +27,6 @@ export { describeMachine, loadAverage, type Machine } from './machine.js';
 export { measureAll, type LoadTarget, type MeasureOptions, type Measurement } from './measure.js';
 export { OptionsError, parseBenchOptions, SCENARIOS, USAGE, type BenchOptions, type ScenarioName } from './options.js';
 export { BENCH_PURCHASE_TOKEN_KEYS, scrapeMetrics, serverEnvironment, startServer, stopProcess, type ServerOptions, type ServerProcess } from './processes.js';
-export { startSliceWork, workPerOrder, type SliceWork, type WorkPerOrder } from './redis-work.js';
+export { parseCounter, startSliceWork, workPerOrder, type SliceWork, type WorkPerOrder } from './redis-work.js';
 export { saturate } from './saturate.js';
 export { attachWorld, createOwnWorld, type BenchUser, type OwnWorldOptions, type World } from './world.js';

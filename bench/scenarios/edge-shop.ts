@@ -8,7 +8,7 @@
  */
 import { loadConfig } from '../../src/infra/config.js';
 import { startEdge, type Edge } from '../../kit/edge.js';
-import { scrapeMetrics, serverEnvironment, startServer, type LoadTarget, type ServerProcess, type World } from '../harness/index.js';
+import { parseCounter, scrapeMetrics, serverEnvironment, startServer, type LoadTarget, type ServerProcess, type World } from '../harness/index.js';
 import { httpResult, SERVER_ENV, type HttpResult, type PreparedScenario } from './prepared-scenario.js';
 
 /** An edge's read: its measurements, and how many of the route's requests still reached the app behind it. */
@@ -112,10 +112,7 @@ async function answeredAtEdge(edge: Edge, path: string, fromApp: string): Promis
 async function shopRequests(server: ServerProcess): Promise<number> {
   const response = await scrapeMetrics(server.url);
   if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
-  return (await response.text())
-    .split('\n')
-    .filter((line) => line.startsWith('http_request_duration_seconds_count{') && line.includes('route="/api/shop/:id"'))
-    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return parseCounter(await response.text(), 'http_request_duration_seconds_count', 'route="/api/shop/:id"') ?? 0;
 }
 
 async function answer(base: string, path: string): Promise<string> {

@@ -1,6 +1,6 @@
 import { HTTP_MESSAGES } from './http-messages.js';
 import { render, type Message } from '../lib/messages/index.js';
-import { retryAfterSeconds } from '../lib/refusals/index.js';
+import { forbidden, invalid, notFound, rateLimited, Refusal, unauthenticated } from '../lib/refusals/index.js';
 
 /**
  * An error whose message is meant for the client. Thrown anywhere in a request, it becomes
@@ -20,20 +20,13 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: Message): HttpError => new HttpError(400, message);
-export const unauthorized = (message: Message = HTTP_MESSAGES.loginRequired()): HttpError => new HttpError(401, message);
-export const forbidden = (message: Message): HttpError => new HttpError(403, message);
-export const notFound = (message: Message): HttpError => new HttpError(404, message);
-
+/**
+ * The route layer's refusals are the domain's (src/lib/refusals), under HTTP's names: one kind of
+ * error, one answer table (REFUSAL_STATUS in error-handling.ts). HttpError stays for the statuses
+ * no refusal names (414, a malformed request's 400 decided before routing).
+ */
+export const badRequest = invalid;
+export const unauthorized = (message: Message = HTTP_MESSAGES.loginRequired()): Refusal => unauthenticated(message);
+export { forbidden, notFound };
 /** A 429 with Retry-After; the message gets `seconds`, the wait rounded up to whole seconds. */
-export function tooManyRequests(message: (params: { seconds: number }) => Message, retryAfterMs: number): HttpError {
-  const seconds = retryAfterSeconds(retryAfterMs);
-  // A refusal under load is routine, not a fault: skip the stack trace, the costliest part of an Error.
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new HttpError(429, message({ seconds }), { 'retry-after': String(seconds) });
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
+export const tooManyRequests = rateLimited;

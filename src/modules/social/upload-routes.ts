@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
 import { Type, type FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { badRequest, HttpError } from '../../http/errors.js';
+import { badRequest } from '../../http/errors.js';
+import { Refusal } from '../../lib/refusals/index.js';
 import { ok } from '../../http/result.js';
 import { EmptyResult, ResultOf } from '../../http/schemas.js';
 import { currentUser } from '../users/auth-hooks.js';
@@ -67,7 +68,7 @@ async function imageStream(request: FastifyRequest): Promise<UploadStream> {
     if (!file || file.fieldname !== 'file') throw badRequest(SOCIAL_MESSAGES.fileRequired());
     return file.file;
   } catch (err) {
-    if (err instanceof HttpError || (err as { statusCode?: number }).statusCode !== undefined) throw err;
+    if (err instanceof Refusal || (err as { statusCode?: number }).statusCode !== undefined) throw err;
     throw badRequest(SOCIAL_MESSAGES.badMultipart({ detail: (err as Error).message }));
   }
 }
