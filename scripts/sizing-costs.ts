@@ -2,7 +2,7 @@
  * The measured CPU per request of each tier that `npm run sizing` projects from (docs/sizing.md):
  * the one place these figures are written for it. Each figure lists its runs' values, in µs of CPU
  * of that tier's processes per request (or per accepted order), and where they were measured; the
- * projection uses the dearest run. A figure not measured yet has no runs: the projection then
+ * projection uses their median. A figure not measured yet has no runs: the projection then
  * carries it as a named unknown the reader sets, never a guess.
  */
 
@@ -20,22 +20,22 @@ export interface CostFigure {
   unknown?: { symbol: string; toBeMeasured: string };
 }
 
-const EDGE_READS =
-  'docs/BENCHMARKS.md, "The edge\'s reads": `npm run bench -- --scenarios shop-hot,shop-redis,edge-shop-l1,edge-shop-l2`, 3 runs of 2026-11-28 21:26–21:32 UTC';
-const SALE_REQUESTS = 'docs/sizing.md, "The app\'s figures": `npx tsx bench/costs/sale-requests.ts`, 3 runs of 2026-11-28';
+/** Sources are Markdown, their links relative to docs/ (they are rendered into docs/sizing.md). */
+const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
+const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 4 runs of 2026-11-28 22:23–22:41 UTC";
 
 export const COSTS = {
   edgeL1Read: {
     tier: 'edge',
     what: 'a shop read answered from L1 (nginx master and workers)',
     runs: [24.6, 33.0, 31.9],
-    source: `${EDGE_READS}, scenario edge-shop-l1, nginx column`,
+    source: `${EDGE_READS}: edge-shop-l1, nginx`,
   },
   edgeL2Read: {
     tier: 'edge',
     what: "a shop read answered from L2, the app's Redis record (nginx)",
     runs: [48.5, 62.0, 59.2],
-    source: `${EDGE_READS}, scenario edge-shop-l2, nginx column`,
+    source: `${EDGE_READS}: edge-shop-l2, nginx`,
   },
   edgeRefusal: {
     tier: 'edge',
@@ -57,58 +57,58 @@ export const COSTS = {
   appAccepted: {
     tier: 'app',
     what: 'an order accepted, its worker writing it to MySQL (app server)',
-    runs: [304.5],
-    source: `${SALE_REQUESTS}, slice "accepted", server`,
+    runs: [304.5, 345.0, 334.5, 318.0],
+    source: `${SALE_REQUESTS}: accepted, server`,
   },
   appRefusal: {
     tier: 'app',
     what: 'a sold-out refusal from the sold-out memory (app server)',
-    runs: [143.5],
-    source: `${SALE_REQUESTS}, slice "refused", server`,
+    runs: [143.5, 185.0, 192.0, 209.0],
+    source: `${SALE_REQUESTS}: refused, server`,
   },
   appShopRead: {
     tier: 'app',
     what: "a shop read from the app's near cache (serving CPU)",
     runs: [73.6, 109, 113],
-    source: `${EDGE_READS}, scenario shop-hot`,
+    source: `${EDGE_READS}: shop-hot`,
   },
   redisAccepted: {
     tier: 'redis',
     what: "an order accepted: session, limits, id block, reserve.lua, the worker's reads and acknowledgements",
-    runs: [38.5],
-    source: `${SALE_REQUESTS}, slice "accepted", Redis`,
+    runs: [38.5, 50.0, 41.5, 39.0],
+    source: `${SALE_REQUESTS}: accepted, Redis`,
   },
   redisRefusal: {
     tier: 'redis',
-    what: 'a sold-out refusal: the session lookup alone (HGETALL + PTTL, docs/BENCHMARKS.md "After a sell-out")',
-    runs: [8.0],
-    source: `${SALE_REQUESTS}, slice "refused", Redis`,
+    what: 'a sold-out refusal: the session lookup alone (`HGETALL` + `PTTL`)',
+    runs: [8.0, 27.5, 9.5, 11.5],
+    source: `${SALE_REQUESTS}: refused, Redis`,
   },
   redisL2Read: {
     tier: 'redis',
     what: "the edge's GET of a record for an L2 read",
     runs: [16.9, 20.1, 20.2],
-    source: `${EDGE_READS}, scenario edge-shop-l2, Redis column`,
+    source: `${EDGE_READS}: edge-shop-l2, Redis`,
   },
   voucherMasterAccepted: {
     tier: 'voucher-master',
     what: "an order accepted, reserve.lua batched (≤ 64), on the voucher's own Redis core",
     runs: [8.8, 9.4, 12.4],
     source:
-      'docs/bench-hot-voucher.md, "What one core sustains": `npm run bench -- hot-voucher`, case accepting, batched, 3 runs of 2026-11-26 08:40–08:47 UTC',
+      '[bench-hot-voucher.md, what one core sustains](bench-hot-voucher.md#what-one-core-sustains-b--1) (`npm run bench -- hot-voucher`): accepting, batched; 3 runs of 2026-11-26 08:40–08:47 UTC',
   },
   mysqlAccepted: {
     tier: 'mysql',
     what: 'an order written by group commit (MariaDB)',
-    runs: [35.0],
-    source: `${SALE_REQUESTS}, slice "accepted", MariaDB`,
+    runs: [35.0, 45.0, 38.0, 22.5],
+    source: `${SALE_REQUESTS}: accepted, MariaDB`,
   },
   brokerAccepted: {
     tier: 'broker',
-    what: 'an order message: persistent publish to a quorum queue, confirm, delivery, ack (RabbitMQ)',
+    what: 'an order message: a persistent publish to a quorum queue, its confirm, delivery and ack',
     runs: [106, 84, 85],
     source:
-      'docs/flows/seckill-rabbitmq.md, "Measured": `npm run bench -- --scenarios baseline,seckill-async,seckill-rabbitmq`, scenario seckill-rabbitmq, broker column, 3 runs of 2026-11-26 05:14–05:20 UTC',
+      '[flows/seckill-rabbitmq.md, measured](flows/seckill-rabbitmq.md#measured): seckill-rabbitmq, broker; 3 runs of 2026-11-26 05:14–05:20 UTC (load average 5–12)',
   },
 } as const satisfies Record<string, CostFigure>;
 

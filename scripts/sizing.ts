@@ -111,10 +111,16 @@ export interface Cores {
   perMicrosecondOf: Record<string, number>;
 }
 
-/** The figure the projection uses: the dearest run; undefined when not measured yet. */
+export function median(values: readonly number[]): number | undefined {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** The figure the projection uses: the median of the runs; undefined when not measured yet. */
 export function planningMicros(name: CostName): number | undefined {
-  const runs: readonly number[] = COSTS[name].runs;
-  return runs.length === 0 ? undefined : Math.max(...runs);
+  return median(COSTS[name].runs);
 }
 
 export function coresOf(load: Load, headroom: number): Cores {
@@ -206,6 +212,12 @@ function notes(sale: Sale, loads: readonly Load[]): string[] {
     notes.push(
       `- At e's aim (the app's refusal ÷ 5 = ${decimals(atAim, 1)} µs, an aim, not a measurement) the edge's refusals would need ${decimals(cores, 1)} cores.`,
     );
+  }
+  const app = loads.filter((load) => load.tier === 'app');
+  const appCores = sumCores(app.map((load) => coresOf(load, sale.headroom))).known;
+  const accepted = app.filter((load) => load.cost === 'appAccepted').map((load) => coresOf(load, sale.headroom).known);
+  if (appCores > 0 && accepted.length === 1 && accepted[0]! < appCores) {
+    notes.push(`- Refusals and reads are ${Math.round((1 - accepted[0]! / appCores) * 100)} % of the app's cores; with the edge they never reach it.`);
   }
   const voucher = loads.find((load) => load.tier === 'voucher-master');
   if (voucher) {

@@ -6,6 +6,7 @@ import {
   SIZING_DOC,
   UsageError,
   coresOf,
+  median,
   parseSale,
   planningMicros,
   renderBlock,
@@ -66,11 +67,17 @@ describe('npm run sizing: the traffic of a sale', () => {
 });
 
 describe('npm run sizing: cores', () => {
-  it('are requests per second × the dearest run µs ÷ 1e6 × headroom', () => {
-    const runs: readonly number[] = COSTS.appRefusal.runs;
-    expect(planningMicros('appRefusal')).toBe(Math.max(...runs));
-    const cores = coresOf({ tier: 'app', requests: 'refusals', perSecond: 250_000, cost: 'appRefusal' }, 2);
-    expect(cores.known).toBeCloseTo((250_000 * Math.max(...runs) * 2) / 1e6, 9);
+  it('take the median of the runs', () => {
+    expect(median([24.6, 33.0, 31.9])).toBe(31.9);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([])).toBeUndefined();
+    expect(planningMicros('edgeL1Read')).toBe(median(COSTS.edgeL1Read.runs));
+  });
+
+  it('are requests per second × µs ÷ 1e6 × headroom', () => {
+    const micros = planningMicros('edgeL1Read')!;
+    const cores = coresOf({ tier: 'edge', requests: 'shop reads at L1', perSecond: 250_000, cost: 'edgeL1Read' }, 2);
+    expect(cores).toEqual({ known: (250_000 / 1e6) * 2 * micros, perMicrosecondOf: {} });
   });
 
   it('carry a figure not measured yet as cores per µs of its letter, never as a number', () => {
