@@ -113,3 +113,6 @@ export const COSTS = {
 } as const satisfies Record<string, CostFigure>;
 
 export type CostName = keyof typeof COSTS;
+
+/** COSTS, or another table of the same figures (a test's). */
+export type CostTable = Record<CostName, CostFigure>;

@@ -10,7 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { COSTS, type CostName, type Tier } from './sizing-costs.js';
+import { COSTS, type CostName, type CostTable, type Tier } from './sizing-costs.js';
 
 export const SIZING_DOC = fileURLToPath(new URL('../docs/sizing.md', import.meta.url));
 export const BEGIN = '<!-- sizing:start (written by npm run sizing -- --write from scripts/sizing-costs.ts) -->';
@@ -119,21 +119,21 @@ export function median(values: readonly number[]): number | undefined {
 }
 
 /** The figure the projection uses: the median of the runs; undefined when not measured yet. */
-export function planningMicros(name: CostName): number | undefined {
-  return median(COSTS[name].runs);
+export function planningMicros(name: CostName, costs: CostTable = COSTS): number | undefined {
+  return median(costs[name].runs);
 }
 
-export function coresOf(load: Load, headroom: number): Cores {
-  const micros = planningMicros(load.cost);
+export function coresOf(load: Load, headroom: number, costs: CostTable = COSTS): Cores {
+  const micros = planningMicros(load.cost, costs);
   const coresPerMicro = (load.perSecond / 1e6) * headroom;
   if (micros !== undefined) return { known: coresPerMicro * micros, perMicrosecondOf: {} };
-  return { known: 0, perMicrosecondOf: { [symbolOf(load.cost)]: coresPerMicro } };
+  return { known: 0, perMicrosecondOf: { [symbolOf(load.cost, costs)]: coresPerMicro } };
 }
 
-function symbolOf(name: CostName): string {
-  const figure = COSTS[name];
-  if (!('unknown' in figure)) throw new Error(`${name} is measured: it has no symbol`);
-  return figure.unknown.symbol;
+function symbolOf(name: CostName, costs: CostTable): string {
+  const symbol = costs[name].unknown?.symbol;
+  if (symbol === undefined) throw new Error(`${name} has no runs and no letter to carry it by`);
+  return symbol;
 }
 
 export function sumCores(parts: readonly Cores[]): Cores {
@@ -169,7 +169,7 @@ export function formatCores(cores: Cores): string {
 }
 
 /** The projection as Markdown: the traffic, then one row per load and a total per tier. */
-export function renderProjection(sale: Sale): string {
+export function renderProjection(sale: Sale, costs: CostTable = COSTS): string {
   const traffic = saleTraffic(sale);
   const loads = saleLoads(sale);
   const lines = [
@@ -184,44 +184,46 @@ export function renderProjection(sale: Sale): string {
   const tiers = [...new Set(loads.map((load) => load.tier))];
   for (const tier of tiers) {
     const mine = loads.filter((load) => load.tier === tier);
-    const cores = mine.map((load) => coresOf(load, sale.headroom));
+    const cores = mine.map((load) => coresOf(load, sale.headroom, costs));
     mine.forEach((load, index) => {
-      const micros = planningMicros(load.cost);
-      const cost = micros === undefined ? `${symbolOf(load.cost)} (to be measured)` : decimals(micros, 1);
+      const micros = planningMicros(load.cost, costs);
+      const cost = micros === undefined ? `${symbolOf(load.cost, costs)} (to be measured)` : decimals(micros, 1);
       lines.push(`| ${index === 0 ? tierName(tier, sale) : ''} | ${load.requests} | ${grouped(load.perSecond)} | ${cost} | ${formatCores(cores[index]!)} |`);
     });
     if (mine.length > 1) lines.push(`| | **${tierName(tier, sale)}, in all** | | | **${formatCores(sumCores(cores))}** |`);
   }
-  lines.push('', ...notes(sale, loads));
+  lines.push('', ...notes(sale, loads, costs));
   return lines.join('\n');
 }
 
 /** What the table's unknowns and the voucher's one core mean for this sale. */
-function notes(sale: Sale, loads: readonly Load[]): string[] {
+function notes(sale: Sale, loads: readonly Load[], costs: CostTable): string[] {
   const notes: string[] = [];
-  const unknowns = [...new Set(loads.map((load) => load.cost).filter((name) => planningMicros(name) === undefined))];
+  const unknowns = [...new Set(loads.map((load) => load.cost).filter((name) => planningMicros(name, costs) === undefined))];
   for (const name of unknowns) {
-    const figure = COSTS[name];
-    if ('unknown' in figure) notes.push(`- ${figure.unknown.symbol}: µs of ${figure.what}, to be measured by ${figure.unknown.toBeMeasured}.`);
+    const figure = costs[name];
+    if (figure.unknown) notes.push(`- ${figure.unknown.symbol}: µs of ${figure.what}, to be measured by ${figure.unknown.toBeMeasured}.`);
   }
+  // Until the edge's refusal is measured, what its aim (≥ 5× cheaper than the app's) would mean.
   const refusalsAtTheEdge = loads.find((load) => load.cost === 'edgeRefusal');
-  const appRefusal = planningMicros('appRefusal');
-  if (refusalsAtTheEdge && appRefusal !== undefined) {
+  const appRefusal = planningMicros('appRefusal', costs);
+  const perMicroOfE = refusalsAtTheEdge && coresOf(refusalsAtTheEdge, sale.headroom, costs).perMicrosecondOf.e;
+  if (perMicroOfE !== undefined && appRefusal !== undefined) {
     const atAim = appRefusal / 5;
-    const cores = coresOf(refusalsAtTheEdge, sale.headroom).perMicrosecondOf.e! * atAim;
+    const cores = perMicroOfE * atAim;
     notes.push(
       `- At e's aim (the app's refusal ÷ 5 = ${decimals(atAim, 1)} µs, an aim, not a measurement) the edge's refusals would need ${decimals(cores, 1)} cores.`,
     );
   }
   const app = loads.filter((load) => load.tier === 'app');
-  const appCores = sumCores(app.map((load) => coresOf(load, sale.headroom))).known;
-  const accepted = app.filter((load) => load.cost === 'appAccepted').map((load) => coresOf(load, sale.headroom).known);
+  const appCores = sumCores(app.map((load) => coresOf(load, sale.headroom, costs))).known;
+  const accepted = app.filter((load) => load.cost === 'appAccepted').map((load) => coresOf(load, sale.headroom, costs).known);
   if (appCores > 0 && accepted.length === 1 && accepted[0]! < appCores) {
     notes.push(`- Refusals and reads are ${Math.round((1 - accepted[0]! / appCores) * 100)} % of the app's cores; with the edge they never reach it.`);
   }
   const voucher = loads.find((load) => load.tier === 'voucher-master');
   if (voucher) {
-    const cores = coresOf(voucher, sale.headroom).known;
+    const cores = coresOf(voucher, sale.headroom, costs).known;
     notes.push(
       cores <= 1
         ? `- One voucher's decisions run on one Redis core: ${decimals(cores, 2)} of it, headroom included.`
@@ -232,11 +234,11 @@ function notes(sale: Sale, loads: readonly Load[]): string[] {
 }
 
 /** Every figure the projection uses, with where it was measured. */
-export function renderFigures(): string {
-  const rows = Object.entries(COSTS).map(([name, figure]) => {
-    const micros = planningMicros(name as CostName);
+export function renderFigures(costs: CostTable = COSTS): string {
+  const rows = Object.entries(costs).map(([name, figure]) => {
+    const micros = planningMicros(name as CostName, costs);
     const runs = figure.runs.length === 0 ? '–' : figure.runs.map((run) => decimals(run, 1)).join(', ');
-    const used = micros === undefined ? `${'unknown' in figure ? figure.unknown.symbol : '?'}: to be measured` : decimals(micros, 1);
+    const used = micros === undefined ? `${figure.unknown?.symbol ?? '?'}: to be measured` : decimals(micros, 1);
     return `| ${TIER_NAMES[figure.tier]} | ${figure.what} | ${runs} | ${used} | ${figure.source.replaceAll('|', '\\|')} |`;
   });
   return ['| tier | per | runs, µs | used, µs | measured |', '|---|---|---:|---:|---|', ...rows].join('\n');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { COSTS, type CostFigure } from '../../scripts/sizing-costs.js';
+import { COSTS, type CostFigure, type CostTable } from '../../scripts/sizing-costs.js';
 import {
   DEFAULTS,
   SIZING_DOC,
@@ -85,6 +85,14 @@ describe('npm run sizing: cores', () => {
     const cores = coresOf({ tier: 'edge', requests: 'refusals at the edge', perSecond: 300_000, cost: 'edgeRefusal' }, 2);
     expect(cores).toEqual({ known: 0, perMicrosecondOf: { e: 0.6 } });
     expect(renderProjection(DEFAULTS)).toMatch(/\| refusals at the edge \| 300,000 \| e \(to be measured\) \| 0\.6·e \|/);
+  });
+
+  it('once a figure has runs, carries it as a number: no letter, no note of what will measure it', () => {
+    const measured: CostTable = { ...COSTS, edgeRefusal: { ...COSTS.edgeRefusal, runs: [30, 20, 40] }, proxyPass: { ...COSTS.proxyPass, runs: [10] } };
+    const projection = renderProjection(DEFAULTS, measured);
+    expect(projection).toMatch(/\| refusals at the edge \| 300,000 \| 30\.0 \| 18\.0 \|/);
+    expect(projection).toMatch(/\| orders passed to the app \| 16,667 \| 10\.0 \| 0\.33 \|/);
+    expect(projection).not.toMatch(/·e|·p|to be measured|e's aim/);
   });
 
   it('tells a voucher beyond one Redis core to go to buckets', () => {
