@@ -11,7 +11,7 @@ function M.run(cases)
       part.frozen_until = part.frozen_until or 0
       part.pending = part.pending or 0
     end
-    out[i] = sale_rules.refusal(case.parts, case.low, case.high) or false
+    out[i] = sale_rules.refusal(case.parts, function() return case.low, case.high end) or false
   end
   return out
 end

@@ -148,8 +148,6 @@ describe("the edge's Lua, module by module", () => {
   });
 
   it("puts each sale's live stock into a voucher list's bytes, fooled by no text inside its strings", async () => {
-    const view = (stock: number, pending = 0) => ({ parts: [{ stock, begin: 0, finish: 1, frozen_until: 0, suspended: false, pending }] });
-    const bucketed = { bucketed: true, parts: [view(2, 1).parts[0], view(0, 0).parts[0], view(4, 0).parts[0]] };
     const voucher = (id: string, title: string, stock?: number) => ({
       id,
       shopId: '1',
@@ -166,10 +164,11 @@ describe("the edge's Lua, module by module", () => {
     });
     const list = [voucher('1', 'plain {"id":"2","stock":5}'), voucher('2', '"stock":9 秒杀', 10), voucher('3', 'buckets', 10), voucher('4', 'not in Redis', 8)];
     const json = JSON.stringify(list);
-    const merged = await spec<string | false>('voucher_stock', { json, views: { '2': view(6), '3': bucketed, '4': { absent: true } } });
+    const bucketed = { buckets: [{ stock: 2, pending: 1 }, { stock: 0 }, { stock: 4 }] };
+    const merged = await spec<string | false>('voucher_stock', { json, sales: { '2': { stock: 6 }, '3': bucketed, '4': 'absent' } });
     const expected = JSON.stringify(list.map((v) => (v.id === '2' ? { ...v, stock: 6 } : v.id === '3' ? { ...v, stock: 7 } : v)));
     expect(merged).toBe(expected);
     // A sale of the list without a view: the app answers.
-    expect(await spec('voucher_stock', { json, views: { '2': view(6) } })).toBe(false);
+    expect(await spec('voucher_stock', { json, sales: { '2': { stock: 6 } } })).toBe(false);
   });
 });

@@ -9,7 +9,6 @@
 local settings = require "hmdp.edge.settings"
 local sale_view = require "hmdp.edge.sale_view"
 local sale_rules = require "hmdp.edge.sale_rules"
-local clock = require "hmdp.edge.sale_clock"
 local language = require "hmdp.edge.language"
 local answer = require "hmdp.edge.answer"
 local log_once = require "hmdp.edge.log_once"
@@ -37,20 +36,20 @@ local function decided_by_sale(headers)
   return true
 end
 
+local function now_of(part) return part.node:now() end
+
 --- The refusal of a voucher by its fresh view, or nil.
-function M.refusal_of(id)
-  local view = sale_view.known(id)
-  if view == nil or view.absent then return nil end
-  local low, high = clock.now()
-  if not low then return nil end
-  return sale_rules.refusal(view.parts, low, high)
+local function refusal_of(id)
+  local parts = sale_view.sale(id)
+  if parts == nil or parts == sale_view.ABSENT then return nil end
+  return sale_rules.refusal(parts, now_of)
 end
 
 local function order(compat)
   local id = match(ngx.var.request_uri, compat and "^/voucher%-order/seckill/([1-9]%d*)$" or "^/api/voucher%-order/seckill/([1-9]%d*)$")
   if not id or #id > 19 then return nil end
   if not decided_by_sale(ngx.req.get_headers()) then return nil end
-  local refusal = M.refusal_of(id)
+  local refusal = refusal_of(id)
   if not refusal then return nil end
   local chosen = language.of_request(settings.values.defaultLanguage)
   if not chosen then return nil end
