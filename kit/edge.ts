@@ -35,6 +35,11 @@ export interface StartEdgeOptions {
   sitePool?: string[];
   workers?: number;
   reads?: Partial<EdgeReadOptions>;
+  /**
+   * Where the edge reads Redis instead of the app's REDIS_URL (same database and credentials
+   * rules): a test puts a fault proxy between the edge and the app's Redis this way.
+   */
+  redisUrl?: string;
 }
 
 /** The nginx binary, its Lua modules and libraries installed with apt-get when missing (edge/packages.sh). */
@@ -59,7 +64,7 @@ export async function startEdge(config: Config, options: StartEdgeOptions): Prom
     exempt: ['127.0.0.1'],
     reads: { ...DEFAULT_READS, ...options.reads },
   };
-  const conf = await writeEdge(config, edgeOptions);
+  const conf = await writeEdge(options.redisUrl === undefined ? config : { ...config, redisUrl: options.redisUrl }, edgeOptions);
   const master = spawn(nginx, ['-p', prefix, '-c', conf, '-e', join(prefix, 'logs/error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   started.add(master);
   let stderr = '';
