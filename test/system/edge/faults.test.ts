@@ -200,6 +200,7 @@ describe('the edge with its Redis reset (connections reset, new ones refused)', 
     expectNoneSlow();
     // Each cause once, though several requests (and the push) met it.
     const logged = await redisFailures();
+    console.log(`edge faults: logged with Redis reset: ${JSON.stringify([...logged, ...(await warnings('the push of changes stopped'))])}`);
     expect(logged.length).toBeGreaterThan(0);
     expect(new Set(logged).size).toBe(logged.length);
     const pushLost = await warnings('the push of changes stopped');
