@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import type { Config } from '../infra/config.js';
 import { installCors } from '../http/cors.js';
+import { HTTP_MESSAGES } from '../http/http-messages.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from '../http/security-headers.js';
 import { render, type Language, type Message } from '../lib/messages/index.js';
 import { SaleKeys, SECKILL_MESSAGES } from '../modules/seckill/index.js';
@@ -255,9 +256,10 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
 }
 
 /**
- * The edge's 429 answers: the API's wrapper with the order route's "too many from this address"
- * message in each language (the app's catalogue, so the texts live in one place), and for a page
- * request the static "活动太火爆" page (ops/nginx/sale-busy.html).
+ * The edge's 429 and 503 answers: the API's wrapper with the order route's "too many from this address"
+ * message, or "unreachable" when no app instance answered, in each language (the app's catalogue, so
+ * the texts live in one place), and for a page request the static "活动太火爆" page
+ * (ops/nginx/sale-busy.html) or both texts of "unreachable".
  */
 function writePages(folder: string): void {
   for (const language of ['zh', 'en'] as const) {
@@ -265,4 +267,8 @@ function writePages(folder: string): void {
     writeFileSync(join(folder, `429.${language}.json`), JSON.stringify({ success: false, errorMsg }));
   }
   copyFileSync(join(ROOT, 'ops/nginx/sale-busy.html'), join(folder, '429.html'));
+  const down = { zh: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'zh'), en: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'en') };
+  for (const language of ['zh', 'en'] as const)
+    writeFileSync(join(folder, `503.${language}.json`), JSON.stringify({ success: false, errorMsg: down[language] }));
+  writeFileSync(join(folder, '503.html'), `<!doctype html><meta charset="utf-8"><title>503</title><p>${down.zh}</p><p>${down.en}</p>\n`);
 }

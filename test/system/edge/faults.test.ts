@@ -11,6 +11,8 @@ import { createRedis, type RedisClient } from '../../../src/infra/redis.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { eventually } from '../../support/eventually.js';
 import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
+import { HTTP_MESSAGES } from '../../../src/http/http-messages.js';
+import { render } from '../../../src/lib/messages/index.js';
 
 /**
  * The edge through the fault proxy (bench/faults/proxy): a Redis server of this file's own, reached
@@ -308,7 +310,7 @@ describe('a malformed or oversized record in Redis', () => {
 });
 
 describe("the app's pool down", () => {
-  it("still answers L1 and L2 hits; a miss gets nginx's 502", async () => {
+  it('still answers L1 and L2 hits; a miss gets a 503 with Retry-After in the JSON of the API', async () => {
     const inL1 = await cachedByApp(11);
     expect((await atEdge('/api/shop/11')).status).toBe(200);
     const inL2 = await cachedByApp(12);
@@ -316,10 +318,10 @@ describe("the app's pool down", () => {
     const [l1, l2, miss] = [await atEdge('/api/shop/11'), await atEdge('/api/shop/12'), await atEdge('/api/shop/13')];
     expect({ status: l1.status, body: l1.body }).toEqual({ status: 200, body: inL1.body });
     expect({ status: l2.status, body: l2.body }).toEqual({ status: 200, body: inL2.body });
-    // The template has no error_page for 502: nginx's own page.
-    expect(miss.status).toBe(502);
-    expect(miss.headers.get('content-type')).toContain('text/html');
-    expect(miss.body).toContain('502 Bad Gateway');
+    // No instance answered: the edge's own 503, never nginx's HTML page.
+    expect(miss.status).toBe(503);
+    expect(miss.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(miss.body)).toEqual({ success: false, errorMsg: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'zh') });
     expect(await levelsOf(l1, l2, miss)).toEqual(['L1', 'L2', '-']);
     expectNoneSlow();
   });
