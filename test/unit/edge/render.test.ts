@@ -41,7 +41,12 @@ describe('edgeSettings', () => {
   it("reads a Redis Cluster from the app's seed nodes", async () => {
     const settings = await edgeSettings(config({ REDIS_CLUSTER_NODES: '127.0.0.1:7001,10.0.0.6:7002' }), DEFAULT_READS);
     expect(settings.reads).toBe(true);
-    expect(settings.redis).toMatchObject({ cluster: [{ host: '127.0.0.1', port: 7001 }, { host: '10.0.0.6', port: 7002 }] });
+    expect(settings.redis).toMatchObject({
+      cluster: [
+        { host: '127.0.0.1', port: 7001 },
+        { host: '10.0.0.6', port: 7002 },
+      ],
+    });
   });
 
   it('answers no reads where it cannot answer as the app: TLS, the API rate limit, reads off', async () => {
