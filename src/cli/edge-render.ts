@@ -17,7 +17,7 @@ export const EDGE_DIR = join(ROOT, 'edge');
 
 /** What the edge's Lua reads tune (edge/README.md, "Settings"). */
 export interface EdgeReadOptions {
-  /** Answer reads at the edge at all (on when the app's Redis is a standalone redis://). */
+  /** Answer reads at the edge at all (on when the app's Redis is a standalone redis:// or a Cluster). */
   enabled: boolean;
   /** Life of an L1 entry before its jitter (trusted that long while the push of changes works). */
   l1TtlMs: number;
@@ -102,9 +102,19 @@ function valueOf(values: Record<string, string | boolean>, name: string): string
   return values[name]!;
 }
 
-/** Where the edge's Redis reads go: the app's standalone Redis, or none (Cluster, TLS: not yet). */
+/**
+ * Where the edge's Redis reads go: the app's standalone Redis, or the seed nodes of its Cluster
+ * (as src/infra/redis.ts connects to it: no password); none for TLS (rediss://: not supported by
+ * the edge's reads).
+ */
 export function edgeRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>) {
-  if (config.redisClusterNodes.length > 0) return null;
+  if (config.redisClusterNodes.length > 0) {
+    const cluster = config.redisClusterNodes.map((node) => {
+      const at = node.lastIndexOf(':');
+      return { host: node.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(node.slice(at + 1)) };
+    });
+    return { cluster };
+  }
   const url = new URL(config.redisUrl);
   if (url.protocol !== 'redis:') return null;
   const db = Number(url.pathname.replace(/^\//, '') || '0');
@@ -151,7 +161,7 @@ async function corsHeaders(origins: string[]): Promise<Record<string, string>> {
 /**
  * The settings the Lua reads at start (hmdp.edge.settings): the app's where the app decides. Reads
  * are answered here only when the edge can answer them as the app does: a standalone Redis
- * (redis://), and no API_RATE_LIMIT_PER_IP (the app would count each request and add its
+ * (redis://) or a Cluster, and no API_RATE_LIMIT_PER_IP (the app would count each request and add its
  * x-ratelimit headers).
  */
 export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
@@ -160,7 +170,8 @@ export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
   const sales = reads.sales && redis !== null;
   return {
     reads: reads.enabled && redis !== null && config.rateLimit.apiPerIp === 0,
-    redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000 },
+    // refreshMs: on a Cluster, the slot map is asked for at most this often (after a MOVED, a failed node).
+    redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000, refreshMs: 100 },
     keyPrefix: config.redisKeyPrefix,
     push: reads.push,
     l1: { ttlMs: reads.l1TtlMs, unpushedTtlMs: Math.min(reads.l1UnpushedTtlMs, reads.l1TtlMs), jitterPercent: reads.l1JitterPercent },
