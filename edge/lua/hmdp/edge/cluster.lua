@@ -204,4 +204,21 @@ end
 
 function M.get(key) return M.call(key, "get", key) end
 
+--- The masters serving slots now ({host, port} each), from this worker's map (asked for if none).
+function M.masters()
+  if not mapped and not refresh_now() then return {} end
+  local seen, list = {}, {}
+  for i = 1, 16384 do
+    local node = slots[i]
+    if node and not seen[node] then
+      seen[node] = true
+      list[#list + 1] = { host = node.host, port = node.port }
+    end
+  end
+  return list
+end
+
+--- A caller met a MOVED or ASK of its own (the sale's watcher): the map is asked again soon.
+function M.stale() refresh_soon() end
+
 return M

@@ -4,6 +4,8 @@
 -- write reaches the watcher.
 local sale_view = require "hmdp.edge.sale_view"
 local sale_node = require "hmdp.edge.sale_node"
+local settings = require "hmdp.edge.settings"
+local log_once = require "hmdp.edge.log_once"
 
 local M = {}
 
@@ -46,11 +48,20 @@ function M.read(reader, node, keys)
   local sent = sale_node.local_ms()
   local replies, err = reader:commit_pipeline()
   if not replies then return nil, err end
-  for i = 1, #replies do
-    if type(replies[i]) ~= "table" or replies[i][1] == false then return nil, "reply " .. i .. ": " .. tostring(replies[i] and replies[i][2]) end
+  local time = replies[#replies]
+  if type(time) ~= "table" or time[1] == false then return nil, "TIME: " .. tostring(time and time[2]) end
+  node:observe(time, sent, sale_node.local_ms())
+  for i = 1, #keys do
+    local reply = replies[i]
+    if type(reply) == "table" and reply[1] ~= false then
+      sale_view.read(keys[i], node, entry_of(reply))
+    else
+      -- Not this node's key any more (MOVED, ASK: a Cluster's slot moved), or an error: not held.
+      sale_view.read(keys[i], node, nil)
+      if settings.values.redis.cluster then require("hmdp.edge.cluster").stale() end
+      log_once.warn("sale-read:" .. node.name, "reading " .. keys[i] .. " on " .. node.name .. " failed (" .. tostring(reply and reply[2]) .. "): its orders go to the app")
+    end
   end
-  node:observe(replies[#replies], sent, sale_node.local_ms())
-  for i = 1, #keys do sale_view.read(keys[i], node, entry_of(replies[i])) end
   return true
 end
 

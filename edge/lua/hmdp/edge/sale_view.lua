@@ -61,10 +61,11 @@ end
 --- Before a reading of `key` is sent.
 function M.reading(key) reading[key] = true end
 
---- A reading of `key` from `node`: kept unless an invalidation of it came in while it was read.
+--- A reading of `key` from `node` (nil: it failed): kept unless an invalidation of it came in while it was read.
 function M.read(key, node, entry)
   local state = reading[key]
   reading[key] = nil
+  if entry == nil then return end
   if state == "dirty" then return node:want(key) end
   if state == nil then return end
   entry.node, entry.epoch = node, node.epoch

@@ -22,6 +22,7 @@ local RETRY_S = 1
 -- every order, and its readings must not grow with the orders.
 local BATCH = 64
 local ROUND_GAP_S = 0.005
+local MAP_CHECK_MS = 1000
 -- Heartbeats remembered by number (far more than come back within freshMs).
 local BEATS = 64
 
@@ -32,7 +33,7 @@ local function connect(cfg, timeout_ms, name)
   if ok and cfg.password then
     if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
   end
-  if ok and cfg.db ~= 0 then ok, err = client:select(cfg.db) end
+  if ok and cfg.db and cfg.db ~= 0 then ok, err = client:select(cfg.db) end
   -- Named after the deployment's prefix, so that an operator (or a test) finds it in CLIENT LIST.
   if ok then ok, err = client:client("setname", name) end
   if not ok then
@@ -82,7 +83,8 @@ end
 --- The reader's loop: a heartbeat every beatMs, the wanted keys read as soon as they are wanted.
 local function read(reader, pair)
   local node, beat_ms = pair.node, settings.values.sales.beatMs
-  local number, next_beat = 0, 0
+  local clustered = settings.values.redis.cluster ~= nil
+  local number, next_beat, next_map = 0, 0, 0
   while not ngx.worker.exiting() do
     local now = sale_node.local_ms()
     if now >= next_beat then
@@ -90,6 +92,12 @@ local function read(reader, pair)
       local ok, err = beat(reader, pair, number)
       if not ok then return "heartbeat: " .. tostring(err) end
       next_beat = now + beat_ms
+    end
+    -- A Cluster may fail a master over while this node still answers (a partition): the map is
+    -- asked again every second, so that keys move to their new master's pair within about that.
+    if clustered and now >= next_map then
+      require("hmdp.edge.cluster").stale()
+      next_map = now + MAP_CHECK_MS
     end
     local keys = node:take_wanted(BATCH)
     if #keys > 0 then
@@ -139,22 +147,24 @@ loop = function(premature, target)
   if premature then return end
   local why = watch(target)
   sale_view.forget(target.node)
-  if ngx.worker.exiting() or not sale_nodes.watched(target.node) then return end
+  if ngx.worker.exiting() then return end
+  -- On a Cluster a node lost may be a master failed over: the map is asked for again.
+  if settings.values.redis.cluster then require("hmdp.edge.cluster").stale() end
   log_once.warn("sale-watch:" .. target.name .. ":" .. tostring(why), "the sale watcher of " .. target.name .. " stopped (" .. tostring(why) .. "): orders of its sales go to the app until it is back")
   ngx.timer.at(RETRY_S, loop, target)
 end
 
---- Starts a pair for each node to watch (and, on a Cluster, for each node that becomes one).
-local function start_pairs()
-  for _, target in ipairs(sale_nodes.all()) do ngx.timer.at(0, loop, target) end
-end
+local function started(target) ngx.timer.at(0, loop, target) end
 
 --- In every worker (init_worker): the views and their watchers, when the sale's refusals are on.
+--- A pair runs for each node there is (a Cluster's masters: its map is asked for in a timer), and
+--- for each node met later; a node that stops serving keys keeps its pair, which costs a heartbeat.
 function M.start()
   if not settings.values.sales then return end
   sale_view.init()
-  sale_nodes.on_new_node(function(target) ngx.timer.at(0, loop, target) end)
-  start_pairs()
+  ngx.timer.at(0, function(premature)
+    if not premature then sale_nodes.watch(started) end
+  end)
 end
 
 return M
