@@ -22,6 +22,8 @@ export interface CostFigure {
 
 /** Sources are Markdown, their links relative to docs/ (they are rendered into docs/sizing.md). */
 const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
+const EDGE_READS_COALESCED =
+  "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), L2 coalesced: 3 runs of 2026-11-28 22:29–22:33 UTC (load average 11.5–12.7)";
 const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 4 runs of 2026-11-28 22:23–22:41 UTC";
 
 export const COSTS = {
@@ -33,9 +35,9 @@ export const COSTS = {
   },
   edgeL2Read: {
     tier: 'edge',
-    what: "a shop read answered from L2, the app's Redis record (nginx)",
-    runs: [48.5, 62.0, 59.2],
-    source: `${EDGE_READS}: edge-shop-l2, nginx`,
+    what: "a shop read answered from L2, the app's Redis record, concurrent reads of it sharing one GET (nginx)",
+    runs: [33.9, 41.2, 34.3],
+    source: `${EDGE_READS_COALESCED}: edge-shop-l2, nginx`,
   },
   edgeRefusal: {
     tier: 'edge',
@@ -86,9 +88,9 @@ export const COSTS = {
   },
   redisL2Read: {
     tier: 'redis',
-    what: "the edge's GET of a record for an L2 read",
-    runs: [16.9, 20.1, 20.2],
-    source: `${EDGE_READS}: edge-shop-l2, Redis`,
+    what: "the edge's GETs for an L2 read of one hot record (shared by concurrent reads)",
+    runs: [4.27, 4.35, 3.5],
+    source: `${EDGE_READS_COALESCED}: edge-shop-l2, Redis`,
   },
   voucherMasterAccepted: {
     tier: 'voucher-master',

@@ -159,6 +159,8 @@ const tierName = (tier: Tier, sale: Sale): string => (tier === 'edge' && !sale.e
 
 const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
 const decimals = (value: number, digits: number): string => value.toFixed(digits);
+/** µs: three significant digits, at most one decimal from 10 µs up (as the bench reports them). */
+const micro = (value: number): string => (value >= 10 ? decimals(value, 1) : String(Number(value.toPrecision(3))));
 /** Cores: one decimal from 1 up, two significant digits below (a small tier still shows its size). */
 const coreCount = (value: number): string => (value >= 1 || value === 0 ? decimals(value, 1) : String(Number(value.toPrecision(2))));
 
@@ -187,7 +189,7 @@ export function renderProjection(sale: Sale, costs: CostTable = COSTS): string {
     const cores = mine.map((load) => coresOf(load, sale.headroom, costs));
     mine.forEach((load, index) => {
       const micros = planningMicros(load.cost, costs);
-      const cost = micros === undefined ? `${symbolOf(load.cost, costs)} (to be measured)` : decimals(micros, 1);
+      const cost = micros === undefined ? `${symbolOf(load.cost, costs)} (to be measured)` : micro(micros);
       lines.push(`| ${index === 0 ? tierName(tier, sale) : ''} | ${load.requests} | ${grouped(load.perSecond)} | ${cost} | ${formatCores(cores[index]!)} |`);
     });
     if (mine.length > 1) lines.push(`| | **${tierName(tier, sale)}, in all** | | | **${formatCores(sumCores(cores))}** |`);
@@ -237,8 +239,8 @@ function notes(sale: Sale, loads: readonly Load[], costs: CostTable): string[] {
 export function renderFigures(costs: CostTable = COSTS): string {
   const rows = Object.entries(costs).map(([name, figure]) => {
     const micros = planningMicros(name as CostName, costs);
-    const runs = figure.runs.length === 0 ? '–' : figure.runs.map((run) => decimals(run, 1)).join(', ');
-    const used = micros === undefined ? `${figure.unknown?.symbol ?? '?'}: to be measured` : decimals(micros, 1);
+    const runs = figure.runs.length === 0 ? '–' : figure.runs.map(micro).join(', ');
+    const used = micros === undefined ? `${figure.unknown?.symbol ?? '?'}: to be measured` : micro(micros);
     return `| ${TIER_NAMES[figure.tier]} | ${figure.what} | ${runs} | ${used} | ${figure.source.replaceAll('|', '\\|')} |`;
   });
   return ['| tier | per | runs, µs | used, µs | measured |', '|---|---|---:|---:|---|', ...rows].join('\n');
