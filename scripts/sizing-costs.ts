@@ -24,7 +24,7 @@ export interface CostFigure {
 const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
 const EDGE_READS_COALESCED =
   "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), L2 coalesced: 3 runs of 2026-11-28 22:29–22:33 UTC (load average 11.5–12.7)";
-const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 4 runs of 2026-11-28 22:23–22:41 UTC";
+const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 3 runs of 2026-11-28 23:01–23:04 UTC";
 
 export const COSTS = {
   edgeL1Read: {
@@ -59,13 +59,13 @@ export const COSTS = {
   appAccepted: {
     tier: 'app',
     what: 'an order accepted, its worker writing it to MySQL (app server)',
-    runs: [304.5, 345.0, 334.5, 318.0],
+    runs: [262.0, 229.0, 233.0],
     source: `${SALE_REQUESTS}: accepted, server`,
   },
   appRefusal: {
     tier: 'app',
     what: 'a sold-out refusal from the sold-out memory (app server)',
-    runs: [143.5, 185.0, 192.0, 209.0],
+    runs: [166.5, 153.0, 143.0],
     source: `${SALE_REQUESTS}: refused, server`,
   },
   appShopRead: {
@@ -77,13 +77,13 @@ export const COSTS = {
   redisAccepted: {
     tier: 'redis',
     what: "an order accepted: session, limits, id block, reserve.lua, the worker's reads and acknowledgements",
-    runs: [38.5, 50.0, 41.5, 39.0],
+    runs: [32.0, 28.0, 31.0],
     source: `${SALE_REQUESTS}: accepted, Redis`,
   },
   redisRefusal: {
     tier: 'redis',
     what: 'a sold-out refusal: the session lookup alone (`HGETALL` + `PTTL`)',
-    runs: [8.0, 27.5, 9.5, 11.5],
+    runs: [9.0, 7.5, 8.0],
     source: `${SALE_REQUESTS}: refused, Redis`,
   },
   redisL2Read: {
@@ -102,7 +102,7 @@ export const COSTS = {
   mysqlAccepted: {
     tier: 'mysql',
     what: 'an order written by group commit (MariaDB)',
-    runs: [35.0, 45.0, 38.0, 22.5],
+    runs: [19.0, 16.0, 17.0],
     source: `${SALE_REQUESTS}: accepted, MariaDB`,
   },
   brokerAccepted: {
