@@ -160,7 +160,10 @@ const tierName = (tier: Tier, sale: Sale): string => (tier === 'edge' && !sale.e
 const grouped = (value: number): string => Math.round(value).toLocaleString('en-US');
 const decimals = (value: number, digits: number): string => value.toFixed(digits);
 /** µs: three significant digits, at most one decimal from 10 µs up (as the bench reports them). */
-const micro = (value: number): string => (value >= 10 ? decimals(value, 1) : String(Number(value.toPrecision(3))));
+const micro = (value: number): string => {
+  const short = Number(value.toPrecision(3));
+  return value >= 10 || Number.isInteger(short) ? decimals(value, 1) : String(short);
+};
 /** Cores: one decimal from 1 up, two significant digits below (a small tier still shows its size). */
 const coreCount = (value: number): string => (value >= 1 || value === 0 ? decimals(value, 1) : String(Number(value.toPrecision(2))));
 
