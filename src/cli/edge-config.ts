@@ -12,7 +12,7 @@ import { runCli } from './run-cli.js';
  *     [--exempt "127.0.0.1 ::1"] [--reads on|off] [--push on|off] [--l1-ttl-ms 30000]
  *     [--l1-unpushed-ttl-ms 1000] [--l1-jitter-percent 20]
  *     [--l1-size 32m] [--redis-timeout-ms 100] [--redis-backoff-ms 1000] [--max-record-bytes 65536]
- *     [--sales on|off] [--sale-fresh-ms 50] [--sale-beat-ms 20]
+ *     [--sales on|off] [--sale-fresh-ms 50] [--sale-beat-ms 10]
  */
 const USAGE = 'usage: edge-config --prefix DIR --listen HOST:PORT --sale HOST:PORT[,…] [--site HOST:PORT[,…]] [options]: see src/cli/edge-config.ts';
 

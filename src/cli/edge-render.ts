@@ -75,7 +75,7 @@ export const DEFAULT_READS: EdgeReadOptions = {
   maxRecordBytes: 64 * 1024,
   sales: true,
   saleFreshMs: 50,
-  saleBeatMs: 20,
+  saleBeatMs: 10,
 };
 
 /**

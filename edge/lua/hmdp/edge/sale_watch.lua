@@ -21,7 +21,7 @@ local RETRY_S = 1
 -- Readings per round trip, and the least time between rounds: a hot sale invalidates its view on
 -- every order, and its readings must not grow with the orders.
 local BATCH = 64
-local ROUND_GAP_S = 0.02
+local ROUND_GAP_MS = 20
 local MAP_CHECK_MS = 1000
 -- Heartbeats remembered by number (far more than come back within freshMs).
 local BEATS = 64
@@ -80,11 +80,12 @@ local function beat(reader, pair, number)
   return true
 end
 
---- The reader's loop: a heartbeat every beatMs, the wanted keys read as soon as they are wanted.
+--- The reader's loop: a heartbeat every beatMs whatever else it does (a late one makes the node
+--- stale), and the wanted keys read in rounds at most every ROUND_GAP_MS.
 local function read(reader, pair)
   local node, beat_ms = pair.node, settings.values.sales.beatMs
   local clustered = settings.values.redis.cluster ~= nil
-  local number, next_beat, next_map = 0, 0, 0
+  local number, next_beat, next_round, next_map = 0, 0, 0, 0
   while not ngx.worker.exiting() do
     local now = sale_node.local_ms()
     if now >= next_beat then
@@ -99,13 +100,14 @@ local function read(reader, pair)
       require("hmdp.edge.cluster").stale()
       next_map = now + MAP_CHECK_MS
     end
-    local keys = node:take_wanted(BATCH)
-    if #keys > 0 then
-      local ok, err = sale_reads.read(reader, node, keys)
-      if not ok then return "reading: " .. tostring(err) end
-      ngx.sleep(ROUND_GAP_S)
-    else
+    if node.wanted_count == 0 then
       node:wait(math.max(0.001, (next_beat - sale_node.local_ms()) / 1000))
+    elseif now >= next_round then
+      local ok, err = sale_reads.read(reader, node, node:take_wanted(BATCH))
+      if not ok then return "reading: " .. tostring(err) end
+      next_round = now + ROUND_GAP_MS
+    else
+      ngx.sleep(math.max(0.001, (math.min(next_beat, next_round) - sale_node.local_ms()) / 1000))
     end
   end
 end
