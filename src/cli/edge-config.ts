@@ -86,6 +86,7 @@ await runCli('edge-config', async (config) => {
         redisTimeoutMs: count('redis-timeout-ms', values['redis-timeout-ms'], 1, 60_000),
         redisBackoffMs: count('redis-backoff-ms', values['redis-backoff-ms'], 0, 60_000),
         maxRecordBytes: count('max-record-bytes', values['max-record-bytes'], 1, 64 * 1024 * 1024),
+        sales: DEFAULT_READS.sales,
       },
     });
     console.log(file);

@@ -34,6 +34,8 @@ export interface EdgeReadOptions {
   redisBackoffMs: number;
   /** A larger Redis record goes to the app (logged once). */
   maxRecordBytes: number;
+  /** Answer the sale's known refusals at the edge (not started, ended, paused, sold out). */
+  sales: boolean;
 }
 
 export interface EdgeOptions {
@@ -66,6 +68,7 @@ export const DEFAULT_READS: EdgeReadOptions = {
   redisTimeoutMs: 100,
   redisBackoffMs: 1_000,
   maxRecordBytes: 64 * 1024,
+  sales: true,
 };
 
 /**
