@@ -32,11 +32,15 @@ import { computeTargets, Progress, renderMarkdown, summariseProfiles, writeDocs,
 import {
   prepareBaseline,
   prepareEdgeShop,
+  prepareOrderThroughNginx,
   prepareRabbitSale,
   prepareSale,
   prepareSemaphoreSale,
   prepareShopHot,
   prepareShopRedis,
+  prepareSoldOut,
+  type EdgeSaleResult,
+  type EdgeSaleScenario,
   type PreparedScenario,
 } from './scenarios/index.js';
 
@@ -71,6 +75,14 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     const prepared: Array<PreparedScenario<unknown>> = [];
     try {
       progress.step('starting servers, creating vouchers');
+      // The sale through the edge (edge-sale.ts), in the order of SCENARIOS: each pair's slices alternate.
+      const profileOf = (name: EdgeSaleScenario) => (profileDir ? join(profileDir, name) : undefined);
+      const edgeSalePrepared = Promise.allSettled([
+        wanted.has('app-sold-out') ? prepareSoldOut(world, 'app', profileOf('app-sold-out')) : undefined,
+        wanted.has('edge-sold-out') ? prepareSoldOut(world, 'edge') : undefined,
+        wanted.has('proxy-order') ? prepareOrderThroughNginx(world, options, 'proxy', profileOf('proxy-order')) : undefined,
+        wanted.has('edge-order') ? prepareOrderThroughNginx(world, options, 'edge', profileOf('edge-order')) : undefined,
+      ]);
       // Side by side: each server's start mostly waits on its imports and connections.
       const settled = await Promise.allSettled([
         wanted.has('baseline')
@@ -93,8 +105,9 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         wanted.has('edge-shop-l2') ? prepareEdgeShop(world, 'l2') : undefined,
       ]);
       // What did start is stopped in `finally` even when another scenario failed to.
-      for (const result of settled) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
-      const failure = settled.find((result) => result.status === 'rejected');
+      const edgeSale = await edgeSalePrepared;
+      for (const result of [...settled, ...edgeSale]) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
+      const failure = [...settled, ...edgeSale].find((result) => result.status === 'rejected');
       if (failure) throw failure.reason;
       const [baseline, async, rabbit, gated, sync, semaphore, shopHot, shopRedis, edgeL1, edgeL2] = fulfilledValues(settled);
       const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
@@ -121,6 +134,9 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
           ...(edgeL2 ? { l2: await edgeL2.finish(measurements) } : {}),
         };
       }
+      const edgeSaleResults: EdgeSaleResult[] = [];
+      for (const scenario of fulfilledValues(edgeSale)) if (scenario) edgeSaleResults.push(await scenario.finish(measurements));
+      if (edgeSaleResults.length > 0) report.edgeSale = edgeSaleResults;
     } finally {
       await Promise.all(prepared.map((scenario) => scenario.stop()));
     }
@@ -135,7 +151,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     }
     if (profileDir) report.profiles = await summariseProfiles(profileDir);
     report.targets = computeTargets(report);
-    report.pass = report.seckill.every((sale) => sale.pass);
+    report.pass = report.seckill.every((sale) => sale.pass) && (report.edgeSale ?? []).every((scenario) => scenario.pass);
     report.finishedAt = new Date().toISOString();
     report.loadAverage += ` → ${await loadAverage()}`;
     return report;

@@ -1,9 +1,9 @@
 /** The run's report as Markdown: printed, and written into docs/BENCHMARKS.md between its markers (docs.ts). */
 import { CPU_PARTS, formatSpread, spreadOf } from '../harness/index.js';
-import type { HttpResult } from '../scenarios/index.js';
+import type { EdgeSaleResult, EdgeSaleScenario, HttpResult } from '../scenarios/index.js';
 import type { BenchReport } from './bench-report.js';
 import { number, ratio } from './format.js';
-import { httpRows } from './http-rows.js';
+import { EDGE_SALE_PAIRS, httpRows } from './http-rows.js';
 import type { ProfileSummary } from './profile.js';
 import { pairedRatios } from './targets.js';
 
@@ -46,10 +46,11 @@ export function renderMarkdown(report: BenchReport): string {
   const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
   if (cpuRows.length > 0) {
     // nginx's column only in a run with an edge scenario: elsewhere it is 0 on every row.
-    const parts = report.edgeShop ? CPU_PARTS : CPU_PARTS.filter((part) => part !== 'nginx');
+    const withNginx = Boolean(report.edgeShop || report.edgeSale);
+    const parts = withNginx ? CPU_PARTS : CPU_PARTS.filter((part) => part !== 'nginx');
     out.push(
       'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it)' +
-        (report.edgeShop ? " + nginx (the edge's master and workers, counted for the edge's scenarios):" : ':'),
+        (withNginx ? " + nginx (the edge's master and workers, counted for the edge's scenarios):" : ':'),
       '',
       `| scenario | req/s per slice | ${parts.join(' | ')} | serving |`,
       `|---|---:|${parts.map(() => '---:|').join('')}---:|`,
@@ -63,6 +64,7 @@ export function renderMarkdown(report: BenchReport): string {
   }
 
   out.push(...shopLevels(report));
+  out.push(...saleAtEdge(report));
 
   const worked = report.seckill.filter((sale) => sale.work);
   if (worked.length > 0) {
@@ -158,6 +160,43 @@ function shopLevels(report: BenchReport): string[] {
         `| ${name} | ${by} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ${formatSpread(result.saturation.cpuSpread?.total ?? spreadOf([]))} | ` +
         `${formatSpread(pairedRatios(nearCache.slices, result.slices, serving), 3, '×')} | ${passed(name)} |`,
     ),
+    '',
+  ];
+}
+
+/** What answers each scenario of the sale through the edge. */
+const SALE_AT_EDGE_BY: Record<EdgeSaleScenario, string> = {
+  'app-sold-out': "the app: its sold-out memory, after the session's lookup",
+  'edge-sold-out': "the edge's nginx: its view of the sale",
+  'proxy-order': "the app, through the edge's nginx with its Lua off",
+  'edge-order': "the app, through the edge's nginx with everything on",
+};
+
+/**
+ * The sale through the edge, pair by pair: serving CPU per request at saturation with its parts,
+ * each edge scenario against its pair (paired per round of slices), what reached the app, the checks.
+ */
+function saleAtEdge(report: BenchReport): string[] {
+  const results = report.edgeSale ?? [];
+  if (results.length === 0) return [];
+  const cpu = (result: HttpResult, part: 'total' | 'nginx' | 'server' | 'redis') => formatSpread(result.saturation.cpuSpread?.[part] ?? spreadOf([]));
+  const serving = (slice: { cpu?: { total: number } }) => slice.cpu?.total ?? Number.NaN;
+  const versus = (result: EdgeSaleResult) => {
+    const pair = results.find((other) => other.scenario === EDGE_SALE_PAIRS[result.scenario]);
+    return pair ? `${formatSpread(pairedRatios(result.slices, pair.slices, serving), 3, '×')} ${pair.scenario}` : '–';
+  };
+  return [
+    "The sale through the edge (`POST /api/voucher-order/seckill/{id}`, logged-in users, the order worker off): serving CPU µs per request at saturation, median (lowest–highest) over the slices, with nginx's, the app's and Redis' parts; an edge scenario's serving µs ÷ its pair's, paired per round of slices; \"reached the app\": the order route's requests the app answered over the run, of those measured:",
+    '',
+    '| scenario | answered by | req/s per slice | serving µs | nginx µs | app µs | Redis µs | ÷ its pair | reached the app |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (result) =>
+        `| ${result.scenario} | ${SALE_AT_EDGE_BY[result.scenario]} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ${cpu(result, 'total')} | ` +
+        `${cpu(result, 'nginx')} | ${cpu(result, 'server')} | ${cpu(result, 'redis')} | ${versus(result)} | ${number(result.reachedApp)} of ${number(result.measuredRequests)} |`,
+    ),
+    '',
+    ...results.flatMap((result) => result.checks.map((check) => `- ${result.scenario}: ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`)),
     '',
   ];
 }
