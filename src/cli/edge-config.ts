@@ -12,6 +12,7 @@ import { runCli } from './run-cli.js';
  *     [--exempt "127.0.0.1 ::1"] [--reads on|off] [--push on|off] [--l1-ttl-ms 30000]
  *     [--l1-unpushed-ttl-ms 1000] [--l1-jitter-percent 20]
  *     [--l1-size 32m] [--redis-timeout-ms 100] [--redis-backoff-ms 1000] [--max-record-bytes 65536]
+ *     [--sales on|off] [--sale-fresh-ms 50] [--sale-beat-ms 20]
  */
 const USAGE = 'usage: edge-config --prefix DIR --listen HOST:PORT --sale HOST:PORT[,…] [--site HOST:PORT[,…]] [options]: see src/cli/edge-config.ts';
 
@@ -35,6 +36,9 @@ const options = {
   'redis-timeout-ms': { type: 'string', default: String(DEFAULT_READS.redisTimeoutMs) },
   'redis-backoff-ms': { type: 'string', default: String(DEFAULT_READS.redisBackoffMs) },
   'max-record-bytes': { type: 'string', default: String(DEFAULT_READS.maxRecordBytes) },
+  sales: { type: 'string', default: 'on' },
+  'sale-fresh-ms': { type: 'string', default: String(DEFAULT_READS.saleFreshMs) },
+  'sale-beat-ms': { type: 'string', default: String(DEFAULT_READS.saleBeatMs) },
 } as const;
 
 class UsageError extends Error {}
@@ -64,6 +68,7 @@ await runCli('edge-config', async (config) => {
       if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(address)) throw new UsageError(`--exempt: ${JSON.stringify(address)} is not an address or CIDR`);
     if (values.reads !== 'on' && values.reads !== 'off') throw new UsageError('--reads is on or off');
     if (values.push !== 'on' && values.push !== 'off') throw new UsageError('--push is on or off');
+    if (values.sales !== 'on' && values.sales !== 'off') throw new UsageError('--sales is on or off');
     if (!/^\d+[km]?$/.test(values['l1-size'])) throw new UsageError('--l1-size is a size like 32m');
     const file = await writeEdge(config, {
       prefix: values.prefix,
@@ -86,7 +91,9 @@ await runCli('edge-config', async (config) => {
         redisTimeoutMs: count('redis-timeout-ms', values['redis-timeout-ms'], 1, 60_000),
         redisBackoffMs: count('redis-backoff-ms', values['redis-backoff-ms'], 0, 60_000),
         maxRecordBytes: count('max-record-bytes', values['max-record-bytes'], 1, 64 * 1024 * 1024),
-        sales: DEFAULT_READS.sales,
+        sales: values.sales === 'on',
+        saleFreshMs: count('sale-fresh-ms', values['sale-fresh-ms'], 5, 60_000),
+        saleBeatMs: count('sale-beat-ms', values['sale-beat-ms'], 1, 60_000),
       },
     });
     console.log(file);

@@ -7,7 +7,7 @@ import type { Config } from '../infra/config.js';
 import { installCors } from '../http/cors.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from '../http/security-headers.js';
 import { render, type Language, type Message } from '../lib/messages/index.js';
-import { SECKILL_MESSAGES } from '../modules/seckill/index.js';
+import { SaleKeys, SECKILL_MESSAGES } from '../modules/seckill/index.js';
 import { SHOP_MESSAGES } from '../modules/shops/index.js';
 
 /** The repository: src/cli and dist/cli are both two levels down. */
@@ -34,8 +34,12 @@ export interface EdgeReadOptions {
   redisBackoffMs: number;
   /** A larger Redis record goes to the app (logged once). */
   maxRecordBytes: number;
-  /** Answer the sale's known refusals at the edge (not started, ended, paused, sold out). */
+  /** Answer the sale's refusals already known (and the voucher lists' live stock) at the edge. */
   sales: boolean;
+  /** A view of a sale is used only while the watcher's heartbeat came back within this (edge/README.md). */
+  saleFreshMs: number;
+  /** The watcher's heartbeat period (below saleFreshMs, by at least a round trip to Redis). */
+  saleBeatMs: number;
 }
 
 export interface EdgeOptions {
@@ -69,6 +73,8 @@ export const DEFAULT_READS: EdgeReadOptions = {
   redisBackoffMs: 1_000,
   maxRecordBytes: 64 * 1024,
   sales: true,
+  saleFreshMs: 50,
+  saleBeatMs: 20,
 };
 
 /**
@@ -149,6 +155,8 @@ async function corsHeaders(origins: string[]): Promise<Record<string, string>> {
  */
 export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
   const redis = edgeRedis(config);
+  // The sale's order route has no API rate limit (it has its own, which a refusal need not pass).
+  const sales = reads.sales && redis !== null;
   return {
     reads: reads.enabled && redis !== null && config.rateLimit.apiPerIp === 0,
     redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000 },
@@ -163,9 +171,41 @@ export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
     headers: { ...securityHeaders(APP_HELMET_OPTIONS), ...(await corsHeaders(config.http.corsOrigins)) },
     messages: {
       shopNotFound: { zh: bodyAroundId(SHOP_MESSAGES.shopNotFound, 'zh'), en: bodyAroundId(SHOP_MESSAGES.shopNotFound, 'en') },
+      saleRefusals: saleRefusalBodies(),
     },
+    sales: sales && saleSettings(config, reads),
     visits: { enabled: config.social.uvTracking, flushMs: config.social.uvFlushMs > 0 ? config.social.uvFlushMs : 1_000 },
   };
+}
+
+/**
+ * What the sale's watcher needs of the app (edge/lua/hmdp/edge/sale_keys.lua): the shard count and
+ * the bucket lanes' hash tags, from the app's own SaleKeys, so that both name the same keys.
+ */
+function saleSettings(config: Config, reads: EdgeReadOptions) {
+  const shards = config.seckill.streamShards;
+  const keys = new SaleKeys(shards, true);
+  return {
+    shards,
+    laneTags: keys.laneShards().map((shard) => keys.shard(shard).tag),
+    freshMs: reads.saleFreshMs,
+    beatMs: Math.min(reads.saleBeatMs, reads.saleFreshMs),
+    // The subscriber's longest silence before it starts over: heartbeats come every beatMs.
+    silenceMs: Math.max(1_000, 10 * reads.saleBeatMs),
+    maxViews: 10_000,
+  };
+}
+
+/** The order route's refusals by the sale's outcome (SaleRefused), each body as the app writes it, per language. */
+function saleRefusalBodies() {
+  const messages = {
+    'not-started': SECKILL_MESSAGES.notStarted(),
+    ended: SECKILL_MESSAGES.ended(),
+    suspended: SECKILL_MESSAGES.suspended(),
+    'sold-out': SECKILL_MESSAGES.soldOut(),
+  };
+  const body = (message: Message, language: Language) => JSON.stringify({ success: false, errorMsg: render(message, language) });
+  return Object.fromEntries(Object.entries(messages).map(([outcome, message]) => [outcome, { zh: body(message, 'zh'), en: body(message, 'en') }]));
 }
 
 /** The nginx `user` line a root master needs so that its workers read the files as their owner. */
@@ -206,6 +246,7 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
     site_servers: serverLines(options.sitePool),
     web_root: options.webRoot ?? '',
     reads: settings.reads,
+    sales: Boolean(settings.sales),
     compat: config.hmdpCompat,
   });
   const confFile = join(prefix, 'nginx.conf');

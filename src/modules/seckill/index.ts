@@ -12,6 +12,7 @@ import type { Db } from '../../infra/db.js';
 import type { Log } from '../../infra/logging.js';
 import { createMetrics, lockWaitObserver, rateLimiterMetrics, type Metrics } from '../../infra/metrics.js';
 import type { RedisClient } from '../../infra/redis.js';
+import { cacheChangesChannel } from '../../infra/cache-changes.js';
 import { CacheClient, combineStats, type CacheStats } from '../../lib/cache/index.js';
 import { IdGenerator } from '../../lib/id/index.js';
 import { LockClient } from '../../lib/lock/index.js';
@@ -377,6 +378,8 @@ function buildVoucherService(deps: SeckillDeps, vouchers: VoucherRepository, sal
     stats: combineStats({ record: (cache, result) => metrics.cacheRequests.inc({ cache, result }) }, deps.cacheStats),
     onError: (err, context) => log.warn({ err, ...context }, 'background cache rebuild failed'),
     ...(deps.near ? { reader: deps.near } : {}),
+    // The edge keeps built voucher lists (L1) and drops one when its record is written.
+    changeChannel: cacheChangesChannel(config.redisKeyPrefix),
   });
   const voucherService = new VoucherService(
     vouchers,

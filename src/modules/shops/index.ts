@@ -7,7 +7,8 @@ import type { RedisClient } from '../../infra/redis.js';
 import { BloomFilter, CacheClient, combineStats, type CacheStats, type KeyReader } from '../../lib/cache/index.js';
 import type { LockClient } from '../../lib/lock/index.js';
 import { ShopGeoIndex } from './geo-index.js';
-import { cacheChangesChannel, SHOP_BLOOM_NAME } from './keys.js';
+import { cacheChangesChannel } from '../../infra/cache-changes.js';
+import { SHOP_BLOOM_NAME } from './keys.js';
 import { ShopRepository } from './shop-repository.js';
 import { shopRoutes } from './shop-routes.js';
 import { ShopService } from './shop-service.js';
@@ -19,7 +20,6 @@ import { ShopTypeService } from './shop-type-service.js';
 export { ShopGeoIndex } from './geo-index.js';
 export { ShopRepository } from './shop-repository.js';
 export { SHOP_MESSAGES } from './messages.js';
-export { cacheChangesChannel } from './keys.js';
 
 export interface ShopsDeps {
   config: Pick<Config, 'shop' | 'cache' | 'redisKeyPrefix'>;

@@ -17,12 +17,5 @@ export const shopCacheKey = (id: string): string => `cache:shop:${id}`;
 /** The one key of the type list (hmdp's `cache:type`). */
 export const SHOP_TYPE_CACHE_KEY = 'cache:type';
 
-/**
- * The channel on which the shop caches announce every write of their keys (src/lib/cache
- * changeChannel), for the edge's L1 (edge/README.md). Channels take no key prefix in Redis or
- * ioredis, so the deployment's prefix is written into the name.
- */
-export const cacheChangesChannel = (keyPrefix: string): string => `${keyPrefix}cache:changes`;
-
 /** One GEO set (sorted set) per shop type, members = shop ids (hmdp's `shop:geo:{typeId}`). */
 export const geoKey = (typeId: string): string => `shop:geo:${typeId}`;

@@ -4,14 +4,15 @@ import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
 import { startRedisServer, type RedisServer } from '../../../kit/redis-servers.js';
 import { eventually } from '../../support/eventually.js';
-import { buildTestApp, createTestEnv, type TestEnv } from '../../support/test-env.js';
+import { insertSeckillVoucher } from '../../support/seckill.js';
+import { buildTestApp, createTestEnv, createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 
 /**
  * The edge when Redis stops answering: a Redis server of this file's own, shared by the app and the
  * edge, stopped (SIGSTOP: connections open, nothing answered) and resumed. What L1 holds is still
  * answered; what it does not hold goes to the app after the edge's Redis timeout, never a hang, and
  * the app answers as it does without the edge (503 by its deadline); when Redis answers again, so
- * does L2.
+ * does L2. The sale's refusals likewise: none while the edge cannot know its view is current.
  */
 let redisServer: RedisServer;
 let env: TestEnv;
@@ -80,5 +81,29 @@ describe('the edge with Redis stalled', () => {
       expect(JSON.parse(answer.body).data.id).toBe('2');
     });
     await eventually(async () => expect(((await (await fetch(`${edge.url}/_edge/status`)).json()) as { push: string }).push).toBe('up'));
+  });
+
+  it('refuses no order while it cannot be sure its view of the sale is current, and refuses again once it is', async () => {
+    const [first, second, third] = await createUsersWithSessions(env, 3, 17_000_000_000);
+    const voucherId = await insertSeckillVoucher(env, { stock: 1 });
+    const order = (base: string, token: string) =>
+      fetch(`${base}/api/voucher-order/seckill/${voucherId}`, { method: 'POST', headers: { authorization: token }, signal: AbortSignal.timeout(15_000) });
+    expect(await (await order(appUrl, first!.token)).json()).toMatchObject({ success: true });
+    // Sold out, and known so at the edge: it answers without the app (no X-Upstream).
+    await eventually(async () => expect((await order(edge.url, second!.token)).headers.get('x-upstream')).toBeNull());
+
+    redisServer.pause();
+    try {
+      // Past the freshness bound (50 ms) no heartbeat has come back: the app decides (503: its Redis is stalled too).
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = performance.now();
+      const passed = await order(edge.url, third!.token);
+      expect(passed.headers.get('x-upstream')).not.toBeNull();
+      expect(passed.status).toBe(503);
+      expect(performance.now() - started).toBeLessThan(DEADLINE_MS + 5_000);
+    } finally {
+      redisServer.resume();
+    }
+    await eventually(async () => expect((await order(edge.url, third!.token)).headers.get('x-upstream')).toBeNull());
   });
 });

@@ -24,6 +24,8 @@ local function l1_key(key)
   local id = match(key, "^cache:shop:(%d+)$")
   if id then return "shop:" .. id end
   if key == "cache:type" then return "shop-types" end
+  id = match(key, "^cache:voucher%-list:(%d+)$")
+  if id then return "voucher-list:" .. id end
   return nil
 end
 

@@ -12,6 +12,7 @@ local language = require "hmdp.edge.language"
 local answer = require "hmdp.edge.answer"
 local visits = require "hmdp.edge.visits"
 local log_once = require "hmdp.edge.log_once"
+local voucher_stock = require "hmdp.edge.voucher_stock"
 
 local M = {}
 
@@ -108,6 +109,27 @@ local function shop_types(compat)
   return 200, flags == FOUND and body or EMPTY_LIST
 end
 
+--- GET /api/voucher/list/{shopId}: the cached list (a null marker: []), with each sale's live stock
+--- when the sales' fresh views know it (hmdp.edge.voucher_stock).
+local function voucher_list(compat)
+  if not settings.values.sales then return nil end
+  local id = match(ngx.var.request_uri, compat and "^/voucher/list/([1-9]%d*)$" or "^/api/voucher/list/([1-9]%d*)$")
+  if not id or #id > 19 then return nil end
+  local flags, body = lookup("voucher-list:" .. id, settings.values.keyPrefix .. "cache:voucher-list:" .. id, list_body)
+  if not flags then return nil end
+  if flags == FOUND then
+    body = voucher_stock.merge(body)
+    if not body then
+      ngx.var.hmdp_edge = "-"
+      return nil
+    end
+  else
+    body = EMPTY_LIST
+  end
+  visits.record(nil)
+  return 200, body
+end
+
 --- Runs a route in protected mode: an error is logged (once an hour) and the app answers.
 local function serve(route, compat)
   if not answerable(compat) then return end
@@ -121,5 +143,6 @@ end
 
 function M.shop(compat) return serve(shop, compat) end
 function M.shop_types(compat) return serve(shop_types, compat) end
+function M.voucher_list(compat) return serve(voucher_list, compat) end
 
 return M

@@ -1,7 +1,9 @@
 -- What each worker starts with (init_worker_by_lua): its own random sequence (L1's jitter), the
--- visits' flush timer, and in worker 0 the subscriber of the app's announcements.
+-- visits' flush timer, its watcher of the sales, and in worker 0 the subscriber of the app's
+-- announcements.
 local visits = require "hmdp.edge.visits"
 local push = require "hmdp.edge.push"
+local sale_watch = require "hmdp.edge.sale_watch"
 
 local M = {}
 
@@ -9,6 +11,7 @@ function M.start()
   math.randomseed(ngx.now() * 1000 + ngx.worker.pid())
   visits.start()
   push.start()
+  sale_watch.start()
 end
 
 return M
