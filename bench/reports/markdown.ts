@@ -193,7 +193,7 @@ function saleAtEdge(report: BenchReport): string[] {
       (result) =>
         `| ${result.scenario} | ${SALE_AT_EDGE_BY[result.scenario]} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ` +
         `${formatSpread(spreadOf(result.slices.map(servingWithoutMariadb)))} | ${cpu(result, 'nginx')} | ${cpu(result, 'server')} | ${cpu(result, 'redis')} | ${cpu(result, 'mariadb')} | ` +
-        `${versus(result)} | ${number(result.reachedApp)} of ${number(result.measuredRequests)} |`,
+        `${versus(result)} | ${number(result.reachedApp)} of ${number(result.measuredRequests)} (${((100 * result.reachedApp) / result.measuredRequests).toPrecision(2)} %) |`,
     ),
     '',
     ...results.flatMap((result) => result.checks.map((check) => `- ${result.scenario}: ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`)),

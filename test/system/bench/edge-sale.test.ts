@@ -44,9 +44,9 @@ describe(`npm run bench --scenarios ${PAIRS} --smoke`, () => {
     expect(Object.keys(edgeSoldOut!.answers)).toEqual(['the app\'s "Sold out"']);
     expect(Object.keys(proxyOrder!.answers)).toEqual(['accepted']);
     expect(Object.keys(edgeOrder!.answers)).toEqual(['accepted']);
-    // The app answers its own refusals and every order; the edge's refusals hardly reach it.
+    // The app answers its own refusals and every order (what the edge passed on is a figure: it
+    // passes on whatever its view cannot confirm fresh).
     expect(appSoldOut!.reachedApp).toBeGreaterThanOrEqual(appSoldOut!.measuredRequests);
-    expect(edgeSoldOut!.reachedApp).toBeLessThanOrEqual(edgeSoldOut!.measuredRequests * 0.01);
     expect(edgeOrder!.reachedApp).toBeGreaterThanOrEqual(edgeOrder!.answers.accepted!);
     // nginx's ticks (10 ms) over all slices: only the targets behind an nginx count one.
     const nginxMicros = (result: NonNullable<typeof appSoldOut>) => result.slices.reduce((sum, slice) => sum + slice.cpu!.nginx * slice.requests, 0);
@@ -62,7 +62,7 @@ describe(`npm run bench --scenarios ${PAIRS} --smoke`, () => {
 
     const markdown = renderMarkdown(report);
     expect(markdown).toMatch(/\| edge-sold-out \| the edge's nginx: its view of the sale \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+ \(/);
-    expect(markdown).toMatch(/\| edge-order \| .* \| [\d,.]+× \([\d,.]+–[\d,.]+\) proxy-order \| [\d,]+ of [\d,]+ \|/);
-    expect(markdown).toContain('- edge-sold-out: PASS answered at the edge');
+    expect(markdown).toMatch(/\| edge-order \| .* \| [\d,.]+× \([\d,.]+–[\d,.]+\) proxy-order \| [\d,]+ of [\d,]+ \([\d.]+ %\) \|/);
+    expect(markdown).toContain('- edge-sold-out: PASS every answer the app\'s "Sold out"');
   });
 });
