@@ -35,6 +35,13 @@ export interface StartEdgeOptions {
   sitePool?: string[];
   workers?: number;
   reads?: Partial<EdgeReadOptions>;
+  /** Serve the web front end from this folder (web/dist), as the topology does; without it the app serves it. */
+  webRoot?: string;
+  /**
+   * Where the edge reads Redis instead of the app's REDIS_URL (same database and credentials
+   * rules): a test puts a fault proxy between the edge and the app's Redis this way.
+   */
+  redisUrl?: string;
 }
 
 /** The nginx binary, its Lua modules and libraries installed with apt-get when missing (edge/packages.sh). */
@@ -58,8 +65,9 @@ export async function startEdge(config: Config, options: StartEdgeOptions): Prom
     saleConn: 16,
     exempt: ['127.0.0.1'],
     reads: { ...DEFAULT_READS, ...options.reads },
+    ...(options.webRoot === undefined ? {} : { webRoot: options.webRoot }),
   };
-  const conf = await writeEdge(config, edgeOptions);
+  const conf = await writeEdge(options.redisUrl === undefined ? config : { ...config, redisUrl: options.redisUrl }, edgeOptions);
   const master = spawn(nginx, ['-p', prefix, '-c', conf, '-e', join(prefix, 'logs/error.log'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
   started.add(master);
   let stderr = '';

@@ -349,8 +349,8 @@ start_workers() {
 # --- nginx -----------------------------------------------------------------------------------
 
 # The edge's configuration: edge/nginx.conf.template rendered by dist/cli/edge-config.js (the 429
-# pages and the Lua's settings beside it), with this topology's pools and limits. Reads at the edge
-# need a standalone Redis for now: on the topology's Cluster every read goes to the site's pool.
+# pages and the Lua's settings beside it), with this topology's pools and limits. Its reads go to
+# the Cluster: edge-config takes REDIS_CLUSTER_NODES from app_env as the seeds of the slot map.
 write_nginx_conf() {
   local sale_pool site_pool
   sale_pool=$(sale_ports | sed 's/^/127.0.0.1:/' | paste -sd, -)

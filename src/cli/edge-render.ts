@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
 import type { Config } from '../infra/config.js';
 import { installCors } from '../http/cors.js';
+import { HTTP_MESSAGES } from '../http/http-messages.js';
 import { APP_HELMET_OPTIONS, securityHeaders } from '../http/security-headers.js';
 import { render, type Language, type Message } from '../lib/messages/index.js';
 import { SaleKeys, SECKILL_MESSAGES } from '../modules/seckill/index.js';
@@ -16,7 +17,7 @@ export const EDGE_DIR = join(ROOT, 'edge');
 
 /** What the edge's Lua reads tune (edge/README.md, "Settings"). */
 export interface EdgeReadOptions {
-  /** Answer reads at the edge at all (on when the app's Redis is a standalone redis://). */
+  /** Answer reads at the edge at all (on when the app's Redis is a standalone redis:// or a Cluster). */
   enabled: boolean;
   /** Life of an L1 entry before its jitter (trusted that long while the push of changes works). */
   l1TtlMs: number;
@@ -101,9 +102,19 @@ function valueOf(values: Record<string, string | boolean>, name: string): string
   return values[name]!;
 }
 
-/** Where the edge's Redis reads go: the app's standalone Redis, or none (Cluster, TLS: not yet). */
+/**
+ * Where the edge's Redis reads go: the app's standalone Redis, or the seed nodes of its Cluster
+ * (as src/infra/redis.ts connects to it: no password); none for TLS (rediss://: not supported by
+ * the edge's reads).
+ */
 export function edgeRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>) {
-  if (config.redisClusterNodes.length > 0) return null;
+  if (config.redisClusterNodes.length > 0) {
+    const cluster = config.redisClusterNodes.map((node) => {
+      const at = node.lastIndexOf(':');
+      return { host: node.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(node.slice(at + 1)) };
+    });
+    return { cluster };
+  }
   const url = new URL(config.redisUrl);
   if (url.protocol !== 'redis:') return null;
   const db = Number(url.pathname.replace(/^\//, '') || '0');
@@ -150,7 +161,7 @@ async function corsHeaders(origins: string[]): Promise<Record<string, string>> {
 /**
  * The settings the Lua reads at start (hmdp.edge.settings): the app's where the app decides. Reads
  * are answered here only when the edge can answer them as the app does: a standalone Redis
- * (redis://), and no API_RATE_LIMIT_PER_IP (the app would count each request and add its
+ * (redis://) or a Cluster, and no API_RATE_LIMIT_PER_IP (the app would count each request and add its
  * x-ratelimit headers).
  */
 export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
@@ -159,7 +170,8 @@ export async function edgeSettings(config: Config, reads: EdgeReadOptions) {
   const sales = reads.sales && redis !== null;
   return {
     reads: reads.enabled && redis !== null && config.rateLimit.apiPerIp === 0,
-    redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000 },
+    // refreshMs: on a Cluster, the slot map is asked for at most this often (after a MOVED, a failed node).
+    redis: redis && { ...redis, timeoutMs: reads.redisTimeoutMs, backoffMs: reads.redisBackoffMs, poolSize: 64, idleMs: 60_000, refreshMs: 100 },
     keyPrefix: config.redisKeyPrefix,
     push: reads.push,
     l1: { ttlMs: reads.l1TtlMs, unpushedTtlMs: Math.min(reads.l1UnpushedTtlMs, reads.l1TtlMs), jitterPercent: reads.l1JitterPercent },
@@ -255,9 +267,10 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
 }
 
 /**
- * The edge's 429 answers: the API's wrapper with the order route's "too many from this address"
- * message in each language (the app's catalogue, so the texts live in one place), and for a page
- * request the static "活动太火爆" page (ops/nginx/sale-busy.html).
+ * The edge's 429 and 503 answers: the API's wrapper with the order route's "too many from this address"
+ * message, or "unreachable" when no app instance answered, in each language (the app's catalogue, so
+ * the texts live in one place), and for a page request the static "活动太火爆" page
+ * (ops/nginx/sale-busy.html) or both texts of "unreachable".
  */
 function writePages(folder: string): void {
   for (const language of ['zh', 'en'] as const) {
@@ -265,4 +278,8 @@ function writePages(folder: string): void {
     writeFileSync(join(folder, `429.${language}.json`), JSON.stringify({ success: false, errorMsg }));
   }
   copyFileSync(join(ROOT, 'ops/nginx/sale-busy.html'), join(folder, '429.html'));
+  const down = { zh: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'zh'), en: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'en') };
+  for (const language of ['zh', 'en'] as const)
+    writeFileSync(join(folder, `503.${language}.json`), JSON.stringify({ success: false, errorMsg: down[language] }));
+  writeFileSync(join(folder, '503.html'), `<!doctype html><meta charset="utf-8"><title>503</title><p>${down.zh}</p><p>${down.en}</p>\n`);
 }

@@ -17,6 +17,7 @@ export const HTTP_MESSAGES = defineMessages('http', {
     en: 'Service temporarily unavailable, please retry (request id {requestId})',
     zh: '服务暂时不可用，请稍后重试（请求编号 {requestId}）',
   },
+  appUnreachable: { en: 'The service is unreachable right now, please retry in {seconds} s', zh: '服务暂时无法访问，请 {seconds} 秒后重试' },
   deadlinePassed: {
     en: 'No answer within {ms} ms (a dependency is slow), please retry',
     zh: '{ms} 毫秒内没有结果（依赖的服务较慢），请稍后重试',

@@ -264,6 +264,10 @@ describe("the edge: the sale's known refusals", () => {
       expect(JSON.parse((await post(appUrl, orderPath(voucherId), { authorization: user().token })).body)).toMatchObject({ success: true });
     }
     await answeredAtEdge({ [single]: 6, [bucketed]: 5 });
+    // A sale created through the app: its list's record is written and announced, L1 drops its entry
+    // (it would live 30 s otherwise), and the edge lists the new sale.
+    const added = await createSale({ shopId: '2', stock: 3, ...window(HOUR, 2 * HOUR) });
+    await answeredAtEdge({ [single]: 6, [bucketed]: 5, [added]: 3 });
     // A shop without vouchers: the app's [] from its null marker.
     await eventually(async () => {
       const { atEdge, atApp } = await list('/voucher/list/999');

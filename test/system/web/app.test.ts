@@ -1,21 +1,28 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { deflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import type { BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEMO_SECKILL_VOUCHER_ID } from '../../../src/infra/seed/demo-data.js';
-import { demoPicture } from '../../../src/infra/seed/demo-images.js';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { launchBrowser, type TestBrowser } from '../../support/browser.js';
 import { HOUR, insertSeckillVoucher } from '../../support/seckill.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, grantAdmin, type InboxSmsSender, type TestEnv } from '../../support/test-env.js';
+import {
+  blogJourney,
+  buySeckillJourney,
+  givePicturesToShop1,
+  logIn,
+  logInJourney,
+  orderStateOf,
+  visitShopJourney,
+  withPage,
+  type WebSite,
+} from './journeys.js';
 
 /**
  * The web front end (web/, served by the app at /) in Debian's Chromium: the real app on a
- * random port with the demo data and its order worker, driven like a user would.
+ * random port with the demo data and its order worker, driven like a user would. The journeys
+ * through-edge.test.ts runs again through the edge are in journeys.ts.
  */
 // Every run saves its screenshots under test-results/ (ignored by git); UPDATE_SCREENSHOTS=1
 // writes the ones the README shows (docs/screenshots/) instead, so a test run leaves the tree clean.
@@ -25,14 +32,13 @@ const SCREENSHOTS = fileURLToPath(
 const PHONE = '13912345678';
 /** Demo user 1, made an administrator as scripts/start.sh does (npm run admin -- grant). */
 const ADMIN_PHONE = '13686869696';
-/** The page's sessionStorage, typed without the DOM library (inline it in page functions: they are serialised). */
-type BrowserGlobals = { sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void } };
 
 let env: TestEnv;
 let app: FastifyInstance;
 let sms: InboxSmsSender;
 let baseURL: string;
 let chrome: TestBrowser;
+let site: WebSite;
 
 beforeAll(async () => {
   // A cheap captcha (attempts of 100 PBKDF2 rounds; the captcha sale below sets the fewest attempts a sale may):
@@ -42,11 +48,8 @@ beforeAll(async () => {
   env = await createTestEnv({ SECKILL_WORKER: 'true', PURCHASE_CAPTCHA_ITERATIONS: '100', REQUEST_DEADLINE_MS: '10000' });
   await loadDemoData(env.db);
   await grantAdmin(env, ADMIN_PHONE);
-  // More restaurants near the default point, so the list of type 1 spans two pages (5 a page), with photos.
-  await mkdir(join(env.config.upload.dir, 'shops'), { recursive: true });
-  for (const variant of [0, 1, 2]) await writeFile(join(env.config.upload.dir, 'shops', `test-${variant}.png`), demoPicture({ hue: 20, variant }));
-  // The demo shop of the seckill voucher too (the demo data's pictures come with the seed's demo content).
-  await env.db.updateTable('tb_shop').set({ images: '/imgs/shops/test-0.png,/imgs/shops/test-1.png,/imgs/shops/test-2.png' }).where('id', '=', '1').execute();
+  await givePicturesToShop1(env);
+  // More restaurants near the default point, so the list of type 1 spans two pages (5 a page), with those photos.
   await env.db
     .insertInto('tb_shop')
     .values(
@@ -71,6 +74,7 @@ beforeAll(async () => {
   baseURL = await app.listen({ host: '127.0.0.1', port: 0 });
   chrome = await launchBrowser();
   await mkdir(SCREENSHOTS, { recursive: true });
+  site = { baseURL, chrome, sms, env, screenshots: SCREENSHOTS };
 });
 
 afterAll(async () => {
@@ -79,75 +83,6 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-/** Opens a page, runs the steps, saves a screenshot, and checks the console stayed clean. */
-async function withPage(
-  screenshot: string,
-  steps: (page: Page) => Promise<void>,
-  options: { token?: string; context?: BrowserContextOptions; allowedErrors?: RegExp } = {},
-): Promise<void> {
-  const { context, page, errors } = await chrome.newPage(baseURL, { mobile: true, context: options.context });
-  try {
-    if (options.token) {
-      // Serialised into the page: it cannot call functions of this file.
-      await context.addInitScript((token) => (globalThis as unknown as BrowserGlobals).sessionStorage.setItem('token', token), options.token);
-    }
-    await steps(page);
-    await page.screenshot({ path: `${SCREENSHOTS}${screenshot}.png` });
-    expect(errors.filter((error) => !options.allowedErrors?.test(error))).toEqual([]);
-  } finally {
-    await context.close();
-  }
-}
-
-/**
- * The voucher's order state, or the error the page shows instead, read without waiting for either
- * (a locator's textContent waits up to the default timeout for its element): a purchase that fails
- * then fails the poll with the page's own message, well within the test's time.
- */
-async function orderStateOf(voucher: Locator): Promise<string> {
-  for (const testId of ['order-state', 'buy-error']) {
-    const element = voucher.getByTestId(testId);
-    if ((await element.count()) > 0) return `${testId}: ${(await element.first().textContent()) ?? ''}`;
-  }
-  return 'neither an order state nor an error yet';
-}
-
-/** A real PNG (an orange gradient), as a phone photo would be: the server sniffs the bytes. */
-function pngImage(width = 240, height = 160): Buffer {
-  const crcTable = Array.from({ length: 256 }, (_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c >>> 0;
-  });
-  const crc = (bytes: Buffer) => {
-    let c = 0xffffffff;
-    for (const b of bytes) c = crcTable[(c ^ b) & 0xff]! ^ (c >>> 8);
-    return (c ^ 0xffffffff) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const out = Buffer.alloc(body.length + 8);
-    out.writeUInt32BE(data.length, 0);
-    body.copy(out, 4);
-    out.writeUInt32BE(crc(body), body.length + 4);
-    return out;
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  const rows = Buffer.alloc((width * 3 + 1) * height);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) rows.set([255, 102 + Math.floor((x / width) * 120), 51 + Math.floor((y / height) * 150)], y * (width * 3 + 1) + 1 + x * 3);
-  }
-  return Buffer.concat([
-    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
-    chunk('IHDR', header),
-    chunk('IDAT', deflateSync(rows)),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
-
 /** Metres between two points on Redis GEO's sphere (haversine, radius 6372797.560856 m), shops as x = longitude, y = latitude. */
 function geoDistance(from: { latitude: number; longitude: number }, shop: { x: number; y: number }): number {
   const rad = (degrees: number) => (degrees * Math.PI) / 180;
@@ -155,17 +90,6 @@ function geoDistance(from: { latitude: number; longitude: number }, shop: { x: n
   const dLon = rad(shop.x - from.longitude);
   const a = Math.sin(dLat / 2) ** 2 + Math.cos(rad(from.latitude)) * Math.cos(rad(shop.y)) * Math.sin(dLon / 2) ** 2;
   return 2 * 6372797.560856 * Math.asin(Math.sqrt(a));
-}
-
-/** Logs in through the login page, reading the code from the test's SMS inbox. */
-async function logIn(page: Page, phone: string, { open = true, then = '/' } = {}): Promise<void> {
-  if (open) await page.goto('/login');
-  await page.getByTestId('phone').fill(phone);
-  await page.getByTestId('send-code').click();
-  await expect.poll(() => sms.sent.some((m) => m.phone === phone)).toBe(true);
-  await page.getByTestId('code').fill(sms.lastCodeFor(phone));
-  await page.getByTestId('login').click();
-  await page.waitForURL(`${baseURL}${then}`);
 }
 
 describe('web front end', () => {
@@ -179,20 +103,12 @@ describe('web front end', () => {
     expect(await api.json()).toEqual({ success: false, errorMsg: 'No route for GET /api/no/such/thing' });
   });
 
-  it('logs in with the phone and the SMS code', async () => {
-    await withPage('login', async (page) => {
-      await page.goto('/login');
-      await expect(page.getByTestId('code-hint').textContent()).resolves.toContain('服务器日志');
-      await logIn(page, PHONE);
-      await page.getByText('我的订单').waitFor();
-      const token = await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('token'));
-      expect(token).toMatch(/^[\w-]{20,}$/);
-      await page.getByTestId('type').first().waitFor();
-    });
-  });
+  it('logs in with the phone and the SMS code', () => logInJourney(site, PHONE));
+
+  it("shows a visitor the shop types, a shop's page and its vouchers", () => visitShopJourney(site));
 
   it('browses the shops of a type, nearest first with distances, loading more on scroll', async () => {
-    await withPage('shops-of-type', async (page) => {
+    await withPage(site, 'shops-of-type', async (page) => {
       await page.goto('/');
       await page.getByTestId('type').filter({ hasText: '美食' }).click();
       await page.waitForURL(/\/shops\/type\/1$/);
@@ -228,6 +144,7 @@ describe('web front end', () => {
         .map((shop) => shop.name),
     ).not.toEqual(expected.slice(0, 5).map((shop) => shop.name));
     await withPage(
+      site,
       'shops-near-me',
       async (page) => {
         await page.goto('/shops/type/1');
@@ -250,61 +167,14 @@ describe('web front end', () => {
     );
   });
 
-  it('buys the seckill voucher: queued, then created, shown in my orders, paid; a second buy is refused', async () => {
-    const { context, page, errors } = await chrome.newPage(baseURL, { mobile: true });
-    try {
-      await logIn(page, '13912340000');
-      await page.goto('/shops/1');
-      const voucher = page.getByTestId('seckill-voucher');
-      await expect.poll(() => voucher.getByTestId('stock').textContent()).toBe('剩余 100 张');
-      await expect.poll(() => voucher.getByTestId('countdown').textContent()).toMatch(/距结束 \d+天 \d\d:\d\d:\d\d/);
-      await voucher.getByTestId('buy').click();
-      await expect.poll(() => orderStateOf(voucher), { timeout: 15_000 }).toBe('order-state: 已创建 · 待支付');
-      const orderId = (await voucher.getByTestId('order-id').textContent())!;
-      expect(orderId).toMatch(/^\d{15,20}$/); // a 64-bit id, kept as a decimal string
-      await expect(voucher.getByTestId('stock').textContent()).resolves.toBe('剩余 99 张');
-      await page.screenshot({ path: `${SCREENSHOTS}seckill-order.png` });
-
-      const row = await env.db.selectFrom('tb_voucher_order').select(['id', 'voucher_id']).where('id', '=', orderId).executeTakeFirst();
-      expect(row).toEqual({ id: orderId, voucher_id: DEMO_SECKILL_VOUCHER_ID });
-
-      await voucher.getByTestId('to-orders').click();
-      const orderRow = page.getByTestId('order-row').filter({ hasText: orderId });
-      await expect.poll(() => orderRow.getByTestId('order-state').textContent()).toBe('已创建 · 待支付');
-      await orderRow.getByTestId('pay').click();
-      await expect.poll(() => orderRow.getByTestId('order-state').textContent()).toBe('已支付');
-
-      // Again from the shop page: the sale answers "already bought" and the page says so.
-      await page.goto('/shops/1');
-      await page.getByTestId('seckill-voucher').getByTestId('buy').click();
-      await expect.poll(() => page.getByTestId('buy-error').textContent()).toBe('不允许重复下单！'); // the page's language (zh-CN), not the browser's
-      expect(errors).toEqual([]);
-
-      // My orders comes from the server: a fresh browser (none of this one's storage) with the same session lists it.
-      const token = (await page.evaluate(() => (globalThis as unknown as BrowserGlobals).sessionStorage.getItem('token')))!;
-      await withPage(
-        'my-orders',
-        async (fresh) => {
-          await fresh.goto('/orders');
-          const listed = fresh.getByTestId('order-row');
-          await expect.poll(() => listed.getByTestId('order-id').allTextContents()).toEqual([orderId]);
-          await expect(listed.getByTestId('order-title').textContent()).resolves.toBe('100元代金券');
-          await expect(listed.getByTestId('order-state').textContent()).resolves.toBe('已支付');
-          await expect.poll(() => listed.textContent()).toContain('103茶餐厅'); // the shop's name, loaded by id
-          await expect(fresh.getByTestId('orders-total').textContent()).resolves.toBe('共 1 单');
-        },
-        { token },
-      );
-    } finally {
-      await context.close();
-    }
-  });
+  it('buys the seckill voucher: queued, then created, shown in my orders, paid; a second buy is refused', () => buySeckillJourney(site, '13912340000'));
 
   it('counts down to a sale that has not begun, the buy button disabled until the window opens', async () => {
     const begin = new Date(Math.ceil((Date.now() + 4_000) / 1000) * 1000); // a whole second, as MySQL stores it: 4-5 s from now
     await insertSeckillVoucher(env, { shopId: '5', title: '开抢倒计时券', stock: 5, begin, end: new Date(begin.getTime() + HOUR) });
     const [buyer] = await createUsersWithSessions(env, 1, 15_300_000_000);
     await withPage(
+      site,
       'countdown-open',
       async (page) => {
         // The page's clock starts 30 s before the sale, so the countdown reads the same however long the page takes to load.
@@ -340,6 +210,7 @@ describe('web front end', () => {
     const streams: string[] = [];
     const solutions: Array<{ counter: number; derivedKey: string }> = [];
     await withPage(
+      site,
       'gated-captcha',
       async (page) => {
         page.on('request', (request) => {
@@ -370,6 +241,7 @@ describe('web front end', () => {
     await insertSeckillVoucher(env, { shopId: '6', title: '刚结束的券', stock: 5, begin: new Date(Date.now() - HOUR), end: new Date(Date.now() - 60_000) });
     const [buyer, rival] = await createUsersWithSessions(env, 2, 15_400_000_000);
     await withPage(
+      site,
       'sale-refusals',
       async (page) => {
         // This device's clock is 5 minutes behind: to the page both sales are still open. The server decides.
@@ -395,48 +267,19 @@ describe('web front end', () => {
   });
 
   it('sends a visitor to the login page for pages that need a session, and back afterwards', async () => {
-    await withPage('redirect-login', async (page) => {
+    await withPage(site, 'redirect-login', async (page) => {
       await page.goto('/orders');
       await page.waitForURL(/\/login\?redirect=(%2F|\/)orders$/);
-      await logIn(page, '13912340001', { open: false, then: '/orders' });
+      await logIn(site, page, '13912340001', { open: false, then: '/orders' });
       await page.getByTestId('no-orders').waitFor();
     });
   });
 
-  it('writes a blog with an image; another user finds it among the hot blogs and likes it', async () => {
-    let blogPath = '';
-    await withPage('write-blog', async (page) => {
-      await logIn(page, '13912340002');
-      await page.getByTestId('nav-write').click();
-      await page.getByTestId('blog-title-input').fill('运河边的早茶');
-      await page.getByTestId('blog-content').fill('虾饺皮薄馅大，推荐！');
-      await page.getByTestId('blog-image').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: pngImage() });
-      const image = page.getByTestId('uploaded-image');
-      await image.waitFor();
-      await expect.poll(() => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBe(240);
-      await page.getByTestId('publish').click();
-      await page.waitForURL(/\/blogs\/\d+$/);
-      await expect.poll(() => page.getByTestId('blog-title').textContent()).toBe('运河边的早茶');
-      blogPath = new URL(page.url()).pathname;
-    });
-    const stored = await env.db.selectFrom('tb_blog').select(['title', 'images']).where('id', '=', blogPath.split('/').pop()!).executeTakeFirstOrThrow();
-    expect(stored.title).toBe('运河边的早茶');
-    expect(stored.images).toMatch(/^\/blogs\/\d+\/\d+\/[\w-]+\.png$/);
-
-    await withPage('blog-like', async (page) => {
-      await logIn(page, '13912340003');
-      await page.getByTestId('blog').filter({ hasText: '运河边的早茶' }).click();
-      await page.waitForURL(`${baseURL}${blogPath}`);
-      await expect.poll(() => page.getByTestId('likers').textContent()).toBe('还没有人点赞');
-      await page.getByTestId('like').click();
-      await expect.poll(() => page.getByTestId('like').textContent()).toBe('♥ 1');
-      await expect.poll(() => page.getByTestId('likers').textContent()).toMatch(/^user_/);
-    });
-  });
+  it('writes a blog with an image; another user finds it among the hot blogs and likes it', () => blogJourney(site, ['13912340002', '13912340003']));
 
   it('signs in on the profile page: today marked on the calendar, streak 1', async () => {
-    await withPage('sign-in', async (page) => {
-      await logIn(page, '13912340004');
+    await withPage(site, 'sign-in', async (page) => {
+      await logIn(site, page, '13912340004');
       await page.getByTestId('nav-me').click();
       await expect.poll(() => page.getByTestId('streak').textContent()).toBe('0');
       await expect(page.getByTestId('nickname').textContent()).resolves.toMatch(/^user_/); // the profile (and role) loaded
@@ -449,8 +292,8 @@ describe('web front end', () => {
   });
 
   it('lets an administrator create a shop and a seckill voucher, watch its stock fall, pause, resume, restock, lower and end it, and read the audit', async () => {
-    await withPage('admin', async (page) => {
-      await logIn(page, ADMIN_PHONE);
+    await withPage(site, 'admin', async (page) => {
+      await logIn(site, page, ADMIN_PHONE);
       await page.getByTestId('nav-me').click();
       await page.getByTestId('to-admin').click(); // shown because /user/me says role admin
       await page.waitForURL(`${baseURL}/admin`);
@@ -519,8 +362,8 @@ describe('web front end', () => {
       return ((await response.json()) as { data: string }).data;
     };
     const first = await post('关注前的笔记');
-    await withPage('feed', async (page) => {
-      await logIn(page, '13912340005');
+    await withPage(site, 'feed', async (page) => {
+      await logIn(site, page, '13912340005');
       await page.goto(`/blogs/${first}`);
       await expect.poll(() => page.getByTestId('follow').textContent()).toBe('关注');
       await page.getByTestId('follow').click();

@@ -38,8 +38,18 @@ describe('edgeSettings', () => {
     expect(settings.headers).toMatchObject({ vary: 'Origin', 'access-control-expose-headers': 'retry-after, x-request-id' });
   });
 
-  it('answers no reads where it cannot answer as the app: a Redis Cluster, TLS, the API rate limit, reads off', async () => {
-    expect((await edgeSettings(config({ REDIS_CLUSTER_NODES: '127.0.0.1:7001' }), DEFAULT_READS)).reads).toBe(false);
+  it("reads a Redis Cluster from the app's seed nodes", async () => {
+    const settings = await edgeSettings(config({ REDIS_CLUSTER_NODES: '127.0.0.1:7001,10.0.0.6:7002' }), DEFAULT_READS);
+    expect(settings.reads).toBe(true);
+    expect(settings.redis).toMatchObject({
+      cluster: [
+        { host: '127.0.0.1', port: 7001 },
+        { host: '10.0.0.6', port: 7002 },
+      ],
+    });
+  });
+
+  it('answers no reads where it cannot answer as the app: TLS, the API rate limit, reads off', async () => {
     expect((await edgeSettings(config({ REDIS_URL: 'rediss://127.0.0.1:6379' }), DEFAULT_READS)).reads).toBe(false);
     expect((await edgeSettings(config({ API_RATE_LIMIT_PER_IP: '100' }), DEFAULT_READS)).reads).toBe(false);
     expect((await edgeSettings(config(), { ...DEFAULT_READS, enabled: false })).reads).toBe(false);
@@ -74,7 +84,7 @@ describe('writeEdge', () => {
       const compat = await readFile(await writeEdge(config({ HMDP_COMPAT: 'true' }), options), 'utf8');
       // The compat reads come before the compat catch-all: nginx tries regex locations in order.
       expect(compat.indexOf('shop(true)')).toBeLessThan(compat.indexOf('location ~ ^/(user|shop|'));
-      const off = await readFile(await writeEdge(config({ REDIS_CLUSTER_NODES: '127.0.0.1:7001' }), options), 'utf8');
+      const off = await readFile(await writeEdge(config({ REDIS_URL: 'rediss://127.0.0.1:6379' }), options), 'utf8');
       expect(off).not.toContain('hmdp.edge.routes');
     } finally {
       await rm(prefix, { recursive: true, force: true });

@@ -4,7 +4,9 @@
 -- half second and counts the path alive while the heartbeat comes back (push_state): a connection
 -- lost, a Redis stalled or a subscription gone shows as silence within ALIVE_S, and L1 is then
 -- trusted only for its short life. After every (re)subscription L1 is emptied: announcements may
--- have been missed meanwhile.
+-- have been missed meanwhile. On a Redis Cluster a PUBLISH reaches the subscribers of every node,
+-- so the subscriber listens on one node, the first of the seeds that answers (taken in turn after
+-- each loss), and its heartbeat goes through the node of the channel's slot.
 local redis = require "nginx.redis"
 local settings = require "hmdp.edge.settings"
 local l1 = require "hmdp.edge.l1"
@@ -30,16 +32,14 @@ local function l1_key(key)
 end
 
 local function beat(channel, token)
-  local client = l2.connect()
-  if not client then return end
-  local ok, err = client:publish(channel, token)
-  if ok then l2.release(client) else l2.failed(client, err) end
+  l2.command(channel, "publish", channel, token)
 end
 
-local function subscribe(cfg, channel)
+--- A subscription on host:port, or nil, err.
+local function subscribe_at(cfg, host, port, channel)
   local client = redis:new()
   client:set_timeout(BEAT_S * 1000)
-  local ok, err = client:connect(cfg.host, cfg.port)
+  local ok, err = client:connect(host, port)
   if ok and cfg.password then
     if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
   end
@@ -48,9 +48,25 @@ local function subscribe(cfg, channel)
   if ok then ok, err = client:subscribe(channel) end
   if not ok then
     client:close()
-    return nil, err
+    return nil, host .. ":" .. port .. ": " .. tostring(err)
   end
   return client
+end
+
+-- The seed of a Cluster the last subscription was on: the next one begins with the seed after it.
+local last_seed = 0
+
+--- A subscription on the standalone Redis, or on the first seed of the Cluster that answers.
+local function subscribe(cfg, channel)
+  if not cfg.cluster then return subscribe_at(cfg, cfg.host, cfg.port, channel) end
+  local client, err
+  for _ = 1, #cfg.cluster do
+    last_seed = last_seed % #cfg.cluster + 1
+    local seed = cfg.cluster[last_seed]
+    client, err = subscribe_at(cfg, seed.host, seed.port, channel)
+    if client then return client end
+  end
+  return nil, err
 end
 
 local listen

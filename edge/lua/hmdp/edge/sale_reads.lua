@@ -1,10 +1,11 @@
--- Reads sales' hashes for their views (hmdp.edge.sale_view), on the watcher's tracked connection:
--- in one round trip each wanted voucher's own hash and TIME; then, for a sale sold from B > 1
--- buckets (its hash is a layout record {buckets, begin, end}), every bucket's hash in a second.
--- Each hash read is tracked by Redis from then on, so its next write reaches the watcher.
-local sale_keys = require "hmdp.edge.sale_keys"
+-- Reads the wanted hashes of one node (hmdp.edge.sale_view) on its watcher's tracked connection,
+-- in one round trip with TIME: each a sale's (or a bucket's) part, a bucketed sale's layout record
+-- {buckets, begin, end}, or nothing. Each hash read is tracked by Redis from then on, so its next
+-- write reaches the watcher.
 local sale_view = require "hmdp.edge.sale_view"
-local clock = require "hmdp.edge.sale_clock"
+local sale_node = require "hmdp.edge.sale_node"
+local settings = require "hmdp.edge.settings"
+local log_once = require "hmdp.edge.log_once"
 
 local M = {}
 
@@ -17,67 +18,49 @@ local function number(value, default)
   return tonumber(value)
 end
 
---- A hash's fields as a part of a view, or nil when it holds no sale (or fields the edge cannot read).
-local function part_of(fields)
+--- A hash's fields as an entry of the view.
+local function entry_of(fields)
   local stock, begin, finish = number(fields[1]), number(fields[2]), number(fields[3])
-  if not (stock and begin and finish) then return nil end
-  return {
-    stock = stock,
-    begin = begin,
-    finish = finish,
-    frozen_until = number(fields[4], 0) or math.huge,
-    suspended = fields[5] ~= null,
-    pending = number(fields[6], 0) or math.huge,
-  }
+  if stock and begin and finish then
+    return {
+      part = {
+        stock = stock,
+        begin = begin,
+        finish = finish,
+        -- A field the edge cannot read is taken at its most cautious: frozen, units pending.
+        frozen_until = number(fields[4], 0) or math.huge,
+        suspended = fields[5] ~= null,
+        pending = number(fields[6], 0) or math.huge,
+      },
+    }
+  end
+  local buckets = number(fields[7])
+  if stock == nil and buckets and buckets > 1 and buckets <= MAX_BUCKETS and buckets % 1 == 0 then return { buckets = buckets } end
+  return { absent = true }
 end
 
---- Sends HMGET of the fields for each key, then TIME; returns the replies and the TIME bounds.
-local function read_hashes(reader, keys)
+--- Reads `keys` of `node` on `reader`; nil, err when Redis failed (the watcher then starts over).
+function M.read(reader, node, keys)
+  for i = 1, #keys do sale_view.reading(keys[i]) end
   reader:init_pipeline(#keys + 1)
   for i = 1, #keys do reader:hmget(keys[i], unpack(FIELDS)) end
   reader:time()
-  local sent = clock.local_ms()
+  local sent = sale_node.local_ms()
   local replies, err = reader:commit_pipeline()
   if not replies then return nil, err end
-  for i = 1, #replies do
-    if type(replies[i]) ~= "table" or replies[i][1] == false then return nil, "reply " .. i .. ": " .. tostring(replies[i] and replies[i][2]) end
-  end
-  clock.observe(replies[#replies], sent, clock.local_ms())
-  return replies
-end
-
---- The views of the given vouchers, stored unless invalidated while they were read. nil, err
---- when Redis failed (the watcher then starts over).
-function M.read(reader, ids)
-  for i = 1, #ids do sale_view.reading(ids[i]) end
-  local keys = {}
-  for i = 1, #ids do keys[i] = sale_keys.voucher(ids[i]) end
-  local replies, err = read_hashes(reader, keys)
-  if not replies then return nil, err end
-  local bucketed, bucket_keys = {}, {}
-  for i = 1, #ids do
-    local fields = replies[i]
-    local buckets = number(fields[7], 1)
-    if buckets and buckets > 1 and buckets <= MAX_BUCKETS and buckets % 1 == 0 then
-      bucketed[#bucketed + 1] = { id = ids[i], first = #bucket_keys + 1, of = buckets }
-      for b = 0, buckets - 1 do bucket_keys[#bucket_keys + 1] = sale_keys.bucket(ids[i], b, buckets) end
+  local time = replies[#replies]
+  if type(time) ~= "table" or time[1] == false then return nil, "TIME: " .. tostring(time and time[2]) end
+  node:observe(time, sent, sale_node.local_ms())
+  for i = 1, #keys do
+    local reply = replies[i]
+    if type(reply) == "table" and reply[1] ~= false then
+      sale_view.read(keys[i], node, entry_of(reply))
     else
-      local part = part_of(fields)
-      sale_view.read(ids[i], part and { parts = { part } } or { absent = true })
+      -- Not this node's key any more (MOVED, ASK: a Cluster's slot moved), or an error: not held.
+      sale_view.read(keys[i], node, nil)
+      if settings.values.redis.cluster then require("hmdp.edge.cluster").stale() end
+      log_once.warn("sale-read:" .. node.name, "reading " .. keys[i] .. " on " .. node.name .. " failed (" .. tostring(reply and reply[2]) .. "): its orders go to the app")
     end
-  end
-  if #bucketed == 0 then return true end
-  replies, err = read_hashes(reader, bucket_keys)
-  if not replies then return nil, err end
-  for _, sale in ipairs(bucketed) do
-    local parts = {}
-    for b = 0, sale.of - 1 do
-      local part = part_of(replies[sale.first + b])
-      -- A bucket without its hash (a layout being changed): the app decides.
-      if not part then parts = nil break end
-      parts[b + 1] = part
-    end
-    sale_view.read(sale.id, parts and { parts = parts, bucketed = true } or { absent = true })
   end
   return true
 end

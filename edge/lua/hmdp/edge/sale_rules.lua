@@ -7,7 +7,7 @@
 -- that may be accepted, a judgement the clock's bounds leave open, a freeze.
 local M = {}
 
--- A part: {stock, begin, finish, frozen_until, suspended, pending}; Redis time within [low, high].
+-- A part: {stock, begin, finish, frozen_until, suspended, pending}; its node's time within [low, high].
 local function refusal_of(part, low, high)
   if high < part.begin then return "not-started" end
   if low >= part.begin and low >= part.finish then return "ended" end
@@ -19,12 +19,16 @@ local function refusal_of(part, low, high)
   return nil
 end
 
---- "not-started" | "ended" | "suspended" | "sold-out" | nil, for a view's parts at Redis time [low, high].
-function M.refusal(parts, low, high)
-  local first = refusal_of(parts[1], low, high)
-  if first == nil then return nil end
-  for i = 2, #parts do
-    if refusal_of(parts[i], low, high) ~= first then return nil end
+--- "not-started" | "ended" | "suspended" | "sold-out" | nil, for a sale's parts; `now_of(part)` is
+--- the earliest and latest time its node's clock may show (nil: unknown, the app decides).
+function M.refusal(parts, now_of)
+  local first
+  for i = 1, #parts do
+    local low, high = now_of(parts[i])
+    if not low then return nil end
+    local refusal = refusal_of(parts[i], low, high)
+    if refusal == nil or (first and refusal ~= first) then return nil end
+    first = refusal
   end
   return first
 end

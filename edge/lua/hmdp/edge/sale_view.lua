@@ -1,103 +1,89 @@
--- This worker's view of the sales it was asked about, and whether that view is fresh. A view is
--- what the watcher (hmdp.edge.sale_watch) read of a sale's hashes on its tracked connection: Redis
--- then pushes the invalidation of any later write of those hashes (a sale, a release, a raise, a
--- pause or resume, a window moved, a refill between buckets), and the view is dropped when it
--- arrives. The view is "fresh" while the watcher's heartbeat, sent on the same path, came back
--- within freshMs: every write Redis made before that heartbeat was sent has had its invalidation
--- read (one connection delivers them in order), so a view still held was true freshMs ago at most.
--- Without that (a reconnect, a stall, a lost connection) nothing is refused here.
+-- This worker's view of the sales it was asked about, one entry per Redis hash (a sale's, a
+-- bucket's, a bucketed sale's layout), each what the node's watcher (hmdp.edge.sale_watch) read on
+-- its tracked connection. Redis pushes the invalidation of any later write of that hash (an order,
+-- a release, a raise, a pause or resume, a window moved, a refill between buckets) and the entry is
+-- dropped when it arrives. An entry is used only while its node is fresh (hmdp.edge.sale_node):
+-- its heartbeat, sent on the same connection as the invalidations, came back within freshMs, so
+-- every write the node made before then has been seen. Entries held at once are each unchanged
+-- since they were read: at the latest of those readings all of them held at the same instant.
 local lrucache = require "resty.lrucache"
-local semaphore = require "ngx.semaphore"
 local settings = require "hmdp.edge.settings"
-local clock = require "hmdp.edge.sale_clock"
+local sale_keys = require "hmdp.edge.sale_keys"
+local sale_nodes = require "hmdp.edge.sale_nodes"
 
 local M = {}
 
-local views           -- voucher id -> {parts = {...}} or {absent = true}, per worker, bounded
-local reading = {}    -- voucher id -> true while the watcher reads it, "dirty" if invalidated meanwhile
-local wanted, wanted_count = {}, 0
-local wake            -- posted when a voucher is wanted: the watcher reads it at once
-local confirmed_ms = 0 -- local time the last heartbeat that came back was sent
+local entries           -- Redis key -> {node, epoch, part | buckets | absent}
+local reading = {}      -- key -> true while read, "dirty" when invalidated meanwhile
 
-local MAX_WANTED = 256
+M.ABSENT = {}
 
 function M.init()
-  views = lrucache.new(settings.values.sales.maxViews)
-  wake = semaphore.new(0)
+  entries = lrucache.new(settings.values.sales.maxViews)
+  reading = {}
 end
 
---- Asks the watcher for a reading of the voucher (bounded: beyond it, a later request asks again).
-local function want(id)
-  if wanted[id] or wanted_count >= MAX_WANTED then return end
-  wanted[id] = true
-  wanted_count = wanted_count + 1
-  if wanted_count == 1 then wake:post(1) end
-end
-
---- Whether a heartbeat sent within freshMs came back: what is held is current to within that.
-function M.is_fresh()
-  return clock.local_ms() - confirmed_ms <= settings.values.sales.freshMs
-end
-
---- The view of a voucher if it is fresh, else nil (and a reading is asked for when none is held).
-function M.known(id)
-  local view = views:get(id)
-  if view == nil then
-    want(id)
+--- The entry of a key if it is held and its node fresh; else nil (and a reading is wanted).
+local function entry_of(key)
+  local node = sale_nodes.node_of(key)
+  if not node then return nil end
+  local entry = entries:get(key)
+  if entry == nil or entry.epoch ~= node.epoch or entry.node ~= node then
+    node:want(key)
     return nil
   end
-  if not M.is_fresh() then return nil end
-  return view
+  if not node:fresh() then return nil end
+  return entry
 end
 
---- The watcher's side: the vouchers wanted since the last call, at most `max`.
-function M.take_wanted(max)
-  local ids = {}
-  for id in pairs(wanted) do
-    if #ids >= max then break end
-    ids[#ids + 1] = id
-    wanted[id] = nil
-    wanted_count = wanted_count - 1
+--- The parts of a voucher's sale (its hash, or each bucket's), ABSENT when Redis holds no sale, or
+--- nil when this worker does not know (then the readings are wanted). Each part has its `node`.
+function M.sale(id)
+  local entry = entry_of(sale_keys.voucher(id))
+  if entry == nil then return nil end
+  if entry.absent then return M.ABSENT end
+  if not entry.buckets then return { entry.part } end
+  local parts = {}
+  for b = 0, entry.buckets - 1 do
+    local bucket = entry_of(sale_keys.bucket(id, b, entry.buckets))
+    -- Every missing one is wanted at once, so that the next request finds them all.
+    if bucket == nil then
+      parts = nil
+    elseif parts then
+      -- A bucket without its sale (a layout being changed): the app decides.
+      if not bucket.part then return nil end
+      parts[b + 1] = bucket.part
+    end
   end
-  return ids
+  return parts
 end
 
---- Waits until a voucher is wanted, or `seconds`.
-function M.wait(seconds)
-  if wanted_count > 0 then return end
-  wake:wait(seconds)
+--- Before a reading of `key` is sent.
+function M.reading(key) reading[key] = true end
+
+--- A reading of `key` from `node` (nil: it failed): kept unless an invalidation of it came in while it was read.
+function M.read(key, node, entry)
+  local state = reading[key]
+  reading[key] = nil
+  if entry == nil then return end
+  if state == "dirty" then return node:want(key) end
+  if state == nil then return end
+  entry.node, entry.epoch = node, node.epoch
+  if entry.part then entry.part.node = node end
+  entries:set(key, entry)
 end
 
---- Before a reading is sent: an invalidation that arrives before it is stored voids it.
-function M.reading(id) reading[id] = true end
-
---- A reading's result: kept unless an invalidation of the voucher came in while it was read.
-function M.read(id, view)
-  local state = reading[id]
-  reading[id] = nil
-  if state == "dirty" then return want(id) end
-  if state then views:set(id, view) end
+--- Redis says the key was written (or, with key nil, everything on `node`: a FLUSHDB).
+function M.invalidated(key, node)
+  if key == nil then return node:forget() end
+  entries:delete(key)
+  if reading[key] then reading[key] = "dirty" end
 end
 
---- Redis says a hash of the voucher was written (or, with id nil, everything: a FLUSHDB).
-function M.invalidated(id)
-  if id == nil then return M.forget() end
-  views:delete(id)
-  if reading[id] then reading[id] = "dirty" end
-end
-
---- A heartbeat sent at local time sent_ms came back through the push.
-function M.confirm(sent_ms)
-  if sent_ms > confirmed_ms then confirmed_ms = sent_ms end
-end
-
---- The path was lost: nothing held is trusted (invalidations may have been missed meanwhile).
-function M.forget()
-  views:flush_all()
-  -- A reading of the lost connection that still completes is not stored.
-  reading = {}
-  confirmed_ms = 0
-  clock.forget()
+--- A pair of connections of `node` was lost or made again: nothing read before is trusted.
+function M.forget(node)
+  node:forget()
+  for key in pairs(reading) do reading[key] = "dirty" end
 end
 
 return M

@@ -1,10 +1,10 @@
 -- GET /_edge/status (loopback only): whether the push of changes works, how many drops it made
--- (the generation), whether this worker's view of the sales is fresh, and L1's room, for an
+-- (the generation), whether this worker's view of the sales is fresh on every node, and L1's room, for an
 -- operator or a probe.
 local cjson = require "cjson.safe"
 local settings = require "hmdp.edge.settings"
 local push_state = require "hmdp.edge.push_state"
-local sale_view = require "hmdp.edge.sale_view"
+local sale_nodes = require "hmdp.edge.sale_nodes"
 
 local M = {}
 
@@ -20,7 +20,7 @@ function M.serve()
     push = push,
     generation = push_state.generation(),
     -- This worker's view of the sales: "fresh" while its watcher's heartbeat comes back in time.
-    sales = values.sales and (sale_view.is_fresh() and "fresh" or "stale") or "off",
+    sales = values.sales and (sale_nodes.fresh() and "fresh" or "stale") or "off",
     l1 = { capacity = dict:capacity(), free = dict:free_space() },
   }))
 end

@@ -39,7 +39,27 @@ local function add(key, visitor)
   end
 end
 
+--- On a Redis Cluster each key is on the node of its slot: its commands go there one by one.
+local function write_each(batch)
+  for key, visitors in pairs(batch) do
+    local members = {}
+    for visitor in pairs(visitors) do members[#members + 1] = visitor end
+    local changed = false
+    for i = 1, #members, CHUNK do
+      local answer, err = l2.command(key, "pfadd", key, unpack(members, i, math.min(i + CHUNK - 1, #members)))
+      if not answer then return nil, err end
+      changed = changed or answer == 1
+    end
+    if changed then
+      local ok, err = l2.command(key, "expire", key, UV_TTL_SECONDS)
+      if not ok then return nil, err end
+    end
+  end
+  return true
+end
+
 local function write(batch)
+  if settings.values.redis.cluster then return write_each(batch) end
   local client, err = l2.connect()
   if not client then return nil, err end
   local keys = {}

@@ -14,14 +14,13 @@ local find, sub, format, concat = string.find, string.sub, string.format, table.
 
 --- The stock the app lists for a voucher: a number, false for MySQL's, nil when not known here.
 local function live_stock(id)
-  local view = sale_view.known(id)
-  if view == nil then return nil end
-  if view.absent then return false end
+  local parts = sale_view.sale(id)
+  if parts == nil then return nil end
+  if parts == sale_view.ABSENT then return false end
+  -- One part: a sale of one hash (a bucketed one has two buckets at least).
+  if #parts == 1 then return parts[1].stock end
   local total = 0
-  for _, part in ipairs(view.parts) do
-    total = total + part.stock
-    if view.bucketed then total = total + part.pending end
-  end
+  for _, part in ipairs(parts) do total = total + part.stock + part.pending end
   return total
 end
 
