@@ -32,7 +32,7 @@ import { computeTargets, Progress, renderMarkdown, summariseProfiles, writeDocs,
 import {
   prepareBaseline,
   prepareEdgeShop,
-  prepareOrderThroughNginx,
+  prepareOrders,
   prepareRabbitSale,
   prepareSale,
   prepareSemaphoreSale,
@@ -40,7 +40,6 @@ import {
   prepareShopRedis,
   prepareSoldOut,
   type EdgeSaleResult,
-  type EdgeSaleScenario,
   type PreparedScenario,
 } from './scenarios/index.js';
 
@@ -76,12 +75,12 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     try {
       progress.step('starting servers, creating vouchers');
       // The sale through the edge (edge-sale.ts), in the order of SCENARIOS: each pair's slices alternate.
-      const profileOf = (name: EdgeSaleScenario) => (profileDir ? join(profileDir, name) : undefined);
+      const profileOf = (name: string) => (profileDir ? join(profileDir, name) : undefined);
+      const orderPair = (['proxy', 'edge'] as const).filter((kind) => wanted.has(`${kind}-order`));
       const edgeSalePrepared = Promise.allSettled([
         wanted.has('app-sold-out') ? prepareSoldOut(world, 'app', profileOf('app-sold-out')) : undefined,
         wanted.has('edge-sold-out') ? prepareSoldOut(world, 'edge') : undefined,
-        wanted.has('proxy-order') ? prepareOrderThroughNginx(world, options, 'proxy', profileOf('proxy-order')) : undefined,
-        wanted.has('edge-order') ? prepareOrderThroughNginx(world, options, 'edge', profileOf('edge-order')) : undefined,
+        orderPair.length > 0 ? prepareOrders(world, options, orderPair, profileOf('orders')) : undefined,
       ]);
       // Side by side: each server's start mostly waits on its imports and connections.
       const settled = await Promise.allSettled([
@@ -135,7 +134,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         };
       }
       const edgeSaleResults: EdgeSaleResult[] = [];
-      for (const scenario of fulfilledValues(edgeSale)) if (scenario) edgeSaleResults.push(await scenario.finish(measurements));
+      for (const scenario of fulfilledValues(edgeSale)) if (scenario) edgeSaleResults.push(...[await scenario.finish(measurements)].flat());
       if (edgeSaleResults.length > 0) report.edgeSale = edgeSaleResults;
     } finally {
       await Promise.all(prepared.map((scenario) => scenario.stop()));

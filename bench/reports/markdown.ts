@@ -188,9 +188,11 @@ function saleAtEdge(report: BenchReport): string[] {
     const ratios = cheaper ? pairedRatios(pair.slices, result.slices, servingWithoutMariadb) : pairedRatios(result.slices, pair.slices, servingWithoutMariadb);
     return `${formatSpread(ratios, 3, '×')} ${cheaper ? `cheaper than ${pair.scenario}` : pair.scenario}`;
   };
-  const reached = (result: EdgeSaleResult) =>
-    `${number(result.reachedApp)} of ${number(result.measuredRequests)}` +
-    (result.scenario === 'edge-sold-out' ? ` (${(Math.round((1000 * result.reachedApp) / result.measuredRequests) / 10).toLocaleString('en-US')} %)` : '');
+  const reached = ({ reachedApp, measuredRequests, scenario }: EdgeSaleResult) =>
+    reachedApp === null
+      ? '– (one app behind the pair)'
+      : `${number(reachedApp)} of ${number(measuredRequests)}` +
+        (scenario === 'edge-sold-out' ? ` (${(Math.round((1000 * reachedApp) / measuredRequests) / 10).toLocaleString('en-US')} %)` : '');
   return [
     "The sale through the edge (`POST /api/voucher-order/seckill/{id}`, logged-in users, the order worker off): CPU µs per request at saturation, median (lowest–highest) over the slices, of app + Redis + nginx (MariaDB left out: these requests touch no MySQL, its CPU meanwhile is others' work; shown apart) and of each; each edge scenario against its pair as its target reads (how many times cheaper the edge's refusal is; the edge's order in times the proxy's), paired per round of slices; \"reached the app\": the order route's requests the app answered over the run, of those measured:",
     '',

@@ -1,13 +1,13 @@
 /**
- * The sale through the edge, side by side (issue 41), in two pairs, each scenario with an app (and
- * an nginx) of its own so that each target's processes are counted alone:
+ * The sale through the edge, side by side (issue 41), in two pairs, whose slices take turns, so
+ * that each slice's CPU is its own target's:
  *
  * - `app-sold-out` / `edge-sold-out`: logged-in users order a sold-out voucher. The app answers
  *   from its sold-out memory after the session lookup; the edge's nginx answers from its view of
  *   the sale, the app behind it idle. Aim: the edge's refusal ≥ 5× cheaper in serving CPU.
  * - `proxy-order` / `edge-order`: orders that are all accepted (every voucher offered to each user
  *   once, with stock for all of them), through the edge's nginx with its Lua off (today's plain
- *   proxy) and with everything on. Aim: the edge's order ≤ 1.05× the proxy's.
+ *   proxy) and with everything on, both in front of one app. Aim: the edge's order ≤ 1.05× the proxy's.
  *
  * The order worker stays off in all four: what is compared is the request's path (the MySQL write
  * is the same whichever way the order came), and two workers on one stream would take each
@@ -37,8 +37,11 @@ export type EdgeSaleScenario = 'app-sold-out' | 'edge-sold-out' | 'proxy-order' 
 /** A scenario of the sale through the edge: its measurements, what its answers said, and how many requests the app answered. */
 export interface EdgeSaleResult extends HttpResult {
   scenario: EdgeSaleScenario;
-  /** The app's answers of the order route over the whole run (warm-ups and probes included). */
-  reachedApp: number;
+  /**
+   * The app's answers of the order route over the whole run (warm-ups and probes included); null
+   * for the order pair, whose one app answers both (every order: its check counts them together).
+   */
+  reachedApp: number | null;
   /** Requests of all measured phases, for comparison with `reachedApp`. */
   measuredRequests: number;
   /** Every answer the load got, over the whole run, by what it said. */
@@ -68,13 +71,12 @@ interface Tiers {
   stop(): Promise<void>;
 }
 
-async function startTiers(world: World, reads: Partial<EdgeReadOptions> | undefined, cpuProfDir: string | undefined, extraEnv = {}): Promise<Tiers> {
+async function startTiers(world: World, reads: Partial<EdgeReadOptions> | undefined, cpuProfDir: string | undefined): Promise<Tiers> {
   // Behind a proxy, as edge/README.md runs the app: both count the same client address.
-  const env = { ...world.env, ...SERVER_ENV, ...extraEnv, ...(reads ? { TRUST_PROXY: '1' } : {}) };
+  const env = { ...world.env, ...SERVER_ENV, ...(reads ? { TRUST_PROXY: '1' } : {}) };
   const server = await startServer({ env, ...(cpuProfDir ? { cpuProfDir } : {}) });
   try {
-    // One worker, as the app is one process: CPU per request is compared, not a machine's throughput.
-    const edge = reads && (await startEdge(loadConfig(serverEnvironment(env)), { salePool: [server.url.replace('http://', '')], workers: 1, reads }));
+    const edge = reads && (await startEdgeFor(env, server, reads));
     const stop = async () => {
       await edge?.stop();
       await server.stop();
@@ -84,6 +86,11 @@ async function startTiers(world: World, reads: Partial<EdgeReadOptions> | undefi
     await server.stop();
     throw error;
   }
+}
+
+/** An edge in front of `server`, rendered from the app's environment. One worker, as the app is one process: CPU per request is compared, not a machine's throughput. */
+function startEdgeFor(env: Record<string, string>, server: ServerProcess, reads: Partial<EdgeReadOptions>): Promise<Edge> {
+  return startEdge(loadConfig(serverEnvironment(env)), { salePool: [server.url.replace('http://', '')], workers: 1, reads });
 }
 
 /** `app-sold-out` (the app alone) or `edge-sold-out` (the edge's defaults in front of an app): a sold-out voucher's orders. */
@@ -108,37 +115,73 @@ export async function prepareSoldOut(world: World, where: 'app' | 'edge', cpuPro
   }
 }
 
-/** `proxy-order` (the edge's nginx, its Lua off) or `edge-order` (everything on): orders that are all accepted. */
-export async function prepareOrderThroughNginx(
+/** Today's plain proxy: the edge's nginx with its Lua off. */
+const PLAIN_PROXY: Partial<EdgeReadOptions> = { enabled: false, sales: false };
+
+/**
+ * `proxy-order` (the edge's nginx, its Lua off) and `edge-order` (everything on), those named:
+ * orders that are all accepted, through two nginx in front of one app, so that the pair differs
+ * by its nginx alone (two app processes differ by more than the few per cent judged here; the
+ * slices take turns, so each slice's app CPU is its own target's).
+ */
+export async function prepareOrders(
   world: World,
   options: Pick<BenchOptions, 'durationSeconds'>,
-  through: 'proxy' | 'edge',
+  through: ReadonlyArray<'proxy' | 'edge'>,
   cpuProfDir?: string,
-): Promise<PreparedScenario<EdgeSaleResult>> {
-  const name = `${through}-order` as const;
+): Promise<PreparedScenario<EdgeSaleResult[]>> {
   // The per-user limit kept on (its cost is part of an order) but far above what a user sends here:
   // the users come round every U requests, faster than 5 a second in a short run of few users.
-  const tiers = await startTiers(world, through === 'proxy' ? { enabled: false, sales: false } : {}, cpuProfDir, { ORDER_RATE_LIMIT_PER_USER: '1000000' });
+  const env = { ...world.env, ...SERVER_ENV, TRUST_PROXY: '1', ORDER_RATE_LIMIT_PER_USER: '1000000' };
+  const server = await startServer({ env, ...(cpuProfDir ? { cpuProfDir } : {}) });
+  const edges: Edge[] = [];
+  const stop = async () => {
+    for (const edge of edges) await edge.stop();
+    await server.stop();
+  };
   try {
     // Stock for every user on each voucher: request i is user i mod U buying voucher ⌊i / U⌋, each
     // one accepted until the vouchers wrap round.
     const plannedRequests = (2.5 + 2 * options.durationSeconds) * MAX_EXPECTED_RPS;
-    const vouchers = await world.createVouchers(Math.min(500, Math.ceil(plannedRequests / world.users.length)), world.users.length);
-    const sale = new Sale(vouchers, world.users);
-    return await prepared(name, 'POST /api/voucher-order/seckill/{id}, accepted', tiers, sale, {
-      answers: () => saleAnswers(sale),
-      checks: (reachedApp) => [
-        onlyAnswer(saleAnswers(sale), 'accepted'),
+    const count = Math.min(500, Math.ceil(plannedRequests / world.users.length));
+    const routes: Array<{ target: LoadTarget; sale: Sale }> = [];
+    for (const kind of through) {
+      const edge = await startEdgeFor(env, server, kind === 'proxy' ? PLAIN_PROXY : {});
+      edges.push(edge);
+      const sale = new Sale(await world.createVouchers(count, world.users.length), world.users);
+      routes.push({ target: { name: `${kind}-order`, url: edge.url, serverPid: server.child.pid, nginxPid: edge.pid, source: sale }, sale });
+    }
+    const before = await orderRequests(server);
+    return {
+      targets: routes.map((route) => route.target),
+      finish: async (measurements) => {
+        const reachedApp = (await orderRequests(server)) - before;
+        await stop();
         // The edge never accepts an order: the app answered at least every one the load was told of.
-        {
+        const accepted = routes.reduce((sum, route) => sum + route.sale.accepted.size, 0);
+        const answeredByApp: Check = {
           name: 'every accepted order answered by the app',
-          pass: reachedApp >= sale.accepted.size,
-          detail: `${sale.accepted.size} accepted, the app answered ${reachedApp} order requests`,
-        },
-      ],
-    });
+          pass: reachedApp >= accepted,
+          detail: `${accepted} accepted through ${through.length} nginx, the app behind them answered ${reachedApp} order requests`,
+        };
+        return routes.map(({ target, sale }) => {
+          const result = httpResult(target, 'POST /api/voucher-order/seckill/{id}, accepted', measurements);
+          const checks = [onlyAnswer(saleAnswers(sale), 'accepted'), answeredByApp];
+          return {
+            ...result,
+            scenario: target.name as EdgeSaleScenario,
+            reachedApp: null,
+            measuredRequests: measuredRequests(result),
+            answers: saleAnswers(sale),
+            checks,
+            pass: checks.every((check) => check.pass),
+          };
+        });
+      },
+      stop,
+    };
   } catch (error) {
-    await tiers.stop();
+    await stop();
     throw error;
   }
 }
@@ -147,8 +190,7 @@ export async function prepareOrderThroughNginx(
 interface Verdicts {
   /** Every answer of the run, by what it said. */
   answers(): Record<string, number>;
-  /** `reachedApp`: the order route's requests the app answered over the run. */
-  checks(reachedApp: number): Check[];
+  checks(): Check[];
 }
 
 /** The target of a prepared scenario, and its result with the app's count of the order route and the checks. */
@@ -173,12 +215,24 @@ async function prepared(
       const reachedApp = (await orderRequests(tiers.server)) - before;
       await tiers.stop();
       const result = httpResult(target, route, measurements);
-      const measuredRequests = [...result.slices, result.fixedRate].reduce((sum, phase) => sum + phase.requests, 0);
-      const checks = verdicts.checks(reachedApp);
-      return { ...result, scenario: name, reachedApp, measuredRequests, answers: verdicts.answers(), checks, pass: checks.every((check) => check.pass) };
+      const checks = verdicts.checks();
+      return {
+        ...result,
+        scenario: name,
+        reachedApp,
+        measuredRequests: measuredRequests(result),
+        answers: verdicts.answers(),
+        checks,
+        pass: checks.every((check) => check.pass),
+      };
     },
     stop: () => tiers.stop(),
   };
+}
+
+/** Requests of all measured phases: the saturation slices and the fixed rate. */
+function measuredRequests(result: HttpResult): number {
+  return [...result.slices, result.fixedRate].reduce((sum, phase) => sum + phase.requests, 0);
 }
 
 /** The load of the sold-out pair: every user in turn orders the one sold-out voucher; the answers counted by what they said. */

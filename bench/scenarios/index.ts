@@ -7,7 +7,7 @@
  * harness with the others, then finished (its results and checks).
  */
 export { prepareBaseline } from './baseline.js';
-export { prepareOrderThroughNginx, prepareSoldOut, type EdgeSaleResult, type EdgeSaleScenario } from './edge-sale.js';
+export { prepareOrders, prepareSoldOut, type EdgeSaleResult, type EdgeSaleScenario } from './edge-sale.js';
 export { prepareEdgeShop, prepareShopRedis, type EdgeShopResult } from './edge-shop.js';
 export type { HttpResult, PreparedScenario } from './prepared-scenario.js';
 export { prepareSale } from './seckill.js';
