@@ -21,7 +21,7 @@ local RETRY_S = 1
 -- Readings per round trip, and the least time between rounds: a hot sale invalidates its view on
 -- every order, and its readings must not grow with the orders.
 local BATCH = 64
-local ROUND_GAP_S = 0.005
+local ROUND_GAP_S = 0.02
 local MAP_CHECK_MS = 1000
 -- Heartbeats remembered by number (far more than come back within freshMs).
 local BEATS = 64
