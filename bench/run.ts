@@ -32,11 +32,14 @@ import { computeTargets, Progress, renderMarkdown, summariseProfiles, writeDocs,
 import {
   prepareBaseline,
   prepareEdgeShop,
+  prepareOrders,
   prepareRabbitSale,
   prepareSale,
   prepareSemaphoreSale,
   prepareShopHot,
   prepareShopRedis,
+  prepareSoldOut,
+  type EdgeSaleResult,
   type PreparedScenario,
 } from './scenarios/index.js';
 
@@ -71,6 +74,14 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     const prepared: Array<PreparedScenario<unknown>> = [];
     try {
       progress.step('starting servers, creating vouchers');
+      // The sale through the edge (edge-sale.ts), in the order of SCENARIOS: each pair's slices alternate.
+      const profileOf = (name: string) => (profileDir ? join(profileDir, name) : undefined);
+      const orderPair = (['proxy', 'edge'] as const).filter((kind) => wanted.has(`${kind}-order`));
+      const edgeSalePrepared = Promise.allSettled([
+        wanted.has('app-sold-out') ? prepareSoldOut(world, 'app', profileOf('app-sold-out')) : undefined,
+        wanted.has('edge-sold-out') ? prepareSoldOut(world, 'edge') : undefined,
+        orderPair.length > 0 ? prepareOrders(world, options, orderPair, profileOf('orders')) : undefined,
+      ]);
       // Side by side: each server's start mostly waits on its imports and connections.
       const settled = await Promise.allSettled([
         wanted.has('baseline')
@@ -93,8 +104,9 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         wanted.has('edge-shop-l2') ? prepareEdgeShop(world, 'l2') : undefined,
       ]);
       // What did start is stopped in `finally` even when another scenario failed to.
-      for (const result of settled) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
-      const failure = settled.find((result) => result.status === 'rejected');
+      const edgeSale = await edgeSalePrepared;
+      for (const result of [...settled, ...edgeSale]) if (result.status === 'fulfilled' && result.value) prepared.push(result.value);
+      const failure = [...settled, ...edgeSale].find((result) => result.status === 'rejected');
       if (failure) throw failure.reason;
       const [baseline, async, rabbit, gated, sync, semaphore, shopHot, shopRedis, edgeL1, edgeL2] = fulfilledValues(settled);
       const cpuPids = { redis: await redisPid(world.redis), mariadb: options.target ? undefined : await mariadbPid(world.db) };
@@ -121,6 +133,9 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
           ...(edgeL2 ? { l2: await edgeL2.finish(measurements) } : {}),
         };
       }
+      const edgeSaleResults: EdgeSaleResult[] = [];
+      for (const scenario of fulfilledValues(edgeSale)) if (scenario) edgeSaleResults.push(...[await scenario.finish(measurements)].flat());
+      if (edgeSaleResults.length > 0) report.edgeSale = edgeSaleResults;
     } finally {
       await Promise.all(prepared.map((scenario) => scenario.stop()));
     }
@@ -135,7 +150,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
     }
     if (profileDir) report.profiles = await summariseProfiles(profileDir);
     report.targets = computeTargets(report);
-    report.pass = report.seckill.every((sale) => sale.pass);
+    report.pass = report.seckill.every((sale) => sale.pass) && (report.edgeSale ?? []).every((scenario) => scenario.pass);
     report.finishedAt = new Date().toISOString();
     report.loadAverage += ` → ${await loadAverage()}`;
     return report;

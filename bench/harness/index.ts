@@ -7,6 +7,7 @@
  */
 export { compiledServerEntry, COMPILED_ROOT_PATTERN } from './compiled-server.js';
 export {
+  childPids,
   CPU_PARTS,
   cpuSpread,
   formatSpread,

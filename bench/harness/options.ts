@@ -15,17 +15,22 @@ export const SCENARIOS = [
   'shop-redis',
   'edge-shop-l1',
   'edge-shop-l2',
+  'app-sold-out',
+  'edge-sold-out',
+  'proxy-order',
+  'edge-order',
   'id',
   'lock',
 ] as const;
 /**
  * Run only when named: gulimall's design, beside ours for comparison (docs/benchmarks-history.md);
  * the shop read from Redis and at the edge (an app and an nginx each), beside shop-hot
- * (docs/BENCHMARKS.md, "The edge's reads").
+ * (docs/BENCHMARKS.md, "The edge's reads"); the sale through the edge, in pairs ("The sale at the edge").
  */
-const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2'];
+const EDGE_SALE: readonly ScenarioName[] = ['app-sold-out', 'edge-sold-out', 'proxy-order', 'edge-order'];
+const ON_REQUEST: readonly ScenarioName[] = ['seckill-semaphore', 'seckill-gated', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2', ...EDGE_SALE];
 /** The scenarios that need servers the harness starts (bench routes, an app with other settings, an edge). */
-const OWN_SERVERS: readonly ScenarioName[] = ['baseline', 'shop-hot', 'seckill-semaphore', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2'];
+const OWN_SERVERS: readonly ScenarioName[] = ['baseline', 'shop-hot', 'seckill-semaphore', 'shop-redis', 'edge-shop-l1', 'edge-shop-l2', ...EDGE_SALE];
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 export interface BenchOptions {
@@ -67,7 +72,7 @@ export interface BenchOptions {
   write: boolean;
   /** Where the Markdown and SVG go when written. */
   docsDir: string;
-  /** Profile the baseline, seckill-async and shop-hot servers (node --cpu-prof) and summarise where their time goes. */
+  /** Profile the baseline, seckill-async and shop-hot servers (node --cpu-prof), and the loaded apps of the sale at the edge, and summarise where their time goes. */
   cpuProf: boolean;
   /** How long to wait for the order worker to drain after a sale. */
   drainTimeoutSeconds: number;
@@ -92,7 +97,9 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
                           (default: all but seckill-semaphore, gulimall's design,
                           seckill-gated, a sale behind purchase tokens, and the shop read
                           without the near cache (shop-redis) and at the edge's nginx from
-                          its L1 or L2 (edge-shop-l1, edge-shop-l2): run when named)
+                          its L1 or L2 (edge-shop-l1, edge-shop-l2), and the sale through
+                          the edge (app-sold-out, edge-sold-out, proxy-order, edge-order):
+                          run when named)
   --duration SECONDS      each measured phase (default 10)
   --connections N         connections at saturation (default 100)
   --latency-connections N connections at the fixed rate (default 1000)
@@ -105,7 +112,8 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)
   --log-level LEVEL       the servers' LOG_LEVEL: warn (default) or info (a deployment's default)
-  --cpu-prof              profile the baseline, seckill-async and shop-hot servers and summarise them
+  --cpu-prof              profile the baseline, seckill-async and shop-hot servers (and those of
+                          app-sold-out, proxy-order and edge-order) and summarise them
   --json                  one JSON document on stdout instead of Markdown
   --no-write              do not update docs/BENCHMARKS.md and docs/bench/chart.svg
   --docs-dir DIR          where BENCHMARKS.md and bench/chart.svg are written (default docs)

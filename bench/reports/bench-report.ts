@@ -1,7 +1,7 @@
 /** The run of `npm run bench` as one object: what run.ts assembles and the reports render. */
 import type { BenchOptions, Machine, Spread } from '../harness/index.js';
 import type { OpsRow } from '../micro/index.js';
-import type { EdgeShopResult, HttpResult, SeckillResult } from '../scenarios/index.js';
+import type { EdgeSaleResult, EdgeShopResult, HttpResult, SeckillResult } from '../scenarios/index.js';
 import type { ProfileSummary } from './profile.js';
 
 export interface Target {
@@ -31,6 +31,8 @@ export interface BenchReport {
   shopRedis?: HttpResult;
   /** The shop read answered at the edge's nginx from its L1 or L2 (`edge-shop-l1`, `edge-shop-l2`). */
   edgeShop?: { l1?: EdgeShopResult; l2?: EdgeShopResult };
+  /** The sale through the edge (`app-sold-out`, `edge-sold-out`, `proxy-order`, `edge-order`), those that ran, in that order. */
+  edgeSale?: EdgeSaleResult[];
   ids?: OpsRow[];
   locks?: OpsRow[];
   targets: Target[];

@@ -1,5 +1,5 @@
 /** The HTTP scenarios of a report as rows, one per measured route, for its table and its chart. */
-import type { HttpResult } from '../scenarios/index.js';
+import type { EdgeSaleScenario, HttpResult } from '../scenarios/index.js';
 import type { BenchReport } from './bench-report.js';
 
 export interface HttpRow {
@@ -11,6 +11,9 @@ export interface HttpRow {
   /** Another fixed-rate phase of a scenario already listed: its saturation figures are that row's. */
   fixedRateOnly?: boolean;
 }
+
+/** The sale through the edge in pairs: each edge scenario and the scenario it is judged against. */
+export const EDGE_SALE_PAIRS: Partial<Record<EdgeSaleScenario, EdgeSaleScenario>> = { 'edge-sold-out': 'app-sold-out', 'edge-order': 'proxy-order' };
 
 export function httpRows(report: BenchReport): HttpRow[] {
   const rows: HttpRow[] = [];
@@ -39,5 +42,17 @@ export function httpRows(report: BenchReport): HttpRow[] {
   shopRead('shop-redis', report.shopRedis);
   shopRead('edge-shop-l1', report.edgeShop?.l1);
   shopRead('edge-shop-l2', report.edgeShop?.l2);
+  // The sale through the edge: each edge scenario beside the one it is judged against.
+  const edgeSale = report.edgeSale ?? [];
+  for (const result of edgeSale) {
+    const against = edgeSale.find((other) => other.scenario === EDGE_SALE_PAIRS[result.scenario]);
+    rows.push({
+      name: result.scenario,
+      route: result.route,
+      result,
+      ...(against ? { versus: { name: against.scenario, rps: against.saturation.rps } } : {}),
+      correct: result.pass,
+    });
+  }
   return rows;
 }

@@ -1,11 +1,11 @@
 /** The run's report as Markdown: printed, and written into docs/BENCHMARKS.md between its markers (docs.ts). */
 import { CPU_PARTS, formatSpread, spreadOf } from '../harness/index.js';
-import type { HttpResult } from '../scenarios/index.js';
+import type { EdgeSaleResult, EdgeSaleScenario, HttpResult } from '../scenarios/index.js';
 import type { BenchReport } from './bench-report.js';
 import { number, ratio } from './format.js';
-import { httpRows } from './http-rows.js';
+import { EDGE_SALE_PAIRS, httpRows } from './http-rows.js';
 import type { ProfileSummary } from './profile.js';
-import { pairedRatios } from './targets.js';
+import { pairedRatios, servingWithoutMariadb } from './targets.js';
 
 export function renderMarkdown(report: BenchReport): string {
   const { machine, options } = report;
@@ -46,10 +46,11 @@ export function renderMarkdown(report: BenchReport): string {
   const cpuRows = rows.filter((row) => row.result.saturation.cpuSpread && !row.fixedRateOnly);
   if (cpuRows.length > 0) {
     // nginx's column only in a run with an edge scenario: elsewhere it is 0 on every row.
-    const parts = report.edgeShop ? CPU_PARTS : CPU_PARTS.filter((part) => part !== 'nginx');
+    const withNginx = Boolean(report.edgeShop || report.edgeSale);
+    const parts = withNginx ? CPU_PARTS : CPU_PARTS.filter((part) => part !== 'nginx');
     out.push(
       'CPU µs per request at saturation, by process: median (lowest–highest) over the alternating slices; "serving" = server + Redis + MariaDB + broker (RabbitMQ, counted for the scenario whose orders pass through it)' +
-        (report.edgeShop ? " + nginx (the edge's master and workers, counted for the edge's scenarios):" : ':'),
+        (withNginx ? " + nginx (the edge's master and workers, counted for the edge's scenarios):" : ':'),
       '',
       `| scenario | req/s per slice | ${parts.join(' | ')} | serving |`,
       `|---|---:|${parts.map(() => '---:|').join('')}---:|`,
@@ -63,6 +64,7 @@ export function renderMarkdown(report: BenchReport): string {
   }
 
   out.push(...shopLevels(report));
+  out.push(...saleAtEdge(report));
 
   const worked = report.seckill.filter((sale) => sale.work);
   if (worked.length > 0) {
@@ -158,6 +160,52 @@ function shopLevels(report: BenchReport): string[] {
         `| ${name} | ${by} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ${formatSpread(result.saturation.cpuSpread?.total ?? spreadOf([]))} | ` +
         `${formatSpread(pairedRatios(nearCache.slices, result.slices, serving), 3, '×')} | ${passed(name)} |`,
     ),
+    '',
+  ];
+}
+
+/** What answers each scenario of the sale through the edge. */
+const SALE_AT_EDGE_BY: Record<EdgeSaleScenario, string> = {
+  'app-sold-out': "the app: its sold-out memory, after the session's lookup",
+  'edge-sold-out': "the edge's nginx: its view of the sale",
+  'proxy-order': "the app, through the edge's nginx with its Lua off",
+  'edge-order': "the app, through the edge's nginx with everything on",
+};
+
+/**
+ * The sale through the edge, pair by pair: serving CPU per request at saturation with its parts,
+ * each edge scenario against its pair (paired per round of slices), what reached the app, the checks.
+ */
+function saleAtEdge(report: BenchReport): string[] {
+  const results = report.edgeSale ?? [];
+  if (results.length === 0) return [];
+  const cpu = (result: HttpResult, part: 'nginx' | 'server' | 'redis' | 'mariadb') => formatSpread(result.saturation.cpuSpread?.[part] ?? spreadOf([]));
+  // As its target reads: the sold-out refusal's "times cheaper" (the app's ÷ the edge's), the order's "times the proxy's".
+  const versus = (result: EdgeSaleResult) => {
+    const pair = results.find((other) => other.scenario === EDGE_SALE_PAIRS[result.scenario]);
+    if (!pair) return '–';
+    const cheaper = result.scenario === 'edge-sold-out';
+    const ratios = cheaper ? pairedRatios(pair.slices, result.slices, servingWithoutMariadb) : pairedRatios(result.slices, pair.slices, servingWithoutMariadb);
+    return `${formatSpread(ratios, 3, '×')} ${cheaper ? `cheaper than ${pair.scenario}` : pair.scenario}`;
+  };
+  const reached = ({ reachedApp, measuredRequests, scenario }: EdgeSaleResult) =>
+    reachedApp === null
+      ? '– (one app behind the pair)'
+      : `${number(reachedApp)} of ${number(measuredRequests)}` +
+        (scenario === 'edge-sold-out' ? ` (${(Math.round((1000 * reachedApp) / measuredRequests) / 10).toLocaleString('en-US')} %)` : '');
+  return [
+    "The sale through the edge (`POST /api/voucher-order/seckill/{id}`, logged-in users, the order worker off): CPU µs per request at saturation, median (lowest–highest) over the slices, of app + Redis + nginx (MariaDB left out: these requests touch no MySQL, its CPU meanwhile is others' work; shown apart) and of each; each edge scenario against its pair as its target reads (how many times cheaper the edge's refusal is; the edge's order in times the proxy's), paired per round of slices; \"reached the app\": the order route's requests the app answered over the run, of those measured:",
+    '',
+    '| scenario | answered by | req/s per slice | app + Redis + nginx µs | nginx µs | app µs | Redis µs | (MariaDB µs) | against its pair | reached the app |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(
+      (result) =>
+        `| ${result.scenario} | ${SALE_AT_EDGE_BY[result.scenario]} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ` +
+        `${formatSpread(spreadOf(result.slices.map(servingWithoutMariadb)))} | ${cpu(result, 'nginx')} | ${cpu(result, 'server')} | ${cpu(result, 'redis')} | ${cpu(result, 'mariadb')} | ` +
+        `${versus(result)} | ${reached(result)} |`,
+    ),
+    '',
+    ...results.flatMap((result) => result.checks.map((check) => `- ${result.scenario}: ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`)),
     '',
   ];
 }
