@@ -87,9 +87,11 @@ describe('change follower: writes that bypass the app', () => {
     expect((await shopThroughApp(world.app, '2'))?.name).not.toBe('never committed');
   });
 
-  it("a shop's new position and type move it in the GEO index; a shop type renamed and a voucher added reach their lists", async () => {
+  it("a shop's new position and type move it in the GEO index (its entry announced); a shop type renamed and a voucher added reach their lists", async () => {
     const before = await shopThroughApp(world.app, '3');
+    announced.length = 0;
     await world.sql.query('UPDATE tb_shop SET x = 120.2, y = 30.3, type_id = 2 WHERE id = 3');
+    await eventually(() => expect(announced).toContain('cache:shop:3'), 10_000);
     await eventually(async () => {
       const [position] = (await world.redis.geopos('shop:geo:2', '3')) as Array<[string, string] | null>;
       expect(position).not.toBeNull();
@@ -109,6 +111,34 @@ describe('change follower: writes that bypass the app', () => {
     expect(await listed()).not.toContain('voucher by SQL');
     await world.sql.query("INSERT INTO tb_voucher (shop_id, title, pay_value, actual_value, type, status) VALUES (4, 'voucher by SQL', 100, 200, 0, 1)");
     await eventually(async () => expect(await listed()).toContain('voucher by SQL'), 10_000);
+  });
+
+  it("a seckill voucher's window changed by SQL reaches its shop's list; its stock alone (the order writer's) announces nothing", async () => {
+    await world.sql.query('BEGIN');
+    const [inserted] = (await world.sql.query(
+      "INSERT INTO tb_voucher (shop_id, title, pay_value, actual_value, type, status) VALUES (5, 'sale by SQL', 100, 200, 1, 1)",
+    )) as unknown as [{ insertId: number }];
+    await world.sql.query(
+      "INSERT INTO tb_seckill_voucher (voucher_id, stock, begin_time, end_time) VALUES (?, 10, '2030-01-01 10:00:00', '2030-01-02 10:00:00')",
+      [inserted.insertId],
+    );
+    await world.sql.query('COMMIT');
+    const window = async (): Promise<string | undefined> =>
+      ((await world.app.inject({ url: '/api/voucher/list/5' })).json().data as Array<{ title: string; endTime?: string }>).find(
+        (voucher) => voucher.title === 'sale by SQL',
+      )?.endTime;
+    await eventually(async () => expect(await window()).toBe(new Date('2030-01-02T10:00:00').toISOString()), 10_000);
+
+    await caughtUp();
+    announced.length = 0;
+    await world.sql.query('UPDATE tb_seckill_voucher SET stock = stock - 1 WHERE voucher_id = ?', [inserted.insertId]);
+    await caughtUp();
+    expect(announced).toEqual([]);
+
+    // Alone in its transaction: the shop is looked up in tb_voucher.
+    await world.sql.query("UPDATE tb_seckill_voucher SET end_time = '2030-01-03 10:00:00' WHERE voucher_id = ?", [inserted.insertId]);
+    await eventually(async () => expect(await window()).toBe(new Date('2030-01-03T10:00:00').toISOString()), 10_000);
+    expect(announced).toContain('cache:voucher-list:5');
   });
 
   it('a shop inserted by SQL is found by the app (added to the Bloom filter and the GEO index)', async () => {
