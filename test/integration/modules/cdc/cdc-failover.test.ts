@@ -12,7 +12,8 @@ const GAP_LINE = /dropping every cached entry/;
  * The change follower's failures, with follower processes (src/cli/cdc.ts) on a private binlog
  * MariaDB: killed, paused while a standby takes over, and restarted past a purged binlog.
  */
-describe('change follower: failures', () => {
+// Each test starts follower processes (tsx) and waits on a MariaDB of its own: seconds each on a busy machine.
+describe('change follower: failures', { timeout: 180_000 }, () => {
   let world: CdcWorld;
   /** 200 shops of this file's own, each cached by the app before a test changes it once. */
   let shopIds: string[];
@@ -24,7 +25,7 @@ describe('change follower: failures', () => {
       `INSERT INTO tb_shop (name, type_id, images, area, address, x, y, avg_price, sold, comments, score, open_hours) VALUES ${rows.join(',')}`,
     )) as unknown as [{ insertId: number }];
     shopIds = Array.from({ length: 200 }, (_, i) => String(result.insertId + i));
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await world?.close();

@@ -13,7 +13,8 @@ import { comparePositions, percentile, savedPosition, shopThroughApp, startCdcWo
  * The change follower (src/cli/cdc.ts) as a child process on a private binlog MariaDB: rows
  * written with plain SQL, bypassing the app, reach what the app answers.
  */
-describe('change follower: writes that bypass the app', () => {
+// Each test starts follower processes (tsx) and waits on a MariaDB of its own: seconds each on a busy machine.
+describe('change follower: writes that bypass the app', { timeout: 180_000 }, () => {
   let world: CdcWorld;
   let follower: Fixture;
   let port: number;
@@ -30,7 +31,7 @@ describe('change follower: writes that bypass the app', () => {
     follower = world.startFollower(['--port', String(port)]);
     await follower.waitForLine(/change follower: active/, 30_000);
     await eventually(async () => expect(await savedPosition(world.redis)).toBeDefined());
-  });
+  }, 120_000);
 
   afterAll(async () => {
     listener?.disconnect();
