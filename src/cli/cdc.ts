@@ -55,6 +55,8 @@ server?.close();
 await locks.close();
 await db.destroy();
 await closeRedis(redis);
+// A socket of a dependency gone silent must not keep a stopped follower alive.
+setTimeout(() => process.exit(), 2_000).unref();
 
 function parseOptions(args: string[]): { port: number; serverId: number; leaseMs: number } {
   const { values } = parseArgs({ args, options: { port: { type: 'string' }, 'server-id': { type: 'string' }, 'lease-ms': { type: 'string' } } });
