@@ -88,6 +88,25 @@ describe('change follower: failures', { timeout: 180_000 }, () => {
     await stopped(restarted);
   });
 
+  it('the active follower killed (SIGKILL) beside a standby: the standby takes over within seconds and follows from the saved position', async () => {
+    const leader = world.startFollower(['--lease-ms', '2000']);
+    await leader.waitForLine(/change follower: active/, 30_000);
+    const standby = world.startFollower(['--lease-ms', '2000']);
+    await standby.waitForLine(/change follower started/, 30_000);
+    await caughtUp();
+    await cacheAll(shopIds.slice(100, 110));
+    leader.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    for (let i = 100; i < 110; i += 1) await world.sql.query('UPDATE tb_shop SET name = ? WHERE id = ?', [`after leader killed ${i}`, shopIds[i]]);
+    await standby.waitForLine(/change follower: active/, 20_000);
+    console.log(`cdc: standby active ${Math.round(performance.now() - killedAt)} ms after the leader was killed (lease 2000 ms)`);
+    await eventually(async () => {
+      for (let i = 100; i < 110; i += 1) expect((await shopThroughApp(world.app, shopIds[i]!))?.name).toBe(`after leader killed ${i}`);
+    }, 15_000);
+    expect(standby.output()).not.toMatch(GAP_LINE);
+    await stopped(standby);
+  });
+
   it('the active follower paused (SIGSTOP): the standby takes over within seconds; the paused one, resumed, cannot move the position back', async () => {
     const leader = world.startFollower(['--lease-ms', '2000']);
     await leader.waitForLine(/change follower: active/, 30_000);
