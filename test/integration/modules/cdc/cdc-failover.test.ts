@@ -29,7 +29,7 @@ describe('change follower: failures', { timeout: 180_000 }, () => {
 
   afterAll(async () => {
     await world?.close();
-  });
+  }, 120_000);
 
   async function currentPosition(): Promise<{ file: string; position: number }> {
     const [status] = await onServer<Array<{ File: string; Position: number }>>(world.mariadb.serverUrl, 'SHOW MASTER STATUS');

@@ -36,7 +36,7 @@ describe('change follower: writes that bypass the app', { timeout: 180_000 }, ()
   afterAll(async () => {
     listener?.disconnect();
     await world?.close();
-  });
+  }, 120_000);
 
   /** Polls `check` every 2 ms (finer than eventually's 50 ms) and returns the ms from `since` until it held; fails after 10 s. */
   async function msUntil(check: () => Promise<boolean>, since: number): Promise<number> {

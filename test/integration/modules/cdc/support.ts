@@ -73,14 +73,20 @@ export async function startCdcWorld(): Promise<CdcWorld> {
         follower.child.kill('SIGCONT');
         follower.child.kill('SIGKILL');
       }
-      await app.close();
-      await sql.end();
-      await closeRedis(redis);
-      await db.destroy();
-      await deleteKeys(keyPrefix);
-      await mariadb.stop();
+      await step('app', () => app.close());
+      await step('connections', () => Promise.all([sql.end(), closeRedis(redis), db.destroy()]));
+      await step('keys', () => deleteKeys(keyPrefix));
+      await step('mariadb', () => mariadb.stop());
     },
   };
+}
+
+/** One step of a cleanup, named on stderr when it is slow (a busy machine, a silent dependency). */
+async function step(name: string, work: () => Promise<unknown>): Promise<void> {
+  const started = performance.now();
+  await work();
+  const tookMs = performance.now() - started;
+  if (tookMs > 5_000) console.warn(`cdc world: closing ${name} took ${Math.round(tookMs)} ms`);
 }
 
 /** The shop as the app answers it (GET /api/shop/{id}). */
