@@ -158,6 +158,9 @@ describe('change follower: failures', { timeout: 180_000 }, () => {
     follower = world.startFollower(['--port', String(port)]);
     await follower.waitForLine(/THE SAVED BINLOG POSITION WAS PURGED/, 30_000);
     await follower.waitForLine(/change follower: active/, 30_000);
+    // Once: every followed entry cached before (at least the 30 shops), each invalidated and announced.
+    const dropped = JSON.parse(await follower.waitForLine(/dropped the cached entries of the followed tables/, 30_000)) as { dropped: number };
+    expect(dropped.dropped).toBeGreaterThanOrEqual(31);
     // The change nobody read is answered now, and so is every other followed entry (reloaded).
     await eventually(async () => expect((await shopThroughApp(world.app, shopIds[0]!))?.name).toBe('while nobody followed'), 15_000);
     const health = (await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()) as { gaps: Array<{ reason: string; saved: { file: string } }> };
@@ -167,6 +170,7 @@ describe('change follower: failures', { timeout: 180_000 }, () => {
     // Followed again afterwards.
     await world.sql.query("UPDATE tb_shop SET name = 'after the gap' WHERE id = ?", [shopIds[1]]);
     await eventually(async () => expect((await shopThroughApp(world.app, shopIds[1]!))?.name).toBe('after the gap'), 15_000);
+    expect(follower.output().match(/dropped the cached entries/g)).toHaveLength(1);
     await stopped(follower);
   });
 });
