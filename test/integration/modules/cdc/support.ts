@@ -84,10 +84,20 @@ export async function startCdcWorld(): Promise<CdcWorld> {
 /** One step of a cleanup, named on stderr when it is slow (a busy machine, a silent dependency). */
 async function step(name: string, work: () => Promise<unknown>): Promise<void> {
   const started = performance.now();
-  await work();
+  const slow = setTimeout(() => console.warn(`cdc world: closing ${name} still runs after 5 s`), 5_000);
+  // Bounded: the next steps (the private MariaDB's stop above all) run whatever this one does.
+  const bound = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), STEP_BOUND_MS).unref());
+  try {
+    const outcome = await Promise.race([work().then(() => 'done' as const), bound]);
+    if (outcome === 'timeout') console.warn(`cdc world: closing ${name} gave up after ${STEP_BOUND_MS} ms`);
+  } finally {
+    clearTimeout(slow);
+  }
   const tookMs = performance.now() - started;
   if (tookMs > 5_000) console.warn(`cdc world: closing ${name} took ${Math.round(tookMs)} ms`);
 }
+
+const STEP_BOUND_MS = 20_000;
 
 /** The shop as the app answers it (GET /api/shop/{id}). */
 export async function shopThroughApp(app: FastifyInstance, id: string): Promise<{ name: string; typeId: string; x: number; y: number } | null> {
