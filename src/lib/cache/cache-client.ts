@@ -101,10 +101,29 @@ export class CacheClient {
     return cache;
   }
 
+  /**
+   * invalidate() of a key by its name, for a process that knows the keys but not their loaders (a
+   * change follower, a sweep after a gap): the same tombstone (`tombstoneMs`, default 30 000) and
+   * the same announcement. `key` is written without the client's keyPrefix, as `key(id)` gives it.
+   */
+  async invalidateKey(key: string, tombstoneMs = DEFAULT_TOMBSTONE_MS): Promise<void> {
+    assertMs('tombstoneMs', tombstoneMs, 1);
+    await writeTombstone(this.redis, this.options, key, tombstoneMs);
+  }
+
   /** Resolves once the background rebuilds running now have finished (call before closing Redis). */
   async idle(): Promise<void> {
     await Promise.all(this.caches.map((cache) => cache.idle()));
   }
+}
+
+const DEFAULT_TOMBSTONE_MS = 30_000;
+
+/** The tombstone of an invalidation, the near cache told, the change announced (changeChannel). */
+async function writeTombstone(redis: RedisClient, options: CacheClientOptions, key: string, tombstoneMs: number): Promise<void> {
+  await redis.set(key, newTombstone(), 'PX', tombstoneMs);
+  options.reader?.forget(key);
+  if (options.changeChannel !== undefined) await redis.publish(options.changeChannel, key);
 }
 
 /** One cache: a key space, a loader and a strategy. Made by CacheClient.define. */
@@ -127,7 +146,7 @@ export class Cache<V> {
     private readonly client: CacheClientOptions,
     private readonly definition: CacheDefinition<V>,
   ) {
-    const { name, ttlMs, strategy = 'mutex', jitterPercent = 10, nullTtlMs = 60_000, waitMs = 2_000, tombstoneMs = 30_000 } = definition;
+    const { name, ttlMs, strategy = 'mutex', jitterPercent = 10, nullTtlMs = 60_000, waitMs = 2_000, tombstoneMs = DEFAULT_TOMBSTONE_MS } = definition;
     if (name.length === 0 || /[{}]/.test(name)) throw new TypeError(`Invalid cache name (empty or with braces): ${JSON.stringify(name)}`);
     assertMs('ttlMs', ttlMs, 1);
     assertMs('nullTtlMs', nullTtlMs, 0);
@@ -185,9 +204,7 @@ export class Cache<V> {
   async invalidate(id: string): Promise<void> {
     const key = this.key(id);
     this.loads.forget(key);
-    await this.redis.set(key, newTombstone(), 'PX', this.tombstoneMs);
-    this.client.reader?.forget(key);
-    await this.announce(key);
+    await writeTombstone(this.redis, this.client, key, this.tombstoneMs);
   }
 
   /** Stores a value unconditionally (pre-warming hot keys, write-through). */

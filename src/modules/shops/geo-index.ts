@@ -27,7 +27,8 @@ export interface GeoLoadReport {
   invalid: number;
 }
 
-const isIndexable = (point: ShopPoint): boolean => Math.abs(point.x) <= LONGITUDE_LIMIT && Math.abs(point.y) <= LATITUDE_LIMIT;
+/** Whether Redis GEO accepts the point's coordinates. */
+export const isIndexable = (point: ShopPoint): boolean => Math.abs(point.x) <= LONGITUDE_LIMIT && Math.abs(point.y) <= LATITUDE_LIMIT;
 
 /**
  * The GEO side of shops: kept in step by the shop service on writes, loaded from MySQL by
@@ -59,6 +60,11 @@ export class ShopGeoIndex {
     await this.ensureLoaded(after.typeId); // committed: a load from MySQL already has the new row
     await this.add(after);
     if (before.typeId !== after.typeId) await this.redis.zrem(geoKey(before.typeId), before.id);
+  }
+
+  /** The shop gone from its type's set (deleted, or moved where GEO cannot place it). */
+  async remove(point: ShopPoint): Promise<void> {
+    await this.redis.zrem(geoKey(point.typeId), point.id);
   }
 
   /**

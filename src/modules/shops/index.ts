@@ -18,6 +18,8 @@ import { ShopTypeService } from './shop-type-service.js';
 
 // What the app and the CLIs use besides buildShops.
 export { ShopGeoIndex } from './geo-index.js';
+export { geoKey, SHOP_TYPE_CACHE_KEY, shopCacheKey } from './keys.js';
+export type { ShopPoint } from './shop-repository.js';
 export { ShopRepository } from './shop-repository.js';
 export { SHOP_MESSAGES } from './messages.js';
 

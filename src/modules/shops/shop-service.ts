@@ -1,7 +1,7 @@
 import { invalid, notFound } from '../../lib/refusals/index.js';
 import type { BloomFilter, Cache, CacheClient, CacheStrategy } from '../../lib/cache/index.js';
 import type { ShopTypeRepository } from './shop-type-repository.js';
-import type { ShopGeoIndex } from './geo-index.js';
+import { isIndexable, type ShopGeoIndex } from './geo-index.js';
 import type { NewShop, ShopChanges, ShopPoint, ShopRepository, ShopRow } from './shop-repository.js';
 import { CACHE_NAMES, shopCacheKey } from './keys.js';
 import { SHOP_MESSAGES } from './messages.js';
@@ -133,6 +133,34 @@ export class ShopService {
     if (!result) throw notFound(SHOP_MESSAGES.shopNotFound({ id }));
     await this.cache.invalidate(id);
     await this.geo.move(toPoint(result.before), toPoint(result.after));
+  }
+
+  /**
+   * A tb_shop row written outside this service (read from the binlog by the change follower,
+   * src/modules/cdc), after its commit: the cache entry invalidated (tombstone and announcement, as
+   * update() does), a new id added to the Bloom filter, the GEO member added, moved or removed. A
+   * deleted id stays in the filter (a Bloom filter cannot forget one): its reads load once and
+   * cache the null marker. Idempotent: a replayed change does the same again.
+   */
+  async followRowChange(before: ShopPoint | undefined, after: ShopPoint | undefined): Promise<void> {
+    const id = (after ?? before)!.id;
+    if (after !== undefined && before === undefined) await this.bloom.add(id);
+    await this.cache.invalidate(id);
+    if (after === undefined || !isIndexable(after)) {
+      if (before !== undefined) await this.geo.remove(before);
+      return;
+    }
+    if (before === undefined) {
+      await this.geo.ensureLoaded(after.typeId); // committed: a load from MySQL has the row already
+      await this.geo.add(after);
+    } else if (before.typeId !== after.typeId || before.x !== after.x || before.y !== after.y) {
+      await this.geo.move(before, after);
+    }
+  }
+
+  /** Builds the Bloom filter again from tb_shop (after a gap in what the change follower read). */
+  async rebuildBloomFilter(): Promise<number> {
+    return this.bloom.rebuild(() => this.shops.idBatches());
   }
 
   /**

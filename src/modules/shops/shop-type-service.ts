@@ -4,8 +4,8 @@ import { CACHE_NAMES, SHOP_TYPE_CACHE_KEY } from './keys.js';
 
 /**
  * Shop types: a small list that almost never changes, read on every home page. Cached whole
- * under one key with a TTL (hmdp's "low consistency need" case); no write path exists, so the
- * TTL is the only refresh.
+ * under one key with a TTL (hmdp's "low consistency need" case); the app has no write path: the
+ * change follower (src/modules/cdc) invalidates it when tb_shop_type changes, the TTL bounds the rest.
  */
 export class ShopTypeService {
   private readonly cache: Cache<ShopTypeView[]>;
@@ -27,6 +27,11 @@ export class ShopTypeService {
 
   async list(): Promise<ShopTypeView[]> {
     return (await this.cache.get('all')) ?? [];
+  }
+
+  /** After tb_shop_type changed (the change follower, src/modules/cdc): every instance reloads the list. */
+  invalidate(): Promise<void> {
+    return this.cache.invalidate('all');
   }
 
   exists(typeId: string): Promise<boolean> {
