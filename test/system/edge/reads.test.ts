@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { encodeValue } from '../../../src/lib/cache/codec.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
+import { comparable, type Answer } from '../../support/edge-answers.js';
 import { eventually } from '../../support/eventually.js';
 import { buildTestApp, createTestEnv, metricsAuth, sessionOf, type TestEnv } from '../../support/test-env.js';
 
@@ -41,26 +42,12 @@ afterAll(async () => {
   await env?.cleanup();
 });
 
-interface Answer {
-  status: number;
-  body: string;
-  headers: Record<string, string>;
-}
-
-/** Hop-by-hop and per-server headers, and x-request-id (checked by its rule, not its value). */
-const UNCOMPARED = new Set(['date', 'connection', 'keep-alive', 'server', 'transfer-encoding', 'x-request-id', 'x-upstream']);
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 async function get(base: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
   const response = await fetch(`${base}${path}`, { method, headers });
   return { status: response.status, body: await response.text(), headers: Object.fromEntries(response.headers) };
 }
-
-const comparable = (answer: Answer) => ({
-  status: answer.status,
-  body: answer.body,
-  headers: Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !UNCOMPARED.has(name))),
-});
 
 /** Requests the app answered, by its own metrics (http_request_duration_seconds; its scrapes left out). */
 async function appRequests(): Promise<number> {

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { homeBucket } from '../../../src/modules/seckill/index.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
+import { comparable, type Answer } from '../../support/edge-answers.js';
 import { eventually } from '../../support/eventually.js';
 import { HOUR } from '../../support/seckill.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, sessionOf, type TestEnv } from '../../support/test-env.js';
@@ -39,19 +40,6 @@ afterAll(async () => {
   await edge?.stop();
   await app?.close();
   await env?.cleanup();
-});
-
-interface Answer {
-  status: number;
-  body: string;
-  headers: Record<string, string>;
-}
-
-const UNCOMPARED = new Set(['date', 'connection', 'keep-alive', 'server', 'transfer-encoding', 'x-request-id', 'x-upstream']);
-const comparable = (answer: Answer) => ({
-  status: answer.status,
-  body: answer.body,
-  headers: Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !UNCOMPARED.has(name))),
 });
 
 async function edgeStatus(): Promise<{ sales: string }> {
