@@ -81,10 +81,11 @@ describe('npm run sizing: cores', () => {
   });
 
   it('carry a figure not measured yet as cores per µs of its letter, never as a number', () => {
-    expect(planningMicros('edgeRefusal')).toBeUndefined();
-    const cores = coresOf({ tier: 'edge', requests: 'refusals at the edge', perSecond: 300_000, cost: 'edgeRefusal' }, 2);
+    const unmeasured: CostTable = { ...COSTS, edgeRefusal: { ...COSTS.edgeRefusal, runs: [], unknown: { symbol: 'e', toBeMeasured: 'a scenario' } } };
+    expect(planningMicros('edgeRefusal', unmeasured)).toBeUndefined();
+    const cores = coresOf({ tier: 'edge', requests: 'refusals at the edge', perSecond: 300_000, cost: 'edgeRefusal' }, 2, unmeasured);
     expect(cores).toEqual({ known: 0, perMicrosecondOf: { e: 0.6 } });
-    expect(renderProjection(DEFAULTS)).toMatch(/\| refusals at the edge \| 300,000 \| e \(to be measured\) \| 0\.6·e \|/);
+    expect(renderProjection(DEFAULTS, unmeasured)).toMatch(/\| refusals at the edge \| 300,000 \| e \(to be measured\) \| 0\.6·e \|/);
   });
 
   it('once a figure has runs, carries it as a number: no letter, no note of what will measure it', () => {
