@@ -428,7 +428,7 @@ export const SETTINGS = {
       default: 600,
       min: 1,
       max: 86_400,
-      doc: "`cache:voucher-list:{shopId}` TTL (a shop's vouchers without their live stock): every voucher creation and sale control invalidates it; the TTL bounds only what none reaches (rows written to MySQL outside the app, the MySQL stock shown while Redis lacks a sale)",
+      doc: "`cache:voucher-list:{shopId}` TTL (a shop's vouchers without their live stock): every voucher creation and sale control invalidates it; the TTL bounds only what none reaches (rows written to MySQL outside the app while no change follower runs, docs/flows/cdc.md; the MySQL stock shown while Redis lacks a sale)",
     }),
   },
   /** The purchase gate of gated sales (src/modules/seckill/gate/purchase-gate.ts). */
