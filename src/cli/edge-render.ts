@@ -127,13 +127,16 @@ export function edgeRedis(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>
   };
 }
 
+/** The app's error answer for a message: `{success: false, errorMsg}` in the language (src/http/error-answers.ts). */
+const errorBody = (message: Message, language: Language): string => JSON.stringify({ success: false, errorMsg: render(message, language) });
+
 /**
  * A message's JSON error body split around its `{id}`: the Lua puts the id between the two halves,
  * so the text and its JSON escaping are the app's own (JSON.stringify of `{success, errorMsg}`).
  */
 function bodyAroundId(message: (params: { id: string }) => Message, language: Language): [string, string] {
   const marker = 'EDGE-ID-MARKER';
-  const body = JSON.stringify({ success: false, errorMsg: render(message({ id: marker }), language) });
+  const body = errorBody(message({ id: marker }), language);
   const parts = body.split(marker);
   if (parts.length !== 2) throw new Error(`edge: message ${message({ id: marker }).code} must name {id} once`);
   return parts as [string, string];
@@ -216,8 +219,7 @@ function saleRefusalBodies() {
     suspended: SECKILL_MESSAGES.suspended(),
     'sold-out': SECKILL_MESSAGES.soldOut(),
   };
-  const body = (message: Message, language: Language) => JSON.stringify({ success: false, errorMsg: render(message, language) });
-  return Object.fromEntries(Object.entries(messages).map(([outcome, message]) => [outcome, { zh: body(message, 'zh'), en: body(message, 'en') }]));
+  return Object.fromEntries(Object.entries(messages).map(([outcome, message]) => [outcome, { zh: errorBody(message, 'zh'), en: errorBody(message, 'en') }]));
 }
 
 /** The nginx `user` line a root master needs so that its workers read the files as their owner. */
@@ -273,13 +275,11 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
  * (ops/nginx/sale-busy.html) or both texts of "unreachable".
  */
 function writePages(folder: string): void {
+  const down = HTTP_MESSAGES.appUnreachable({ seconds: 1 });
   for (const language of ['zh', 'en'] as const) {
-    const errorMsg = render(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), language);
-    writeFileSync(join(folder, `429.${language}.json`), JSON.stringify({ success: false, errorMsg }));
+    writeFileSync(join(folder, `429.${language}.json`), errorBody(SECKILL_MESSAGES.tooManyFromAddress({ seconds: 1 }), language));
+    writeFileSync(join(folder, `503.${language}.json`), errorBody(down, language));
   }
   copyFileSync(join(ROOT, 'ops/nginx/sale-busy.html'), join(folder, '429.html'));
-  const down = { zh: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'zh'), en: render(HTTP_MESSAGES.appUnreachable({ seconds: 1 }), 'en') };
-  for (const language of ['zh', 'en'] as const)
-    writeFileSync(join(folder, `503.${language}.json`), JSON.stringify({ success: false, errorMsg: down[language] }));
-  writeFileSync(join(folder, '503.html'), `<!doctype html><meta charset="utf-8"><title>503</title><p>${down.zh}</p><p>${down.en}</p>\n`);
+  writeFileSync(join(folder, '503.html'), `<!doctype html><meta charset="utf-8"><title>503</title><p>${render(down, 'zh')}</p><p>${render(down, 'en')}</p>\n`);
 }

@@ -10,6 +10,7 @@
 local redis = require "nginx.redis"
 local crc16 = require "hmdp.edge.crc16"
 local settings = require "hmdp.edge.settings"
+local redis_connection = require "hmdp.edge.redis_connection"
 local log_once = require "hmdp.edge.log_once"
 
 local M = {}
@@ -42,8 +43,8 @@ local function connect(node)
   client:set_timeout(cfg.timeoutMs)
   local ok, err = client:connect(node.host, node.port, { pool = "hmdp-edge:" .. node.address })
   if not ok then return nil, err end
-  if cfg.password and client:get_reused_times() == 0 then
-    if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
+  if client:get_reused_times() == 0 then
+    ok, err = redis_connection.authenticate(client)
     if not ok then
       client:close()
       return nil, "AUTH: " .. tostring(err)

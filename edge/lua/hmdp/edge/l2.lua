@@ -8,6 +8,7 @@
 local redis = require "nginx.redis"
 local semaphore = require "ngx.semaphore"
 local settings = require "hmdp.edge.settings"
+local redis_connection = require "hmdp.edge.redis_connection"
 local cluster = require "hmdp.edge.cluster"
 local push_state = require "hmdp.edge.push_state"
 local log_once = require "hmdp.edge.log_once"
@@ -34,10 +35,8 @@ function M.connect()
   local ok, err = client:connect(cfg.host, cfg.port, { pool = "hmdp-edge:" .. cfg.host .. ":" .. cfg.port .. ":" .. cfg.db })
   if not ok then return failed(nil, err) end
   if client:get_reused_times() == 0 then
-    if cfg.password then
-      if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
-      if not ok then return failed(client, "AUTH: " .. tostring(err)) end
-    end
+    ok, err = redis_connection.authenticate(client)
+    if not ok then return failed(client, "AUTH: " .. tostring(err)) end
     if cfg.db ~= 0 then
       ok, err = client:select(cfg.db)
       if not ok then return failed(client, "SELECT: " .. tostring(err)) end

@@ -7,8 +7,8 @@
 -- have been missed meanwhile. On a Redis Cluster a PUBLISH reaches the subscribers of every node,
 -- so the subscriber listens on one node, the first of the seeds that answers (taken in turn after
 -- each loss), and its heartbeat goes through the node of the channel's slot.
-local redis = require "nginx.redis"
 local settings = require "hmdp.edge.settings"
+local redis_connection = require "hmdp.edge.redis_connection"
 local l1 = require "hmdp.edge.l1"
 local l2 = require "hmdp.edge.l2"
 local push_state = require "hmdp.edge.push_state"
@@ -37,17 +37,11 @@ end
 
 --- A subscription on host:port, or nil, err.
 local function subscribe_at(cfg, host, port, channel)
-  local client = redis:new()
-  client:set_timeout(BEAT_S * 1000)
-  local ok, err = client:connect(host, port)
-  if ok and cfg.password then
-    if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
-  end
-  -- Named after the deployment's prefix, so that an operator (or a test) finds it in CLIENT LIST.
-  if ok then ok, err = client:client("setname", "hmdp-edge-push:" .. settings.values.keyPrefix) end
+  local client, err = redis_connection.dedicated(host, port, BEAT_S * 1000, "hmdp-edge-push:" .. settings.values.keyPrefix)
+  local ok = client ~= nil
   if ok then ok, err = client:subscribe(channel) end
   if not ok then
-    client:close()
+    if client then client:close() end
     return nil, host .. ":" .. port .. ": " .. tostring(err)
   end
   return client

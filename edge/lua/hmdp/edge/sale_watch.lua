@@ -6,7 +6,7 @@
 --                heartbeats, in the order Redis made them.
 -- When either fails, both are closed, everything held is forgotten (invalidations may have been
 -- missed) and the pair is made again a second later: until then nothing is refused here.
-local redis = require "nginx.redis"
+local redis_connection = require "hmdp.edge.redis_connection"
 local settings = require "hmdp.edge.settings"
 local sale_view = require "hmdp.edge.sale_view"
 local sale_reads = require "hmdp.edge.sale_reads"
@@ -27,20 +27,16 @@ local MAP_CHECK_MS = 1000
 local BEATS = 64
 
 local function connect(cfg, timeout_ms, name)
-  local client = redis:new()
-  client:set_timeout(timeout_ms)
-  local ok, err = client:connect(cfg.host, cfg.port)
-  if ok and cfg.password then
-    if cfg.username then ok, err = client:auth(cfg.username, cfg.password) else ok, err = client:auth(cfg.password) end
+  local client, err = redis_connection.dedicated(cfg.host, cfg.port, timeout_ms, name)
+  if client and cfg.db and cfg.db ~= 0 then
+    local ok
+    ok, err = client:select(cfg.db)
+    if not ok then
+      client:close()
+      return nil, err
+    end
   end
-  if ok and cfg.db and cfg.db ~= 0 then ok, err = client:select(cfg.db) end
-  -- Named after the deployment's prefix, so that an operator (or a test) finds it in CLIENT LIST.
-  if ok then ok, err = client:client("setname", name) end
-  if not ok then
-    client:close()
-    return nil, err
-  end
-  return client
+  return client, err
 end
 
 --- The subscriber's loop: invalidations drop entries, heartbeats confirm the node's push. Ends on
