@@ -229,6 +229,21 @@ function userLine(path: string): string {
   return `user ${owner};`;
 }
 
+/**
+ * The app's headers as nginx `add_header` lines of an answer nginx sends itself (the sale's
+ * refusals), with the request's id beside them. A value nginx would read as a variable or could not
+ * hold in a quoted string fails the render.
+ */
+export function answerHeaderLines(headers: Record<string, string>, indent: string): string {
+  const lines = Object.entries(headers).map(([name, value]) => {
+    // Printable ASCII (space to tilde) but for the quote, the backslash and nginx's "$".
+    if (!/^[\w-]+$/.test(name) || !/^[ -~]*$/.test(value) || /[$\\"]/.test(value))
+      throw new Error(`edge: the header ${name}: ${value} cannot be written into nginx.conf`);
+    return `${indent}add_header ${name} "${value}";\n`;
+  });
+  return `${lines.join('')}${indent}add_header x-request-id $hmdp_request_id;\n`;
+}
+
 const serverLines = (pool: string[]): string => pool.map((address) => `    server ${address} max_fails=1 fail_timeout=2s;\n`).join('');
 
 /**
@@ -261,6 +276,7 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
     web_root: options.webRoot ?? '',
     reads: settings.reads,
     sales: Boolean(settings.sales),
+    refusal_headers: answerHeaderLines(settings.headers, '        '),
     compat: config.hmdpCompat,
   });
   const confFile = join(prefix, 'nginx.conf');

@@ -14,3 +14,6 @@ export const comparable = (answer: Answer) => ({
   body: answer.body,
   headers: Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !UNCOMPARED.has(name))),
 });
+
+/** x-request-id as the app makes one (crypto.randomUUID), and the edge too. */
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadDemoData } from '../../../src/infra/seed/load-demo-data.js';
 import { encodeValue } from '../../../src/lib/cache/codec.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
-import { comparable, type Answer } from '../../support/edge-answers.js';
+import { comparable, UUID_V4, type Answer } from '../../support/edge-answers.js';
 import { eventually } from '../../support/eventually.js';
 import { buildTestApp, createTestEnv, metricsAuth, sessionOf, type TestEnv } from '../../support/test-env.js';
 
@@ -41,8 +41,6 @@ afterAll(async () => {
   await app?.close();
   await env?.cleanup();
 });
-
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 async function get(base: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
   const response = await fetch(`${base}${path}`, { method, headers });

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { homeBucket } from '../../../src/modules/seckill/index.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
-import { comparable, type Answer } from '../../support/edge-answers.js';
+import { comparable, UUID_V4, type Answer } from '../../support/edge-answers.js';
 import { eventually } from '../../support/eventually.js';
 import { HOUR } from '../../support/seckill.js';
 import { buildTestApp, createTestEnv, createUsersWithSessions, metricsAuth, sessionOf, type TestEnv } from '../../support/test-env.js';
@@ -135,6 +135,12 @@ describe("the edge: the sale's known refusals", () => {
     const atApp = await post(appUrl, `/voucher-order/seckill/${voucherId}`, compat);
     expect(comparable(atEdge)).toEqual(comparable(atApp));
     expect(JSON.parse(atEdge.body)).toEqual({ success: false, errorMsg: 'Sold out' });
+    // x-request-id by the app's rule: a new UUID, or the caller's own when it looks sane.
+    expect(atEdge.headers['x-request-id']).toMatch(UUID_V4);
+    const traced = await refusedAtEdge(voucherId, { ...compat, 'x-request-id': 'trace-42.a:b_c' }, `/voucher-order/seckill/${voucherId}`);
+    expect(traced.headers['x-request-id']).toBe('trace-42.a:b_c');
+    const insane = await refusedAtEdge(voucherId, { ...compat, 'x-request-id': 'a b' }, `/voucher-order/seckill/${voucherId}`);
+    expect(insane.headers['x-request-id']).toMatch(UUID_V4);
   });
 
   it('refuses a sale not started, ended or paused as the app does', async () => {
@@ -161,6 +167,8 @@ describe("the edge: the sale's known refusals", () => {
     const soldOut = await soldOutSale();
     const token = user().token;
     await refusedAtEdge(soldOut, { authorization: token });
+    // The token read as the app reads it: raw or after "Bearer ", whitespace around it ignored.
+    await refusedAtEdge(soldOut, { authorization: `Bearer \t ${token}` });
     // Without a token: the app's 401. With an Idempotency-Key: reserve.lua's replay. With a body or a query: the app's parser.
     const passed = [
       await viaEdge(soldOut, {}),
@@ -168,11 +176,15 @@ describe("the edge: the sale's known refusals", () => {
       await viaEdge(soldOut, { authorization: token, 'content-type': 'application/json' }, orderPath(soldOut), '{}'),
       await viaEdge(soldOut, { authorization: token }, `${orderPath(soldOut)}?x=1`),
       await viaEdge(soldOut, { authorization: 'not a token' }),
+      await viaEdge(soldOut, { authorization: 'a'.repeat(15) }),
+      await viaEdge(soldOut, { authorization: `${token}.` }),
+      await viaEdge(soldOut, { authorization: `bearer ${token}` }),
       await viaEdge('999999999', { authorization: token }),
     ];
     for (const { reachedApp } of passed) expect(reachedApp).toBe(true);
     expect(passed[0]!.answer.status).toBe(401);
-    expect(passed[5]!.answer.status).toBe(404);
+    expect(passed.slice(4, 8).map(({ answer }) => answer.status)).toEqual([401, 401, 401, 401]);
+    expect(passed[8]!.answer.status).toBe(404);
     // An open sale's orders all reach the app, which accepts them.
     const open = await createSale({ stock: 5, ...window(-HOUR, HOUR) });
     for (let i = 0; i < 5; i += 1) {

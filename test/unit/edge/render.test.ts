@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_READS, edgeSettings, renderTemplate, writeEdge } from '../../../src/cli/edge-render.js';
+import { answerHeaderLines, DEFAULT_READS, edgeSettings, renderTemplate, writeEdge } from '../../../src/cli/edge-render.js';
 import { loadConfig } from '../../../src/infra/config.js';
 
 /** What the edge takes from the app's configuration, and the template's rendering (no nginx needed). */
@@ -13,6 +13,16 @@ describe('renderTemplate', () => {
     const template = 'a {{x}}\n{{#on}}\nkept {{x}}\n{{^off}}\ninner\n{{/off}}\n{{/on}}\n{{#off}}\ndropped\n{{/off}}\n{{^on}}\ndropped too\n{{/on}}\nend\n';
     expect(renderTemplate(template, { x: '1', on: true, off: '' })).toBe('a 1\nkept 1\ninner\nend\n');
     expect(() => renderTemplate('{{missing}}', {})).toThrow(/no value for \{\{missing\}\}/);
+  });
+});
+
+describe('answerHeaderLines', () => {
+  it("writes the app's headers and the request id as add_header lines, and refuses a value nginx would misread", () => {
+    expect(answerHeaderLines({ 'x-frame-options': 'SAMEORIGIN', 'content-security-policy': "default-src 'self';base-uri 'self'" }, '  ')).toBe(
+      '  add_header x-frame-options "SAMEORIGIN";\n  add_header content-security-policy "default-src \'self\';base-uri \'self\'";\n  add_header x-request-id $hmdp_request_id;\n',
+    );
+    for (const value of ['a$b', 'a"b', 'a\\b', 'a\nb', 'a\u00e9b']) expect(() => answerHeaderLines({ 'x-a': value }, '')).toThrow(/cannot be written/);
+    expect(() => answerHeaderLines({ 'x a': 'b' }, '')).toThrow(/cannot be written/);
   });
 });
 
