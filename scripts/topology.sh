@@ -6,6 +6,8 @@
 #     limit_conn └─ the rest of /api ──▶ site pool: app :8093   Redis Cluster 7001..7006 (3 masters + 3 replicas)
 #     /  the web front end (web/dist)                           MySQL database hmdp_topology
 #   order workers ×2 (node dist/cli/order-worker.js, stable consumer names, /metrics on :8191 :8192)
+#   change followers ×2 (node dist/cli/cdc.js: one active under the lease, one standing by; /api/health
+#     and /metrics on :8291 :8292), when MYSQL_URL's server writes a ROW binlog (else not started, said)
 #   RabbitMQ cluster of 3 nodes :5701..5703 (TOPOLOGY_QUEUE=rabbitmq; the machine's broker untouched)
 #   Prometheus :9090 (TOPOLOGY_PROMETHEUS=1) scraping every app and worker, ops/prometheus/alerts.yml loaded
 #
@@ -24,8 +26,9 @@
 # their cluster bus ports +10000), TOPOLOGY_APP_BASE_PORT (8091; one port per instance),
 # TOPOLOGY_SALE_APPS (2) and TOPOLOGY_SITE_APPS (1): the instances of each pool, the sale's first,
 # TOPOLOGY_HTTP_PORT (8080), TOPOLOGY_DB (hmdp_topology, on MYSQL_URL's server), TOPOLOGY_REDIS_KEY_PREFIX (empty),
-# SECKILL_STREAM_SHARDS (4), TOPOLOGY_WORKER_METRICS_BASE_PORT (8191; two ports), TOPOLOGY_PROMETHEUS
-# (unset: no Prometheus; 1: start one), TOPOLOGY_PROMETHEUS_PORT (9090). Every app and worker serves
+# SECKILL_STREAM_SHARDS (4), TOPOLOGY_WORKER_METRICS_BASE_PORT (8191; two ports), TOPOLOGY_CDC_BASE_PORT
+# (8291; two ports, each also its follower's replica server id), TOPOLOGY_PROMETHEUS
+# (unset: no Prometheus; 1: start one), TOPOLOGY_PROMETHEUS_PORT (9090). Every app, worker and follower serves
 # /metrics to the token in $TOPOLOGY_DIR/metrics-token (METRICS_TOKEN, generated once). Other app settings in the environment (SECKILL_REPLICA_ACKS, LOG_LEVEL,
 # ...) are passed to the app instances and workers.
 # Edge limits (nginx, per client address): TOPOLOGY_EDGE_ORDER_RATE (5: order requests a second),
@@ -52,6 +55,7 @@ DB_NAME=${TOPOLOGY_DB:-hmdp_topology}
 KEY_PREFIX=${TOPOLOGY_REDIS_KEY_PREFIX:-}
 SHARDS=${SECKILL_STREAM_SHARDS:-4}
 WORKER_METRICS_BASE_PORT=${TOPOLOGY_WORKER_METRICS_BASE_PORT:-8191}
+CDC_BASE_PORT=${TOPOLOGY_CDC_BASE_PORT:-8291}
 PROMETHEUS=${TOPOLOGY_PROMETHEUS:-}
 PROMETHEUS_PORT=${TOPOLOGY_PROMETHEUS_PORT:-9090}
 SALE_APPS=${TOPOLOGY_SALE_APPS:-2}
@@ -64,6 +68,7 @@ QUEUE=${TOPOLOGY_QUEUE:-stream}
 RABBITMQ_BASE_PORT=${TOPOLOGY_RABBITMQ_BASE_PORT:-5701}
 REDIS_NODES=6
 WORKERS=2
+FOLLOWERS=2
 RABBITMQ_NODES=3
 CLUSTER_NODE_TIMEOUT_MS=2000
 
@@ -81,7 +86,7 @@ log() { echo "topology: $*"; }
 fail() { echo "topology: $*" >&2; exit 1; }
 
 [[ $DB_NAME =~ ^[A-Za-z0-9_]+$ ]] || fail "TOPOLOGY_DB must be letters, digits and _ (got '$DB_NAME')"
-for port in "$REDIS_BASE_PORT" "$APP_BASE_PORT" "$HTTP_PORT" "$WORKER_METRICS_BASE_PORT" "$PROMETHEUS_PORT"; do
+for port in "$REDIS_BASE_PORT" "$APP_BASE_PORT" "$HTTP_PORT" "$WORKER_METRICS_BASE_PORT" "$CDC_BASE_PORT" "$PROMETHEUS_PORT"; do
   [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 55000 ] || fail "ports must be integers from 1 to 55000 (got '$port')"
 done
 # Its distribution ports (+20000) and the CLI's (+30000..+30010) must stay below 65536.
@@ -108,6 +113,7 @@ sale_ports() { seq "$APP_BASE_PORT" $((APP_BASE_PORT + SALE_APPS - 1)); }
 site_ports() { seq $((APP_BASE_PORT + SALE_APPS)) $((APP_BASE_PORT + APPS - 1)); }
 pool_of() { [ "$1" -lt $((APP_BASE_PORT + SALE_APPS)) ] && echo sale || echo site; }
 worker_metrics_port() { echo $((WORKER_METRICS_BASE_PORT + $1 - 1)); }
+cdc_port() { echo $((CDC_BASE_PORT + $1 - 1)); }
 cluster_nodes() { redis_ports | sed 's/^/127.0.0.1:/' | paste -sd, -; }
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -346,6 +352,45 @@ start_workers() {
   for i in $(seq 1 "$WORKERS"); do alive "$RUN_DIR/worker-$i.pid" || fail "order worker $i exited: see $LOG_DIR/worker-$i.log"; done
 }
 
+# --- Change followers --------------------------------------------------------------------------
+
+# Why the followers cannot run on MYSQL_URL's server (the binlog off or not ROW), or nothing.
+# The topology never reconfigures that server: scripts/start.sh turns the binlog on for the machine's.
+binlog_missing() {
+  node --input-type=module -e '
+    import { createConnection } from "mysql2/promise";
+    const connection = await createConnection(process.argv[1]);
+    const [[state]] = await connection.query("SELECT @@log_bin AS logBin, @@binlog_format AS format");
+    await connection.end();
+    if (Number(state.logBin) !== 1) console.log("log_bin is OFF");
+    else if (state.format !== "ROW") console.log(`binlog_format is ${state.format}, not ROW`);' "$MYSQL_SERVER_URL"
+}
+SKIPPED_FILE=$RUN_DIR/cdc-not-started
+
+# Two followers of the topology's database: one active under the lease, one standing by. The
+# replica server id is the health port: unique on the machine, as the server wants.
+start_followers() {
+  local missing
+  missing=$(binlog_missing) || fail "could not ask MYSQL_URL's server for its binlog settings"
+  if [ -n "$missing" ]; then
+    echo "$missing on $(server_address)" >"$SKIPPED_FILE"
+    log "change followers not started: $missing on $(server_address); rows written there outside the app stay cached until their TTL (scripts/start.sh turns the binlog on for the machine's MariaDB: docs/flows/cdc.md#setup)"
+    return 0
+  fi
+  rm -f "$SKIPPED_FILE"
+  for i in $(seq 1 "$FOLLOWERS"); do
+    local pidfile=$RUN_DIR/cdc-$i.pid
+    if alive "$pidfile"; then continue; fi
+    require_free "$(cdc_port "$i")" "change follower"
+    HOST=127.0.0.1 spawn "$pidfile" "$LOG_DIR/cdc-$i.log" node dist/cli/cdc.js --port "$(cdc_port "$i")" --server-id "$(cdc_port "$i")"
+  done
+  for i in $(seq 1 "$FOLLOWERS"); do wait_until 30 "change follower $i answering" follower_role "$i"; done
+}
+# The follower's role (active, standby), from its /api/health.
+follower_role() { curl -fsS "http://127.0.0.1:$(cdc_port "$1")/api/health" 2>/dev/null | sed -n 's/.*"role":"\([a-z]*\)".*/\1/p' | grep .; }
+followers_running() { alive "$RUN_DIR/cdc-1.pid"; }
+server_address() { node -e 'process.stdout.write(new URL(process.argv[1]).host)' "$MYSQL_SERVER_URL"; }
+
 # --- nginx -----------------------------------------------------------------------------------
 
 # The edge's configuration: edge/nginx.conf.template rendered by dist/cli/edge-config.js (the 429
@@ -392,9 +437,17 @@ write_prometheus_conf() {
   cat >"$PROMETHEUS_DIR/prometheus.yml" <<EOF
 # Written by scripts/topology.sh; regenerated on every 'up'.
 global: { scrape_interval: 5s, evaluation_interval: 5s }
-rule_files: ['$ROOT/ops/prometheus/alerts.yml']
+rule_files: ['$ROOT/ops/prometheus/alerts.yml'$(! followers_running || echo ", '$ROOT/ops/prometheus/cdc-alerts.yml'")]
 scrape_configs:
   - job_name: hmdp
+    authorization: { type: Bearer, credentials_file: '$TOKEN_FILE' }
+    static_configs: [{ targets: [${targets%, }] }]
+EOF
+  followers_running || return 0
+  targets=""
+  for i in $(seq 1 "$FOLLOWERS"); do targets+="'127.0.0.1:$(cdc_port "$i")', "; done
+  cat >>"$PROMETHEUS_DIR/prometheus.yml" <<EOF
+  - job_name: hmdp-cdc
     authorization: { type: Bearer, credentials_file: '$TOKEN_FILE' }
     static_configs: [{ targets: [${targets%, }] }]
 EOF
@@ -428,11 +481,13 @@ up() {
   prepare_database
   start_apps
   start_workers
+  start_followers
   start_nginx
   start_prometheus
   [ -z "$PROMETHEUS" ] || log "Prometheus: http://127.0.0.1:$PROMETHEUS_PORT (alerts: ops/prometheus/alerts.yml; dashboard: ops/grafana/hmdp.json)"
   log "up: http://127.0.0.1:$HTTP_PORT (nginx) -> sale pool $(sale_ports | paste -sd, -), site pool $(site_ports | paste -sd, -); Redis Cluster $(cluster_nodes); MySQL $DB_NAME"
   [ "$QUEUE" != rabbitmq ] || log "RabbitMQ cluster: $(rabbitmq_urls)"
+  ! followers_running || log "change followers (one active, one standing by): $(for i in $(seq 1 "$FOLLOWERS"); do echo "http://127.0.0.1:$(cdc_port "$i")/api/health"; done | paste -sd' ' -)"
   log "environment for tools: $ENV_FILE (scripts/topology.sh run <command>, scripts/topology.sh bench <args>)"
 }
 
@@ -456,6 +511,8 @@ down() {
   stop_pidfile "$RUN_DIR/prometheus.pid" Prometheus
   for port in $(app_ports); do stop_pidfile "$RUN_DIR/app-$port.pid" "app :$port"; done
   for i in $(seq 1 "$WORKERS"); do stop_pidfile "$RUN_DIR/worker-$i.pid" "order worker $i"; done
+  for i in $(seq 1 "$FOLLOWERS"); do stop_pidfile "$RUN_DIR/cdc-$i.pid" "change follower $i"; done
+  rm -f "$SKIPPED_FILE"
   for port in $(redis_ports); do stop_pidfile "$RUN_DIR/redis-$port.pid" "Redis :$port"; done
   stop_rabbitmq
   rm -rf "$REDIS_DIR" "$RABBITMQ_DIR/data" "$ENV_FILE"
@@ -493,6 +550,13 @@ status() {
   for i in $(seq 1 "$WORKERS"); do
     alive "$RUN_DIR/worker-$i.pid" && line="pid $(cat "$RUN_DIR/worker-$i.pid") (consumer topology-worker-$i)" || line="not running"
     show "order worker $i" "$line"
+  done
+  for i in $(seq 1 "$FOLLOWERS"); do
+    if alive "$RUN_DIR/cdc-$i.pid"; then
+      line="pid $(cat "$RUN_DIR/cdc-$i.pid"), $(follower_role "$i" || echo 'not answering'), http://127.0.0.1:$(cdc_port "$i")/api/health"
+    elif [ -f "$SKIPPED_FILE" ]; then line="not started: $(cat "$SKIPPED_FILE")"
+    else line="not running"; fi
+    show "change follower $i" "$line"
   done
   alive "$NGINX_DIR/nginx.pid" && line="pid $(cat "$NGINX_DIR/nginx.pid"), http://127.0.0.1:$HTTP_PORT" || line="not running"
   show "nginx" "$line"

@@ -15,12 +15,16 @@ import { buildCdc, type FollowerHealth } from '../modules/cdc/index.js';
  *   --port N        GET /api/health and GET /metrics (with METRICS_TOKEN) on HOST:N (default 0: none)
  *   --server-id N   replica id of the binlog connection, unique among the server's replicas (default 4242)
  *   --lease-ms N    the active follower's lease: a standby takes over about this long after it died (default 3000)
+ *   --stop-with-parent  stop (as on SIGTERM) once the process that started it has ended: scripts/start.sh
+ *                   starts it, then execs the app in its own place, so the follower ends with the app
  * MYSQL_URL's user needs REPLICATION SLAVE, REPLICATION CLIENT and SELECT; the server log_bin on with binlog_format=ROW.
  */
-const USAGE = 'usage: cdc [--port N] [--server-id N] [--lease-ms N]';
+const USAGE = 'usage: cdc [--port N] [--server-id N] [--lease-ms N] [--stop-with-parent]';
 
+// Read first: a parent that ends while the follower starts up is noticed too.
+const parentPid = process.ppid;
 let config: Config;
-let options: { port: number; serverId: number; leaseMs: number };
+let options: Options;
 try {
   config = loadConfig();
   options = parseOptions(process.argv.slice(2));
@@ -49,6 +53,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stop.abort();
   });
 }
+if (options.stopWithParent) {
+  whenParentEnds(parentPid, () => {
+    log.info('its parent process ended, stopping the change follower');
+    stop.abort();
+  });
+}
 
 await cdc.run(stop.signal);
 server?.close();
@@ -58,13 +68,37 @@ await closeRedis(redis);
 // A socket of a dependency gone silent must not keep a stopped follower alive.
 setTimeout(() => process.exit(), 2_000).unref();
 
-function parseOptions(args: string[]): { port: number; serverId: number; leaseMs: number } {
-  const { values } = parseArgs({ args, options: { port: { type: 'string' }, 'server-id': { type: 'string' }, 'lease-ms': { type: 'string' } } });
+interface Options {
+  port: number;
+  serverId: number;
+  leaseMs: number;
+  stopWithParent: boolean;
+}
+
+function parseOptions(args: string[]): Options {
+  const { values } = parseArgs({
+    args,
+    options: { port: { type: 'string' }, 'server-id': { type: 'string' }, 'lease-ms': { type: 'string' }, 'stop-with-parent': { type: 'boolean' } },
+  });
   return {
     port: integer('--port', values.port, 0, 0, 65535),
     serverId: integer('--server-id', values['server-id'], 4242, 1, 2 ** 32 - 1),
     leaseMs: integer('--lease-ms', values['lease-ms'], 3_000, 300, 600_000),
+    stopWithParent: values['stop-with-parent'] ?? false,
   };
+}
+
+/**
+ * Calls `onEnded` once the parent process has ended, however it ended (SIGKILL too): an orphan is
+ * adopted by another process, so its parent's pid changes. Checked every half second.
+ */
+function whenParentEnds(parent: number, onEnded: () => void): void {
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    onEnded();
+  }, 500);
+  timer.unref();
 }
 
 function integer(name: string, text: string | undefined, fallback: number, min: number, max: number): number {

@@ -15,15 +15,17 @@ import { buildSale } from '../../../src/modules/seckill/sale/sale.js';
 import { SaleKeys } from '../../../src/modules/seckill/keys.js';
 import { eventually } from '../../support/eventually.js';
 import { closeOrderStreams, openOrderStream } from '../../support/order-stream.js';
-import { testMysqlUrl } from '../../../kit/services.js';
+import { startBinlogMariadb, type BinlogMariadb } from '../../../kit/mariadb-binlog.js';
 import { createUsersWithSessions, type TestEnv } from '../../support/test-env.js';
 import { freeRange } from '../../../kit/ports.js';
 
 /**
  * scripts/topology.sh end to end: nginx in front of three app instances (a sale pool of two, a site
- * pool of one), a Redis Cluster of 3 masters + 3 replicas and two order workers, on free ports of
- * their own. Orders placed through nginx are served by the sale's instances and land in MySQL
- * exactly once; nginx sheds what is over its per-address limits before the app sees it.
+ * pool of one), a Redis Cluster of 3 masters + 3 replicas, two order workers and two change
+ * followers, on free ports of their own, and a private MariaDB writing a ROW binlog (kit), which the
+ * followers need and the shared one may not have. Orders placed through nginx are served by the
+ * sale's instances and land in MySQL exactly once; nginx sheds what is over its per-address limits
+ * before the app sees it; a row changed by SQL reaches nginx's answers through the followers.
  */
 const run = promisify(execFile);
 const SHARDS = 4;
@@ -40,6 +42,8 @@ let env: Record<string, string>;
 let httpPort: number;
 let prometheusPort: number;
 let workerMetricsBase: number;
+let cdcBase: number;
+let mariadb: BinlogMariadb | undefined;
 let saleApps: number[];
 let siteApp: number;
 let db: Db | undefined;
@@ -63,19 +67,22 @@ beforeAll(async () => {
   httpPort = await freeRange(1, [], [redisBase, appBase]);
   workerMetricsBase = await freeRange(2, [], [redisBase, appBase, httpPort]);
   prometheusPort = await freeRange(1, [], [redisBase, appBase, httpPort, workerMetricsBase]);
+  cdcBase = await freeRange(2, [], [redisBase, appBase, httpPort, workerMetricsBase, prometheusPort]);
+  mariadb = await startBinlogMariadb({ database });
   nodes = Array.from({ length: 6 }, (_, i) => `127.0.0.1:${redisBase + i}`);
   saleApps = [appBase, appBase + 1];
   siteApp = appBase + 2;
   env = {
     ...(process.env as Record<string, string>),
     NODE_ENV: 'production',
-    MYSQL_URL: `${testMysqlUrl()}/unused`,
+    MYSQL_URL: `${mariadb.serverUrl}/unused`,
     TOPOLOGY_DIR: dir,
     TOPOLOGY_DB: database,
     TOPOLOGY_REDIS_BASE_PORT: String(redisBase),
     TOPOLOGY_APP_BASE_PORT: String(appBase),
     TOPOLOGY_HTTP_PORT: String(httpPort),
     TOPOLOGY_WORKER_METRICS_BASE_PORT: String(workerMetricsBase),
+    TOPOLOGY_CDC_BASE_PORT: String(cdcBase),
     TOPOLOGY_PROMETHEUS: '1',
     TOPOLOGY_PROMETHEUS_PORT: String(prometheusPort),
     SECKILL_STREAM_SHARDS: String(SHARDS),
@@ -89,7 +96,7 @@ beforeAll(async () => {
   delete env.TOPOLOGY_EDGE_EXEMPT; // the default: 127.0.0.1
   await buildDist();
   await topology('up');
-  db = createDb({ mysqlUrl: `${testMysqlUrl()}/${database}`, poolSize: 2 });
+  db = createDb({ mysqlUrl: mariadb.mysqlUrl, poolSize: 2 });
   redis = createRedis({ redisUrl: 'redis://unused', redisClusterNodes: nodes.slice(0, 3), redisKeyPrefix: '' });
 }, 300_000);
 
@@ -97,6 +104,7 @@ afterAll(async () => {
   await db?.destroy();
   if (redis) await closeRedis(redis);
   if (env) await topology('down', '--purge');
+  await mariadb?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 120_000);
 
@@ -110,25 +118,46 @@ describe('scripts/topology.sh', () => {
     expect(stdout.match(/app :\d+ \(sale\)/g)).toHaveLength(2);
     expect(stdout.match(/app :\d+ \(site\)/g)).toHaveLength(1);
     expect(stdout.match(/consumer topology-worker-\d/g)).toHaveLength(2);
+    expect(stdout.match(/change follower \d\s+pid \d+, (active|standby), /g)).toHaveLength(2);
     expect(stdout).toMatch(/nginx\s+pid \d+/);
     expect(stdout).toMatch(/prometheus\s+pid \d+/);
   });
 
-  it('starts a Prometheus that scrapes every app instance and order worker and evaluates ops/prometheus/alerts.yml', async () => {
+  it('starts a Prometheus that scrapes every app instance, order worker and change follower and evaluates ops/prometheus/alerts.yml and cdc-alerts.yml', async () => {
     const api = async <T>(path: string) => ((await (await fetch(`http://127.0.0.1:${prometheusPort}/api/v1/${path}`)).json()) as { data: T }).data;
     await eventually(async () => {
       const { activeTargets } = await api<{ activeTargets: Array<{ scrapeUrl: string; health: string }> }>('targets');
-      expect(activeTargets.map((target) => target.health)).toEqual(['up', 'up', 'up', 'up', 'up']);
+      // Three app instances, two order workers, two change followers.
+      expect(activeTargets.map((target) => target.health)).toEqual(['up', 'up', 'up', 'up', 'up', 'up', 'up']);
     }, 30_000);
     const { groups } = await api<{ groups: Array<{ rules: Array<{ name: string; health: string }> }> }>('rules');
     const rules = groups.flatMap((group) => group.rules);
-    expect(rules.map((rule) => rule.name)).toContain('HmdpDeadLetters');
+    expect(rules.map((rule) => rule.name)).toEqual(expect.arrayContaining(['HmdpDeadLetters', 'HmdpCdcNoActiveFollower']));
     expect(rules.every((rule) => rule.health === 'ok')).toBe(true);
     // The workers' own series, from their WORKER_METRICS_PORT.
     const breaker = await api<{ result: unknown[] }>(
       `query?query=${encodeURIComponent(`seckill_worker_breaker_state{state="closed",instance=~".*:(${workerMetricsBase}|${workerMetricsBase + 1})"}`)}`,
     );
     expect(breaker.result).toHaveLength(2);
+    // Exactly one change follower follows, by their own series.
+    await eventually(async () => {
+      const active = await api<{ result: Array<{ value: [number, string] }> }>(`query?query=${encodeURIComponent('sum(cdc_active{job="hmdp-cdc"})')}`);
+      expect(active.result.map((sample) => sample.value[1])).toEqual(['1']);
+    }, 30_000);
+  });
+
+  it('runs two change followers, one active and one standing by, that bring a shop changed by SQL to what nginx answers', async () => {
+    const roles = async () =>
+      Promise.all([cdcBase, cdcBase + 1].map(async (port) => ((await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()) as { role: string }).role));
+    await eventually(async () => expect((await roles()).sort()).toEqual(['active', 'standby']), 30_000);
+    const shop = async () => {
+      const response = await fetch(`http://127.0.0.1:${httpPort}/api/shop/2`);
+      return { upstream: response.headers.get('x-upstream'), name: ((await response.json()) as { data: { name: string } }).data.name };
+    };
+    // Cached in the Cluster and answered by the edge itself before the write.
+    await eventually(async () => expect((await shop()).upstream).toBeNull());
+    await db!.updateTable('tb_shop').set({ name: 'renamed by SQL in the topology' }).where('id', '=', '2').execute();
+    await eventually(async () => expect((await shop()).name).toBe('renamed by SQL in the topology'), 10_000);
   });
 
   it('serves the front end and the API through nginx; /metrics stays off it', async () => {

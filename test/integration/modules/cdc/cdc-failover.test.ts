@@ -4,7 +4,7 @@ import type { Fixture } from '../../../../kit/children.js';
 import { onServer } from '../../../../kit/mariadb-binlog.js';
 import { freePort } from '../../../../kit/redis-servers.js';
 import { eventually } from '../../../support/eventually.js';
-import { comparePositions, savedPosition, shopThroughApp, startCdcWorld, type CdcWorld } from './support.js';
+import { comparePositions, savedPosition, shopThroughApp, startCdcWorld, type CdcWorld } from '../../../support/cdc-world.js';
 
 const GAP_LINE = /dropping every cached entry/;
 

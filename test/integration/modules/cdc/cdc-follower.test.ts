@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { onServer } from '../../../../kit/mariadb-binlog.js';
@@ -7,7 +6,7 @@ import type { Fixture } from '../../../../kit/children.js';
 import { freePort } from '../../../../kit/redis-servers.js';
 import { metricsAuth } from '../../../support/test-env.js';
 import { eventually } from '../../../support/eventually.js';
-import { comparePositions, percentile, savedPosition, shopThroughApp, startCdcWorld, type CdcWorld } from './support.js';
+import { comparePositions, msUntil, percentile, savedPosition, shopThroughApp, startCdcWorld, type CdcWorld } from '../../../support/cdc-world.js';
 
 /**
  * The change follower (src/cli/cdc.ts) as a child process on a private binlog MariaDB: rows
@@ -37,15 +36,6 @@ describe('change follower: writes that bypass the app', { timeout: 180_000 }, ()
     listener?.disconnect();
     await world?.close();
   }, 120_000);
-
-  /** Polls `check` every 2 ms (finer than eventually's 50 ms) and returns the ms from `since` until it held; fails after 10 s. */
-  async function msUntil(check: () => Promise<boolean>, since: number): Promise<number> {
-    while (!(await check())) {
-      if (performance.now() - since > 10_000) throw new Error('not visible within 10 s');
-      await sleep(2);
-    }
-    return performance.now() - since;
-  }
 
   /**
    * Forgets what was announced so far, once the announcements already sent (an app's rebuild

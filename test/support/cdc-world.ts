@@ -1,17 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { createConnection, type Connection } from 'mysql2/promise';
-import { runFixture, type Fixture } from '../../../../kit/children.js';
-import { startBinlogMariadb, type BinlogMariadb } from '../../../../kit/mariadb-binlog.js';
-import { testRedisUrl } from '../../../../kit/services.js';
-import { loadConfig, type Config } from '../../../../src/infra/config.js';
-import { createDb, type Db } from '../../../../src/infra/db.js';
-import { closeRedis, createRedis, type RedisClient } from '../../../../src/infra/redis.js';
-import { loadDemoData } from '../../../../src/infra/seed/load-demo-data.js';
-import { buildTestApp, TEST_METRICS_TOKEN } from '../../../support/test-env.js';
-import { deleteKeys } from '../../../support/redis.js';
+import { runFixture, type Fixture } from '../../kit/children.js';
+import { startBinlogMariadb, type BinlogMariadb } from '../../kit/mariadb-binlog.js';
+import { testRedisUrl } from '../../kit/services.js';
+import { loadConfig, type Config } from '../../src/infra/config.js';
+import { createDb, type Db } from '../../src/infra/db.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/infra/redis.js';
+import { loadDemoData } from '../../src/infra/seed/load-demo-data.js';
+import { buildTestApp, TEST_METRICS_TOKEN } from './test-env.js';
+import { deleteKeys } from './redis.js';
 
-const CDC_CLI = new URL('../../../../src/cli/cdc.ts', import.meta.url);
+const CDC_CLI = new URL('../../src/cli/cdc.ts', import.meta.url);
 
 /**
  * A world of the change follower's own: a private MariaDB writing a ROW binlog (kit), the demo
@@ -114,6 +115,15 @@ export async function savedPosition(redis: RedisClient): Promise<{ file: string;
 /** Orders binlog positions: negative when a is before b. */
 export function comparePositions(a: { file: string; position: number }, b: { file: string; position: number }): number {
   return a.file === b.file ? a.position - b.position : a.file < b.file ? -1 : 1;
+}
+
+/** Polls `check` every 2 ms (finer than eventually's 50 ms) and returns the ms from `since` until it held; fails after 10 s. */
+export async function msUntil(check: () => Promise<boolean>, since: number): Promise<number> {
+  while (!(await check())) {
+    if (performance.now() - since > 10_000) throw new Error('not visible within 10 s');
+    await sleep(2);
+  }
+  return performance.now() - since;
 }
 
 export function percentile(sorted: readonly number[], p: number): number {
