@@ -16,7 +16,7 @@
 # EDGE_L1_TTL_MS (30000), EDGE_L1_UNPUSHED_TTL_MS (1000), EDGE_L1_JITTER_PERCENT (20),
 # EDGE_REDIS_TIMEOUT_MS (100), EDGE_REDIS_BACKOFF_MS (1000), EDGE_MAX_RECORD_BYTES (65536), EDGE_ORDER_RATE (5), EDGE_ORDER_BURST (10), EDGE_SALE_CONN (16),
 # EDGE_EXEMPT (127.0.0.1), EDGE_SALES (on: the sale's refusals and voucher lists, edge/sale.md),
-# EDGE_SALE_FRESH_MS (50), EDGE_SALE_BEAT_MS (10). The Debian packages are installed with apt-get when missing
+# EDGE_SALE_FRESH_MS (50), EDGE_SALE_BEAT_MS (10), EDGE_SALE_READ_GAP_MS (100). The Debian packages are installed with apt-get when missing
 # (edge/packages.sh). edge/README.md tells what the edge answers and how.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +51,7 @@ start() {
     --redis-timeout-ms "${EDGE_REDIS_TIMEOUT_MS:-100}" --redis-backoff-ms "${EDGE_REDIS_BACKOFF_MS:-1000}" \
     --max-record-bytes "${EDGE_MAX_RECORD_BYTES:-65536}" --order-rate "${EDGE_ORDER_RATE:-5}" \
     --sales "${EDGE_SALES:-on}" --sale-fresh-ms "${EDGE_SALE_FRESH_MS:-50}" --sale-beat-ms "${EDGE_SALE_BEAT_MS:-10}" \
+    --sale-read-gap-ms "${EDGE_SALE_READ_GAP_MS:-100}" \
     --order-burst "${EDGE_ORDER_BURST:-10}" --sale-conn "${EDGE_SALE_CONN:-16}" --exempt "${EDGE_EXEMPT-127.0.0.1}") \
     || fail "could not write the configuration"
   "$nginx" -t -q -p "$EDGE_DIR" -c "$conf" -e "$EDGE_DIR/logs/error.log" || fail "nginx rejected $conf"

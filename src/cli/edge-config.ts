@@ -12,7 +12,7 @@ import { runCli } from './run-cli.js';
  *     [--exempt "127.0.0.1 ::1"] [--reads on|off] [--push on|off] [--l1-ttl-ms 30000]
  *     [--l1-unpushed-ttl-ms 1000] [--l1-jitter-percent 20]
  *     [--l1-size 32m] [--redis-timeout-ms 100] [--redis-backoff-ms 1000] [--max-record-bytes 65536]
- *     [--sales on|off] [--sale-fresh-ms 50] [--sale-beat-ms 10]
+ *     [--sales on|off] [--sale-fresh-ms 50] [--sale-beat-ms 10] [--sale-read-gap-ms 100]
  */
 const USAGE = 'usage: edge-config --prefix DIR --listen HOST:PORT --sale HOST:PORT[,…] [--site HOST:PORT[,…]] [options]: see src/cli/edge-config.ts';
 
@@ -39,6 +39,7 @@ const options = {
   sales: { type: 'string', default: 'on' },
   'sale-fresh-ms': { type: 'string', default: String(DEFAULT_READS.saleFreshMs) },
   'sale-beat-ms': { type: 'string', default: String(DEFAULT_READS.saleBeatMs) },
+  'sale-read-gap-ms': { type: 'string', default: String(DEFAULT_READS.saleReadGapMs) },
 } as const;
 
 class UsageError extends Error {}
@@ -94,6 +95,7 @@ await runCli('edge-config', async (config) => {
         sales: values.sales === 'on',
         saleFreshMs: count('sale-fresh-ms', values['sale-fresh-ms'], 5, 60_000),
         saleBeatMs: count('sale-beat-ms', values['sale-beat-ms'], 1, 60_000),
+        saleReadGapMs: count('sale-read-gap-ms', values['sale-read-gap-ms'], 1, 60_000),
       },
     });
     console.log(file);

@@ -41,6 +41,8 @@ export interface EdgeReadOptions {
   saleFreshMs: number;
   /** The watcher's heartbeat period (below saleFreshMs, by at least a round trip to Redis). */
   saleBeatMs: number;
+  /** Least time between two readings of the sales' hashes by a worker's watcher (edge/sale.md, "A hot sale"). */
+  saleReadGapMs: number;
 }
 
 export interface EdgeOptions {
@@ -76,6 +78,7 @@ export const DEFAULT_READS: EdgeReadOptions = {
   sales: true,
   saleFreshMs: 50,
   saleBeatMs: 10,
+  saleReadGapMs: 100,
 };
 
 /**
@@ -205,6 +208,7 @@ function saleSettings(config: Config, reads: EdgeReadOptions) {
     laneTags: keys.laneShards().map((shard) => keys.shard(shard).tag),
     freshMs: reads.saleFreshMs,
     beatMs: Math.min(reads.saleBeatMs, reads.saleFreshMs),
+    readGapMs: reads.saleReadGapMs,
     // The subscriber's longest silence before it starts over: heartbeats come every beatMs.
     silenceMs: Math.max(1_000, 10 * reads.saleBeatMs),
     maxViews: 10_000,

@@ -55,9 +55,9 @@ local function order(compat)
   local var = ngx.var
   local id = match(var.request_uri, compat and "^/voucher%-order/seckill/([1-9]%d*)$" or "^/api/voucher%-order/seckill/([1-9]%d*)$")
   if not id or #id > 19 then return nil end
-  if not decided_by_sale(var) then return nil end
+  -- The view first: an open sale's orders, most of those that come here, stop at it.
   local refusal = refusal_of(id)
-  if not refusal then return nil end
+  if not refusal or not decided_by_sale(var) then return nil end
   local chosen = language.of_request(settings.values.defaultLanguage)
   if not chosen then return nil end
   return settings.values.messages.saleRefusals[refusal][chosen]

@@ -42,7 +42,7 @@ function M.sale(id)
   local entry = entry_of(sale_keys.voucher(id))
   if entry == nil then return nil end
   if entry.absent then return M.ABSENT end
-  if not entry.buckets then return { entry.part } end
+  if not entry.buckets then return entry.parts end
   local parts = {}
   for b = 0, entry.buckets - 1 do
     local bucket = entry_of(sale_keys.bucket(id, b, entry.buckets))
@@ -69,7 +69,10 @@ function M.read(key, node, entry)
   if state == "dirty" then return node:want(key) end
   if state == nil then return end
   entry.node, entry.epoch = node, node.epoch
-  if entry.part then entry.part.node = node end
+  if entry.part then
+    entry.part.node = node
+    entry.parts = { entry.part }
+  end
   entries:set(key, entry)
 end
 

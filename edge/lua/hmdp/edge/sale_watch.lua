@@ -18,10 +18,9 @@ local M = {}
 
 local INVALIDATE = "__redis__:invalidate"
 local RETRY_S = 1
--- Readings per round trip, and the least time between rounds: a hot sale invalidates its view on
--- every order, and its readings must not grow with the orders.
+-- Readings per round trip (rounds come at most every sales.readGapMs: a hot sale invalidates its
+-- view on every order, and its readings must not grow with the orders).
 local BATCH = 64
-local ROUND_GAP_MS = 20
 local MAP_CHECK_MS = 1000
 -- Heartbeats remembered by number (far more than come back within freshMs).
 local BEATS = 64
@@ -79,7 +78,7 @@ end
 --- The reader's loop: a heartbeat every beatMs whatever else it does (a late one makes the node
 --- stale), and the wanted keys read in rounds at most every ROUND_GAP_MS.
 local function read(reader, pair)
-  local node, beat_ms = pair.node, settings.values.sales.beatMs
+  local node, beat_ms, read_gap_ms = pair.node, settings.values.sales.beatMs, settings.values.sales.readGapMs
   local clustered = settings.values.redis.cluster ~= nil
   local number, next_beat, next_round, next_map = 0, 0, 0, 0
   while not ngx.worker.exiting() do
@@ -101,7 +100,7 @@ local function read(reader, pair)
     elseif now >= next_round then
       local ok, err = sale_reads.read(reader, node, node:take_wanted(BATCH))
       if not ok then return "reading: " .. tostring(err) end
-      next_round = now + ROUND_GAP_MS
+      next_round = now + read_gap_ms
     else
       ngx.sleep(math.max(0.001, (math.min(next_beat, next_round) - sale_node.local_ms()) / 1000))
     end
