@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -170,5 +171,28 @@ describe("the edge's Lua, module by module", () => {
     expect(merged).toBe(expected);
     // A sale of the list without a view: the app answers.
     expect(await spec('voucher_stock', { json, sales: { '2': { stock: 6 } } })).toBe(false);
+  });
+  it('counts a header given once (in any case), twice, or not at all, as the app would see it', async () => {
+    // node:http sends an array as one header line per value; fetch would join them.
+    const counted = await new Promise<string>((resolve, reject) => {
+      const sent = request(`${url}/spec/header_count`, {
+        method: 'POST',
+        headers: { 'x-request-id': ['a', 'b'], 'Accept-Language': 'en', 'content-type': 'application/json' },
+      });
+      sent.on('error', reject);
+      sent.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => resolve(body));
+      });
+      sent.end(JSON.stringify(['x-request-id', 'accept-language', 'origin']));
+    });
+    expect(JSON.parse(counted)).toEqual({
+      result: {
+        'x-request-id': { count: 2, repeated: true },
+        'accept-language': { count: 1, repeated: false },
+        origin: { count: 0, repeated: false },
+      },
+    });
   });
 });

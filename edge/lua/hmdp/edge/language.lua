@@ -3,6 +3,8 @@
 -- its q-values, "zh", "zh-CN" Chinese, "en-*" English, no header or neither of them the default.
 -- Only headers of the plain form browsers send (tags, optional ";q=" values) are decided here;
 -- for any other the caller lets the app answer, which then decides by its own parser.
+local header_count = require "hmdp.edge.header_count"
+
 local M = {}
 
 local gmatch, match, lower, sort = string.gmatch, string.match, string.lower, table.sort
@@ -77,7 +79,7 @@ function M.of_request(default)
   local header = ngx.var.http_accept_language
   if header == nil then return default end
   -- Node joins a header given twice with ", "; nginx's variable holds the first: let the app answer.
-  if type(ngx.req.get_headers()["accept-language"]) == "table" then return nil end
+  if header_count.repeated("accept-language") then return nil end
   local key = default .. "|" .. header
   local language = known[key]
   if language == nil then

@@ -3,6 +3,8 @@
 -- crypto.randomUUID writes it). Its bits are 72 random ones drawn once per worker from
 -- /dev/urandom and a 48-bit counter: unique across workers and restarts, and no OpenSSL
 -- RAND_bytes per request as nginx's $request_id costs (a measured share of an edge's answer).
+local header_count = require "hmdp.edge.header_count"
+
 local M = {}
 
 local re_find, format, byte, sub = ngx.re.find, string.format, string.byte, string.sub
@@ -28,7 +30,7 @@ function M.of_request()
   local incoming = ngx.var.http_x_request_id
   if incoming == nil or not re_find(incoming, [[^[A-Za-z0-9_.:-]{1,64}$]], "jo") then return uuid() end
   -- Node joins a header given twice with ", ", which the app's rule refuses.
-  if type(ngx.req.get_headers()["x-request-id"]) == "table" then return uuid() end
+  if header_count.repeated("x-request-id") then return uuid() end
   return incoming
 end
 

@@ -5,6 +5,7 @@
 -- query, an Origin the app may answer with CORS, a record missing, expired, tombstoned or
 -- malformed, Redis failing, an Accept-Language outside the plain form, an error in this code.
 local settings = require "hmdp.edge.settings"
+local header_count = require "hmdp.edge.header_count"
 local l1 = require "hmdp.edge.l1"
 local l2 = require "hmdp.edge.l2"
 local record = require "hmdp.edge.record"
@@ -29,7 +30,7 @@ local function answerable(compat)
   if compat then
     -- A browser's page load of an API path gets the web app's page from the app (hmdp-compat.ts).
     local accept = var.http_accept
-    if accept ~= nil and (find(accept, "text/html", 1, true) or type(ngx.req.get_headers()["accept"]) == "table") then return false end
+    if accept ~= nil and (find(accept, "text/html", 1, true) or header_count.repeated("accept")) then return false end
   end
   return true
 end
