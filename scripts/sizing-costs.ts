@@ -24,7 +24,7 @@ export interface CostFigure {
 const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
 const EDGE_READS_COALESCED =
   "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), L2 coalesced: 3 runs of 2026-11-28 22:29–22:33 UTC (load average 11.5–12.7)";
-const EDGE_SALE = '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-28 23:39–23:45 UTC (load average 2.9–4.4)';
+const EDGE_SALE = '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 01:59–02:05 UTC (load average 2.1–3.2)';
 const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 3 runs of 2026-11-28 23:01–23:04 UTC";
 
 export const COSTS = {
@@ -43,13 +43,13 @@ export const COSTS = {
   edgeRefusal: {
     tier: 'edge',
     what: "a sale's refusal answered at the edge (nginx master and workers)",
-    runs: [26.8, 31.0, 31.0],
+    runs: [17.9, 21.7, 19.5],
     source: `${EDGE_SALE}: edge-sold-out, nginx`,
   },
   proxyPass: {
     tier: 'edge',
-    what: "an order request passed to the app (nginx as a plain proxy; the edge's checks add 6–14 µs)",
-    runs: [35.5, 36.6, 47.1],
+    what: "an order request passed to the app (nginx as a plain proxy; the edge's checks add 1–5 µs)",
+    runs: [23.5, 29.5, 25.9],
     source: `${EDGE_SALE}: proxy-order, nginx`,
   },
   appAccepted: {
