@@ -55,9 +55,13 @@ beforeAll(async () => {
   await givePicturesToShop1(env);
   ({ app, sms } = await buildTestApp(env));
   const appAddress = (await app.listen({ host: '127.0.0.1', port: 0 })).replace('http://', '');
+  // Generous Redis and push bounds, for the same reason: a Redis command slowed past 100 ms by the
+  // suite's load would send the edge's reads to the app for a second, and the browser's one read
+  // of a shop with them (faults.test.ts tests those bounds).
+  const reads = { redisTimeoutMs: 2_000, l1UnpushedTtlMs: 30_000 };
   [edge, appServedEdge] = await Promise.all([
-    startEdge(env.config, { salePool: [appAddress], webRoot: WEB_DIST }),
-    startEdge(env.config, { salePool: [appAddress] }),
+    startEdge(env.config, { salePool: [appAddress], webRoot: WEB_DIST, reads }),
+    startEdge(env.config, { salePool: [appAddress], reads }),
   ]);
   chrome = await launchBrowser();
   await mkdir(SCREENSHOTS, { recursive: true });
