@@ -114,6 +114,7 @@ export async function runBench(options: BenchOptions, progress = new Progress(),
         prepared.flatMap((scenario) => scenario.targets),
         { ...options, cpuPids },
         (label, seconds) => progress.step(label, seconds),
+        options.rounds,
       );
       progress.step('checking the sales');
       if (baseline) report.baseline = await baseline.finish(measurements);

@@ -37,6 +37,8 @@ export interface BenchOptions {
   scenarios: ScenarioName[];
   /** Seconds of each measured phase (saturation, then fixed rate). */
   durationSeconds: number;
+  /** Slices of the saturation phase: round r runs slice r of every target in turn (harness/measure.ts). */
+  rounds: number;
   /** Milliseconds of each case of the in-process micro-benchmarks (ids, locks), per mode. */
   microMs: number;
   /** Connections of the saturation phase. */
@@ -101,6 +103,7 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
                           the edge (app-sold-out, edge-sold-out, proxy-order, edge-order):
                           run when named)
   --duration SECONDS      each measured phase (default 10)
+  --rounds N              slices of the saturation phase, taking turns round the targets (default 5)
   --connections N         connections at saturation (default 100)
   --latency-connections N connections at the fixed rate (default 1000)
   --rate N                offered req/s of the latency phase (default: --rate-fraction of saturation)
@@ -137,6 +140,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
       options: {
         scenarios: { type: 'string' },
         duration: { type: 'string' },
+        rounds: { type: 'string' },
         connections: { type: 'string' },
         'latency-connections': { type: 'string' },
         rate: { type: 'string' },
@@ -182,6 +186,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     scenarios: chosen,
     target,
     durationSeconds,
+    rounds: int('--rounds', values.rounds, 5, 1, 1_000),
     // Half a phase each; a smoke run only shows that they run (16 lock cases, 6 id cases).
     microMs: smoke ? 150 : (durationSeconds * 1000) / 2,
     connections: int('--connections', values.connections, smoke ? 20 : 100, 1, 10_000),
