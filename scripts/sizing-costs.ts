@@ -24,7 +24,8 @@ export interface CostFigure {
 const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
 const EDGE_READS_COALESCED =
   "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), L2 coalesced: 3 runs of 2026-11-28 22:29–22:33 UTC (load average 11.5–12.7)";
-const EDGE_SALE = '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 01:59–02:05 UTC (load average 2.1–3.2)';
+const EDGE_SALE =
+  '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 02:25–02:34 UTC, 10 rounds (load average 1.2–2.4)';
 const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 3 runs of 2026-11-28 23:01–23:04 UTC";
 
 export const COSTS = {
@@ -43,13 +44,13 @@ export const COSTS = {
   edgeRefusal: {
     tier: 'edge',
     what: "a sale's refusal answered at the edge (nginx master and workers)",
-    runs: [17.9, 21.7, 19.5],
+    runs: [17.3, 17.5, 17.8],
     source: `${EDGE_SALE}: edge-sold-out, nginx`,
   },
   proxyPass: {
     tier: 'edge',
-    what: "an order request passed to the app (nginx as a plain proxy; the edge's checks add 1–5 µs)",
-    runs: [23.5, 29.5, 25.9],
+    what: "an order request passed to the app (nginx as a plain proxy; the edge's checks add 2–4 µs)",
+    runs: [22.1, 22.1, 24.6],
     source: `${EDGE_SALE}: proxy-order, nginx`,
   },
   appAccepted: {
