@@ -234,25 +234,26 @@ function userLine(path: string): string {
 }
 
 /**
- * The app's headers as nginx `add_header` lines of an answer nginx sends itself (the sale's
- * refusals), with the request's id beside them. A value nginx would read as a variable or could not
- * hold in a quoted string fails the render.
+ * answer-headers.conf, included where nginx sends an answer itself (the sale's refusals, L1's
+ * reads): the app's headers as `add_header` lines, `always` (a 404 too), and the request's id. A
+ * value nginx would read as a variable or could not hold in a quoted string fails the render.
  */
-export function answerHeaderLines(headers: Record<string, string>, indent: string): string {
+export function answerHeaderLines(headers: Record<string, string>): string {
   const lines = Object.entries(headers).map(([name, value]) => {
     // Printable ASCII (space to tilde) but for the quote, the backslash and nginx's "$".
     if (!/^[\w-]+$/.test(name) || !/^[ -~]*$/.test(value) || /[$\\"]/.test(value))
       throw new Error(`edge: the header ${name}: ${value} cannot be written into nginx.conf`);
-    return `${indent}add_header ${name} "${value}";\n`;
+    return `add_header ${name} "${value}" always;\n`;
   });
-  return `${lines.join('')}${indent}add_header x-request-id $hmdp_request_id;\n`;
+  return `# Written by src/cli/edge-render.ts: the app's headers on an answer nginx sends itself.\n${lines.join('')}add_header x-request-id $hmdp_request_id always;\n`;
 }
 
 const serverLines = (pool: string[]): string => pool.map((address) => `    server ${address} max_fails=1 fail_timeout=2s;\n`).join('');
 
 /**
  * Writes an edge instance's folder: nginx.conf from edge/nginx.conf.template, edge-settings.json
- * (the Lua's settings, readable by the master only: it may hold Redis' password), the 429 pages
+ * (the Lua's settings, readable by the master only: it may hold Redis' password), answer-headers.conf
+ * (the app's headers on the answers nginx sends itself), the 429 pages
  * and the log and temp folders. Returns the path of nginx.conf.
  */
 export async function writeEdge(config: Config, options: EdgeOptions): Promise<string> {
@@ -264,10 +265,12 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
   writeFileSync(settingsFile, `${JSON.stringify(settings, null, 2)}\n`, { mode: 0o600 });
   chmodSync(settingsFile, 0o600);
   writePages(join(prefix, 'pages'));
+  writeFileSync(join(prefix, 'answer-headers.conf'), answerHeaderLines(settings.headers));
   const conf = renderTemplate(readFileSync(join(EDGE_DIR, 'nginx.conf.template'), 'utf8'), {
     user_line: userLine(options.webRoot ?? EDGE_DIR),
     workers: String(options.workers ?? 'auto'),
     prefix,
+    edge_dir: EDGE_DIR,
     lua_dir: join(EDGE_DIR, 'lua'),
     l1_size: options.reads.l1Size,
     listen: options.listen,
@@ -280,7 +283,6 @@ export async function writeEdge(config: Config, options: EdgeOptions): Promise<s
     web_root: options.webRoot ?? '',
     reads: settings.reads,
     sales: Boolean(settings.sales),
-    refusal_headers: answerHeaderLines(settings.headers, '        '),
     compat: config.hmdpCompat,
   });
   const confFile = join(prefix, 'nginx.conf');

@@ -17,12 +17,16 @@ describe('renderTemplate', () => {
 });
 
 describe('answerHeaderLines', () => {
-  it("writes the app's headers and the request id as add_header lines, and refuses a value nginx would misread", () => {
-    expect(answerHeaderLines({ 'x-frame-options': 'SAMEORIGIN', 'content-security-policy': "default-src 'self';base-uri 'self'" }, '  ')).toBe(
-      '  add_header x-frame-options "SAMEORIGIN";\n  add_header content-security-policy "default-src \'self\';base-uri \'self\'";\n  add_header x-request-id $hmdp_request_id;\n',
-    );
-    for (const value of ['a$b', 'a"b', 'a\\b', 'a\nb', 'a\u00e9b']) expect(() => answerHeaderLines({ 'x-a': value }, '')).toThrow(/cannot be written/);
-    expect(() => answerHeaderLines({ 'x a': 'b' }, '')).toThrow(/cannot be written/);
+  it("writes the app's headers and the request id as add_header lines, always, and refuses a value nginx would misread", () => {
+    const lines = answerHeaderLines({ 'x-frame-options': 'SAMEORIGIN', 'content-security-policy': "default-src 'self';base-uri 'self'" });
+    expect(lines.split('\n').filter((line) => !line.startsWith('#'))).toEqual([
+      'add_header x-frame-options "SAMEORIGIN" always;',
+      "add_header content-security-policy \"default-src 'self';base-uri 'self'\" always;",
+      'add_header x-request-id $hmdp_request_id always;',
+      '',
+    ]);
+    for (const value of ['a$b', 'a"b', 'a\\b', 'a\nb', 'a\u00e9b']) expect(() => answerHeaderLines({ 'x-a': value })).toThrow(/cannot be written/);
+    expect(() => answerHeaderLines({ 'x a': 'b' })).toThrow(/cannot be written/);
   });
 });
 
@@ -67,7 +71,7 @@ describe('edgeSettings', () => {
 });
 
 describe('writeEdge', () => {
-  it("writes nginx.conf with Debian's Lua modules, the settings for the master only, and the 429 pages", async () => {
+  it("writes nginx.conf with Debian's Lua modules, the settings for the master only, the answers' headers and the 429 pages", async () => {
     const prefix = await mkdtemp(join(tmpdir(), 'hmdp-edge-render-'));
     try {
       const options = {
@@ -90,6 +94,9 @@ describe('writeEdge', () => {
       expect(conf).not.toMatch(/\{\{|\}\}/);
       expect((await stat(join(prefix, 'edge-settings.json'))).mode & 0o777).toBe(0o600);
       expect(JSON.parse(await readFile(join(prefix, 'pages/429.en.json'), 'utf8'))).toMatchObject({ success: false });
+      // What nginx sends itself (L1's reads, the sale's refusals) carries the app's headers.
+      expect(conf).toContain('/l1-answers.conf;');
+      expect(await readFile(join(prefix, 'answer-headers.conf'), 'utf8')).toMatch(/^add_header content-security-policy ".+" always;$/m);
 
       const compat = await readFile(await writeEdge(config({ HMDP_COMPAT: 'true' }), options), 'utf8');
       // The compat reads come before the compat catch-all: nginx tries regex locations in order.

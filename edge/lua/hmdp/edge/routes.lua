@@ -4,6 +4,10 @@
 -- exactly as the app would goes to the app: a request with a login token, another method or a
 -- query, an Origin the app may answer with CORS, a record missing, expired, tombstoned or
 -- malformed, Redis failing, an Accept-Language outside the plain form, an error in this code.
+--
+-- An L1 hit is decided in the location's set_by_lua (M.from_l1: a plain call, no coroutine) and
+-- sent by nginx (`return` with the app's headers, answer-headers.conf); the rest goes on to the
+-- access phase (M.shop, M.shop_types, M.voucher_list), which may read Redis.
 local settings = require "hmdp.edge.settings"
 local header_count = require "hmdp.edge.header_count"
 local l1 = require "hmdp.edge.l1"
@@ -11,6 +15,7 @@ local l2 = require "hmdp.edge.l2"
 local record = require "hmdp.edge.record"
 local language = require "hmdp.edge.language"
 local answer = require "hmdp.edge.answer"
+local request_id = require "hmdp.edge.request_id"
 local visits = require "hmdp.edge.visits"
 local log_once = require "hmdp.edge.log_once"
 local voucher_stock = require "hmdp.edge.voucher_stock"
@@ -35,14 +40,16 @@ local function answerable(compat)
   return true
 end
 
---- A route's entry: (flags, body) from L1, else from its Redis record (then kept in L1), else nil.
---- `build` makes the answer's body from the record's JSON, nil for a value the app would not send.
-local function lookup(l1_key, redis_key, build)
+--- A route's entry: (flags, body) from L1, else (unless l1_only) from its Redis record (then kept
+--- in L1), else nil. `build` makes the answer's body from the record's JSON, nil for a value the
+--- app would not send.
+local function lookup(l1_key, redis_key, build, l1_only)
   local body, flags = l1.get(l1_key)
   if body ~= nil then
     ngx.var.hmdp_edge = "L1"
     return flags, body
   end
+  if l1_only then return nil end
   local generation = l1.generation()
   local raw, err = l2.get(redis_key)
   if err then return nil end
@@ -76,11 +83,11 @@ local function shop_body(json) return byte(json, 1) == 123 and wrapped(json) or 
 local function list_body(json) return byte(json, 1) == 91 and wrapped(json) or nil end
 
 --- GET /api/shop/{id}: the shop, or for a null marker the app's 404 in the client's language.
-local function shop(compat)
+local function shop(compat, l1_only)
   local id = match(ngx.var.request_uri, compat and "^/shop/([1-9]%d*)$" or "^/api/shop/([1-9]%d*)$")
   if not id or #id > 19 then return nil end
   local values = settings.values
-  local flags, body = lookup("shop:" .. id, values.keyPrefix .. "cache:shop:" .. id, shop_body)
+  local flags, body = lookup("shop:" .. id, values.keyPrefix .. "cache:shop:" .. id, shop_body, l1_only)
   if flags == FOUND then
     visits.record(id)
     return 200, body
@@ -102,9 +109,9 @@ end
 local EMPTY_LIST = wrapped("[]")
 
 --- GET /api/shop-type/list: the cached list (the app answers [] for a null marker).
-local function shop_types(compat)
+local function shop_types(compat, l1_only)
   if ngx.var.request_uri ~= (compat and "/shop-type/list" or "/api/shop-type/list") then return nil end
-  local flags, body = lookup("shop-types", settings.values.keyPrefix .. "cache:type", list_body)
+  local flags, body = lookup("shop-types", settings.values.keyPrefix .. "cache:type", list_body, l1_only)
   if not flags then return nil end
   visits.record(nil)
   return 200, flags == FOUND and body or EMPTY_LIST
@@ -112,11 +119,11 @@ end
 
 --- GET /api/voucher/list/{shopId}: the cached list (a null marker: []), with each sale's live stock
 --- when the sales' fresh views know it (hmdp.edge.voucher_stock).
-local function voucher_list(compat)
+local function voucher_list(compat, l1_only)
   if not settings.values.sales then return nil end
   local id = match(ngx.var.request_uri, compat and "^/voucher/list/([1-9]%d*)$" or "^/api/voucher/list/([1-9]%d*)$")
   if not id or #id > 19 then return nil end
-  local flags, body = lookup("voucher-list:" .. id, settings.values.keyPrefix .. "cache:voucher-list:" .. id, list_body)
+  local flags, body = lookup("voucher-list:" .. id, settings.values.keyPrefix .. "cache:voucher-list:" .. id, list_body, l1_only)
   if not flags then return nil end
   if flags == FOUND then
     body = voucher_stock.merge(body)
@@ -131,14 +138,46 @@ local function voucher_list(compat)
   return 200, body
 end
 
+-- $hmdp_read of each read location (edge/nginx.conf.template): its route, and whether it is the
+-- compat surface's (the paths without /api).
+local READS = {
+  shop = { shop, false },
+  shop_types = { shop_types, false },
+  voucher_list = { voucher_list, false },
+  ["shop-compat"] = { shop, true },
+  ["shop_types-compat"] = { shop_types, true },
+  ["voucher_list-compat"] = { voucher_list, true },
+}
+
 --- Runs a route in protected mode: an error is logged (once an hour) and the app answers.
-local function serve(route, compat)
-  if not answerable(compat) then return end
-  local ok, status, body, extra_name, extra_value = pcall(route, compat)
+local function run(route, compat, l1_only)
+  if not answerable(compat) then return nil end
+  local ok, status, body, extra_name, extra_value = pcall(route, compat, l1_only)
   if not ok then
     log_once.warn("lua:" .. tostring(status), "error, answered by the app: " .. tostring(status))
-    return
+    return nil
   end
+  return status, body, extra_name, extra_value
+end
+
+--- The read locations' set_by_lua (edge/l1-answers.conf): the body of an answer L1 holds, with
+--- $hmdp_status (200 or 404), $hmdp_status_header (the compat surface's x-hmdp-status) and
+--- $hmdp_request_id set for nginx to send it; "" when the request goes on (to the access phase's
+--- Lua, then the app).
+function M.from_l1(read)
+  local route = READS[read]
+  if not route then return "" end
+  local status, body, extra_name, extra_value = run(route[1], route[2], true)
+  if not status then return "" end
+  local var = ngx.var
+  var.hmdp_status = tostring(status)
+  if extra_name then var.hmdp_status_header = extra_value end
+  var.hmdp_request_id = request_id.of_request()
+  return body
+end
+
+local function serve(route, compat)
+  local status, body, extra_name, extra_value = run(route, compat, false)
   if status then return answer.send(status, body, extra_name, extra_value) end
 end
 
