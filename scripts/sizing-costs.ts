@@ -21,9 +21,7 @@ export interface CostFigure {
 }
 
 /** Sources are Markdown, their links relative to docs/ (they are rendered into docs/sizing.md). */
-const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-28 21:26–21:32 UTC";
-const EDGE_READS_COALESCED =
-  "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), L2 coalesced: 3 runs of 2026-11-28 22:29–22:33 UTC (load average 11.5–12.7)";
+const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-29 02:46–02:52 UTC (load average 1.5–3.0)";
 const EDGE_SALE =
   '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 02:25–02:34 UTC, 10 rounds (load average 1.2–2.4)';
 const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 3 runs of 2026-11-28 23:01–23:04 UTC";
@@ -32,14 +30,14 @@ export const COSTS = {
   edgeL1Read: {
     tier: 'edge',
     what: 'a shop read answered from L1 (nginx master and workers)',
-    runs: [24.6, 33.0, 31.9],
+    runs: [17.6, 16.9, 16.8],
     source: `${EDGE_READS}: edge-shop-l1, nginx`,
   },
   edgeL2Read: {
     tier: 'edge',
     what: "a shop read answered from L2, the app's Redis record, concurrent reads of it sharing one GET (nginx)",
-    runs: [33.9, 41.2, 34.3],
-    source: `${EDGE_READS_COALESCED}: edge-shop-l2, nginx`,
+    runs: [25.1, 23.6, 24.4],
+    source: `${EDGE_READS}: edge-shop-l2, nginx`,
   },
   edgeRefusal: {
     tier: 'edge',
@@ -68,7 +66,7 @@ export const COSTS = {
   appShopRead: {
     tier: 'app',
     what: "a shop read from the app's near cache (serving CPU)",
-    runs: [73.6, 109, 113],
+    runs: [58.7, 59.0, 60.9],
     source: `${EDGE_READS}: shop-hot`,
   },
   redisAccepted: {
@@ -86,8 +84,8 @@ export const COSTS = {
   redisL2Read: {
     tier: 'redis',
     what: "the edge's GETs for an L2 read of one hot record (shared by concurrent reads)",
-    runs: [4.27, 4.35, 3.5],
-    source: `${EDGE_READS_COALESCED}: edge-shop-l2, Redis`,
+    runs: [3.11, 2.85, 3.21],
+    source: `${EDGE_READS}: edge-shop-l2, Redis`,
   },
   voucherMasterAccepted: {
     tier: 'voucher-master',
