@@ -19,7 +19,7 @@
 import { Pool } from 'undici';
 import { startRedisServer } from '../../kit/redis-servers.js';
 import { createOwnWorld, loadAverage, mariadbPid, parseCounter, processCpuMicros, redisPid, scrapeMetrics, startServer } from '../harness/index.js';
-import { waitForDrain } from '../sale/index.js';
+import { orderBody, waitForDrain } from '../sale/index.js';
 
 const REQUESTS = Number(process.env.REQUESTS ?? 20_000);
 const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 100);
@@ -37,14 +37,7 @@ const pool = new Pool(server.url, { connections: IN_FLIGHT });
 try {
   const pids = { server: server.child.pid!, redis: (await redisPid(world.redis))!, mariadb: await mariadbPid(world.db) };
   const [voucherId] = await world.createVouchers(1, REQUESTS);
-  const order = async (userIndex: number): Promise<string> => {
-    const { body } = await pool.request({
-      method: 'POST',
-      path: `/api/voucher-order/seckill/${voucherId!}`,
-      headers: { authorization: world.users[userIndex]!.token },
-    });
-    return body.text();
-  };
+  const order = (userIndex: number): Promise<string> => orderBody(pool, voucherId!, world.users[userIndex]!.token);
   console.log(`load average before: ${await loadAverage()}`);
 
   const accepted = await slice(pids, async () => {

@@ -15,6 +15,7 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { startRedisServer } from '../../kit/redis-servers.js';
 import { createOwnWorld, parseCounter, scrapeMetrics, startServer } from '../harness/index.js';
+import { orderBody } from '../sale/index.js';
 
 const STOCK = 10;
 const REQUESTS = Number(process.env.REQUESTS ?? 5_000);
@@ -32,14 +33,7 @@ const raw = new Redis(redisServer.url);
 const pool = new Pool(server.url, { connections: CONCURRENCY });
 try {
   const [voucherId] = await world.createVouchers(1, STOCK);
-  const order = async (userIndex: number): Promise<string> => {
-    const { body } = await pool.request({
-      method: 'POST',
-      path: `/api/voucher-order/seckill/${voucherId!}`,
-      headers: { authorization: world.users[userIndex]!.token },
-    });
-    return body.text();
-  };
+  const order = (userIndex: number): Promise<string> => orderBody(pool, voucherId!, world.users[userIndex]!.token);
   // The sale: 100 buyers for 10 units; the first "sold out" answer from Redis sets the flag.
   const first = await Promise.all(Array.from({ length: 100 }, (_, i) => order(i)));
   const accepted = first.filter((body) => body.startsWith('{"success":true')).length;

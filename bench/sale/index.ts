@@ -7,5 +7,6 @@
 export type { Check } from './check.js';
 export { checkSale, type Strategy } from './checks.js';
 export { readSaleFromMysql, readVersions, streamBacklog, waitForDrain, type SaleInMysql } from './read-back.js';
+export { orderBody } from './order-body.js';
 export { Sale } from './sale.js';
 export { SoldOutLedger, soldOutChecks, type SaleAnswer, type VoucherAnswers } from './sold-out-ledger.js';

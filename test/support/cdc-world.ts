@@ -126,6 +126,12 @@ export async function msUntil(check: () => Promise<boolean>, since: number): Pro
   return performance.now() - since;
 }
 
-export function percentile(sorted: readonly number[], p: number): number {
+function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** p50, p99 and the slowest of a run's commit-to-visible times, rounded to the ms, as the tests print them. */
+export function visibleFigures(ms: readonly number[]): string {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return JSON.stringify({ p50: Math.round(percentile(sorted, 50)), p99: Math.round(percentile(sorted, 99)), max: Math.round(sorted[sorted.length - 1]!) });
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Fixture } from '../../../kit/children.js';
 import { startEdge, type Edge } from '../../../kit/edge.js';
-import { msUntil, percentile, savedPosition, startCdcWorld, type CdcWorld } from '../../support/cdc-world.js';
+import { msUntil, savedPosition, startCdcWorld, type CdcWorld, visibleFigures } from '../../support/cdc-world.js';
 import { eventually } from '../../support/eventually.js';
 
 /**
@@ -59,11 +59,7 @@ describe('change follower: writes that bypass the app, through the edge', { time
       const committed = performance.now();
       visibleMs.push(await msUntil(async () => (await shopName(id)) === name, committed));
     }
-    const sorted = [...visibleMs].sort((a, b) => a - b);
-    const figures = { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1]! };
-    console.log(
-      `cdc: 200 direct UPDATEs, commit to visible through the edge (ms): ${JSON.stringify(figures, (_k, v: unknown) => (typeof v === 'number' ? Math.round(v) : v))}`,
-    );
+    console.log(`cdc: 200 direct UPDATEs, commit to visible through the edge (ms): ${visibleFigures(visibleMs)}`);
     expect(visibleMs).toHaveLength(200);
     // Once the app has cached the new row again, the edge answers it itself.
     await cachedAtEdge('/api/shop/10');
