@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
@@ -25,7 +25,7 @@ export interface BinlogMariadb {
   readonly mysqlUrl: string;
   readonly database: string;
   readonly dataDir: string;
-  /** SIGKILL the server and remove its folder. */
+  /** SIGKILL the server and remove its folders. */
   stop(): Promise<void>;
 }
 
@@ -39,26 +39,42 @@ export interface BinlogMariadbOptions {
 /**
  * `mariadb-install-db --no-defaults` into a new temporary folder, then `mariadbd --no-defaults
  * --log-bin --binlog-format=ROW` on a free port (never the shared MariaDB), the app's migrations
- * applied to `database`. Ready in about 3 s.
+ * applied to `database`. Ready in about 3 s. Each server has a temporary folder of its own beside
+ * its data: in a shared /tmp, servers installed or run at once remove each other's temporary tables.
  */
 export async function startBinlogMariadb(options: BinlogMariadbOptions = {}): Promise<BinlogMariadb> {
   const database = options.database ?? 'hmdp';
-  const dataDir = await mkdtemp(join(tmpdir(), 'hmdp-binlog-mariadb-'));
-  await run(INSTALL_DB, ['--no-defaults', `--datadir=${dataDir}`, '--user=root', '--auth-root-authentication-method=normal', '--skip-test-db']);
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    try {
-      const child = await startServer(dataDir, port, options.serverId ?? 1);
-      const serverUrl = `mysql://root@127.0.0.1:${port}`;
-      const mysqlUrl = `${serverUrl}/${database}`;
-      await migrate(mysqlUrl);
-      return { port, serverUrl, mysqlUrl, database, dataDir, stop: () => stop(child, dataDir) };
-    } catch (error) {
-      if (attempt >= 3) {
-        await rm(dataDir, { recursive: true, force: true });
-        throw error;
+  const root = await mkdtemp(join(tmpdir(), 'hmdp-binlog-mariadb-'));
+  const folders = { data: join(root, 'data'), tmp: join(root, 'tmp') };
+  try {
+    await Promise.all([mkdir(folders.data), mkdir(folders.tmp)]);
+    await run(INSTALL_DB, [
+      '--no-defaults',
+      `--datadir=${folders.data}`,
+      `--tmpdir=${folders.tmp}`,
+      '--user=root',
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+    ]);
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      let child: ChildProcess | undefined;
+      try {
+        child = await startServer(folders, port, options.serverId ?? 1);
+        const serverUrl = `mysql://root@127.0.0.1:${port}`;
+        const mysqlUrl = `${serverUrl}/${database}`;
+        await migrate(mysqlUrl);
+        const server = child;
+        return { port, serverUrl, mysqlUrl, database, dataDir: folders.data, stop: () => stop(server, root) };
+      } catch (error) {
+        // A server that started but could not be migrated holds the data's locks: gone before the next attempt.
+        if (child) await killed(child);
+        if (attempt >= 3) throw error;
       }
     }
+  } catch (error) {
+    await rm(root, { recursive: true, force: true });
+    throw error;
   }
 }
 
@@ -72,12 +88,19 @@ async function migrate(mysqlUrl: string): Promise<void> {
   }
 }
 
-function startServer(dataDir: string, port: number, serverId: number): Promise<ChildProcess> {
+/**
+ * mariadbd on the folders, resolved once it listens. A start that fails is rejected only once its
+ * process has exited: the next attempt on the same data would find InnoDB's and Aria's files still
+ * locked (Aria then waits 30 s for its lock, past the readiness bound).
+ */
+function startServer(folders: { data: string; tmp: string }, port: number, serverId: number): Promise<ChildProcess> {
+  const dataDir = folders.data;
   const child = spawn(
     MARIADBD,
     [
       '--no-defaults',
       `--datadir=${dataDir}`,
+      `--tmpdir=${folders.tmp}`,
       `--port=${port}`,
       `--socket=${join(dataDir, 'mysqld.sock')}`,
       `--pid-file=${join(dataDir, 'mysqld.pid')}`,
@@ -98,19 +121,25 @@ function startServer(dataDir: string, port: number, serverId: number): Promise<C
   return new Promise((resolve, reject) => {
     let log = '';
     const timer = setTimeout(() => fail(new Error(`mariadbd on ${port} not ready in 30 s: ${log.slice(-2000)}`)), 30_000);
+    let failure: Error | undefined;
     const fail = (error: Error): void => {
       clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(error);
+      failure ??= error;
+      const running = child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+      // Its 'exit' comes back here, with the process gone.
+      if (running) child.kill('SIGKILL');
+      else reject(failure);
     };
     child.once('error', fail);
-    child.once('exit', (code, signal) => fail(new Error(`mariadbd on ${port} exited (${String(code ?? signal)}): ${log.slice(-2000)}`)));
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
+      fail(new Error(`mariadbd on ${port} exited (${String(code ?? signal)}): ${log.slice(-2000)}`));
+    child.once('exit', onExit);
     // mariadbd logs to stderr; "ready for connections" comes once it listens.
     const onData = (chunk: string): void => {
       log += chunk;
       if (log.includes('ready for connections')) {
         clearTimeout(timer);
-        child.removeAllListeners('exit');
+        child.off('exit', onExit);
         resolve(child);
       }
     };
@@ -119,14 +148,18 @@ function startServer(dataDir: string, port: number, serverId: number): Promise<C
   });
 }
 
-async function stop(child: ChildProcess, dataDir: string): Promise<void> {
-  if (child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    child.kill('SIGCONT');
-    child.kill('SIGKILL');
-    await exited;
-  }
-  await rm(dataDir, { recursive: true, force: true });
+async function stop(child: ChildProcess, root: string): Promise<void> {
+  await killed(child);
+  await rm(root, { recursive: true, force: true });
+}
+
+/** SIGKILL (a stopped one continued first), its exit awaited. */
+async function killed(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGCONT');
+  child.kill('SIGKILL');
+  await exited;
 }
 
 function run(command: string, args: string[]): Promise<void> {
