@@ -23,11 +23,21 @@ export {
   type Spread,
 } from './cpu.js';
 export { fixedRate } from './fixed-rate.js';
-export type { Latency, PhaseResult, RequestSource, RequestTiming, SentRequest, Ticker } from './load-types.js';
+export {
+  repeatedRequest,
+  type Latency,
+  type PhaseResult,
+  type RequestSource,
+  type RequestTiming,
+  type SentRequest,
+  type Ticker,
+  type WrkRequests,
+} from './load-types.js';
 export { describeMachine, loadAverage, type Machine } from './machine.js';
 export { measureAll, type LoadTarget, type MeasureOptions, type Measurement } from './measure.js';
 export { OptionsError, parseBenchOptions, SCENARIOS, USAGE, type BenchOptions, type ScenarioName } from './options.js';
 export { BENCH_PURCHASE_TOKEN_KEYS, scrapeMetrics, serverEnvironment, startServer, stopProcess, type ServerOptions, type ServerProcess } from './processes.js';
 export { parseCounter, startSliceWork, workPerOrder, type SliceWork, type WorkPerOrder } from './redis-work.js';
 export { saturate } from './saturate.js';
+export { ensureWrk, saturateWithWrk } from './wrk.js';
 export { attachWorld, createOwnWorld, type BenchUser, type OwnWorldOptions, type World } from './world.js';

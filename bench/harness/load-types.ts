@@ -14,6 +14,25 @@ export interface RequestSource {
   onResponse?(status: number, body: string, timing?: RequestTiming, request?: SentRequest): void;
   /** Sees every request that got no answer (socket error, timeout): fixed-rate phase only. */
   onNoAnswer?(timing: RequestTiming): void;
+  /**
+   * The same requests as wrk sends them (harness/wrk.ts), for the saturation phase: set only by
+   * sources whose answers change nothing, since wrk drops the answers in flight when it stops.
+   * Their answers still reach onResponse (status and body).
+   */
+  readonly wrk?: WrkRequests;
+}
+
+/** Requests wrk can send: one method and path, with header sets taken in turn. */
+export interface WrkRequests {
+  method: 'GET' | 'POST';
+  path: string;
+  /** Request i sends set i mod n (e.g. every user's login token in turn); none: no headers of the source's. */
+  headerSets?: ReadonlyArray<Record<string, string>>;
+}
+
+/** One request sent again and again, by autocannon or by wrk (a read's answers change nothing). */
+export function repeatedRequest(method: 'GET' | 'POST', path: string): RequestSource {
+  return { method, next: () => ({ path }), wrk: { method, path } };
 }
 
 /** A request as RequestSource.next() gave it. */
@@ -40,6 +59,8 @@ export interface Latency {
 export interface PhaseResult {
   /** "saturation" (closed loop) or "fixed rate" (open loop). */
   mode: 'saturation' | 'fixed-rate';
+  /** The saturation phase's load generator: autocannon in this process, or wrk (harness/wrk.ts). */
+  generator?: 'autocannon' | 'wrk';
   connections: number;
   durationSeconds: number;
   /** Answers received. */

@@ -9,6 +9,7 @@ import { fixedRate } from './fixed-rate.js';
 import type { Latency, PhaseResult, RequestSource, Ticker } from './load-types.js';
 import type { SliceWork } from './redis-work.js';
 import { autocannonRate, saturate } from './saturate.js';
+import { saturateWithWrk } from './wrk.js';
 
 export interface MeasureOptions {
   connections: number;
@@ -21,6 +22,8 @@ export interface MeasureOptions {
   maxRate: number;
   /** Fixed-rate phase by autocannon's rate mode (for comparison) instead of the open loop. */
   autocannonRate: boolean;
+  /** Saturate with autocannon even the sources wrk can send (RequestSource.wrk), to compare the generators. */
+  autocannonOnly: boolean;
   /** Redis and MariaDB, whose CPU per request is counted beside the server's and the generator's. */
   cpuPids?: CpuPids;
 }
@@ -81,8 +84,8 @@ export async function measureAll(
   const expected = new Map<string, number>();
   for (const { name, url, source } of targets) {
     const onTick = step(`${name}: warm-up`, warmUpSeconds);
-    const probe = await saturate(url, source, { connections, durationSeconds: warmUpSeconds / 4, expectedRps: 1_000, onTick });
-    const warm = await saturate(url, source, { connections, durationSeconds: warmUpSeconds, expectedRps: probe.rps, onTick });
+    const probe = await closedLoop(url, source, { connections, durationSeconds: warmUpSeconds / 4, expectedRps: 1_000, onTick }, options);
+    const warm = await closedLoop(url, source, { connections, durationSeconds: warmUpSeconds, expectedRps: probe.rps, onTick }, options);
     expected.set(name, warm.rps);
   }
 
@@ -94,7 +97,7 @@ export async function measureAll(
       const onTick = step(`${name}: saturation, ${connections} connections, slice ${round}/${rounds}`, sliceSeconds);
       const work = await sliceWork?.();
       const cpu = startCpuCount({ ...cpuPids, server: serverPid, broker: brokerPid, nginx: nginxPid });
-      const slice = await saturate(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick });
+      const slice = await closedLoop(url, source, { connections, durationSeconds: sliceSeconds, expectedRps: expected.get(name)!, onTick }, options);
       expected.set(name, slice.rps);
       // CPU up to the last answer, as for every target; the work after the drain.
       const measured = { ...slice, cpu: cpu(slice.requests) };
@@ -121,6 +124,17 @@ export async function measureAll(
     }
   }
   return measurements;
+}
+
+/** The closed loop by wrk where the source can be sent by it (and autocannon is not asked for), else by autocannon. */
+function closedLoop(
+  url: string,
+  source: RequestSource,
+  phase: Parameters<typeof saturate>[2],
+  options: Pick<MeasureOptions, 'autocannonOnly'>,
+): Promise<PhaseResult> {
+  const { wrk } = source;
+  return wrk && !options.autocannonOnly ? saturateWithWrk(url, source, wrk, phase) : saturate(url, source, phase);
 }
 
 /** One open-loop phase at `rate`, with the CPU it cost and the server's loop lag meanwhile. */
@@ -163,6 +177,7 @@ function combine(slices: PhaseResult[]): PhaseResult {
   const worst = (pick: (latency: Latency) => number) => Math.max(...slices.map((slice) => pick(slice.latency)));
   return {
     mode: 'saturation',
+    ...(slices[0]!.generator ? { generator: slices[0]!.generator } : {}),
     connections: slices[0]!.connections,
     durationSeconds: Math.round(seconds * 100) / 100,
     requests,

@@ -55,6 +55,8 @@ export interface BenchOptions {
   maxRate: number;
   /** Measure the fixed-rate phase with autocannon's rate mode instead of the open loop (to compare the two). */
   autocannonRate: boolean;
+  /** Saturate with autocannon even where wrk can send the requests (the shop reads, the sold-out pair), to compare the two generators. */
+  autocannonOnly: boolean;
   /** Users with sessions that place the orders. */
   users: number;
   /** Stock of each voucher; every voucher is offered to every user once (a sale of `users` buyers for `stock` units). */
@@ -111,6 +113,9 @@ npm run bench -- hot-voucher [--help]    one voucher: one Redis core, and B buck
   --max-rate N            ceiling of the rate from --rate-fraction (default 8000)
   --autocannon-rate       fixed-rate phase by autocannon's rate mode instead of the open loop
                           (for comparison only: see bench/harness/saturate.ts on why its figures mislead)
+  --autocannon-only       saturation by autocannon for every scenario; by default the shop
+                          reads and the sold-out pair, whose answers change nothing, are
+                          saturated by wrk (bench/harness/wrk.ts says why)
   --users N               buyers with sessions (default 5000)
   --stock N               stock of each voucher (default: users / 2)
   --drain-timeout SECONDS wait for the order worker after a sale (default 180)
@@ -147,6 +152,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
         'rate-fraction': { type: 'string' },
         'max-rate': { type: 'string' },
         'autocannon-rate': { type: 'boolean', default: false },
+        'autocannon-only': { type: 'boolean', default: false },
         users: { type: 'string' },
         stock: { type: 'string' },
         'drain-timeout': { type: 'string' },
@@ -195,6 +201,7 @@ export function parseBenchOptions(argv: string[], env: Record<string, string | u
     rateFraction: number('--rate-fraction', values['rate-fraction'], 0.5, 0.01, 0.99),
     maxRate: int('--max-rate', values['max-rate'], 8_000, 1, 10_000_000),
     autocannonRate: values['autocannon-rate'],
+    autocannonOnly: values['autocannon-only'],
     users,
     stock: int('--stock', values.stock, Math.max(1, Math.floor(users / 2)), 1, 10_000_000),
     redisUrl: env.REDIS_URL ?? 'redis://127.0.0.1:6379/0',

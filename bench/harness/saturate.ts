@@ -60,6 +60,7 @@ export async function saturate(
     const seconds = (lastAnswer - started) / 1000;
     return {
       mode: 'saturation',
+      generator: 'autocannon',
       connections,
       durationSeconds: Math.round(seconds * 100) / 100,
       requests: answered,

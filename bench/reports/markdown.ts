@@ -25,6 +25,13 @@ export function renderMarkdown(report: BenchReport): string {
   );
 
   const rows = httpRows(report);
+  const byWrk = rows.filter((row) => row.result.saturation.generator === 'wrk' && !row.fixedRateOnly).map((row) => row.name);
+  if (byWrk.length > 0) {
+    out.push(
+      `Saturation by wrk for ${byWrk.join(', ')}, whose answers change nothing (bench/harness/wrk.ts: autocannon, in Node, cannot saturate nginx on two cores); by autocannon for the rest. Each pair judged below ran on one generator.`,
+      '',
+    );
+  }
   if (rows.length > 0) {
     out.push(
       '| scenario | route | req/s at saturation | ratio | offered req/s | p50 ms | p90 ms | p99 ms | max ms | server loop lag p99 ms | generator lag p99 ms | errors | non-2xx | checks |',
@@ -179,7 +186,8 @@ const SALE_AT_EDGE_BY: Record<EdgeSaleScenario, string> = {
 function saleAtEdge(report: BenchReport): string[] {
   const results = report.edgeSale ?? [];
   if (results.length === 0) return [];
-  const cpu = (result: HttpResult, part: 'nginx' | 'server' | 'redis' | 'mariadb') => formatSpread(result.saturation.cpuSpread?.[part] ?? spreadOf([]));
+  const cpu = (result: HttpResult, part: 'nginx' | 'server' | 'redis' | 'mariadb' | 'generator') =>
+    formatSpread(result.saturation.cpuSpread?.[part] ?? spreadOf([]));
   // As its target reads: the sold-out refusal's "times cheaper" (the app's ÷ the edge's), the order's "times the proxy's".
   const versus = (result: EdgeSaleResult) => {
     const pair = results.find((other) => other.scenario === EDGE_SALE_PAIRS[result.scenario]);
@@ -194,15 +202,15 @@ function saleAtEdge(report: BenchReport): string[] {
       : `${number(reachedApp)} of ${number(measuredRequests)}` +
         (scenario === 'edge-sold-out' ? ` (${(Math.round((1000 * reachedApp) / measuredRequests) / 10).toLocaleString('en-US')} %)` : '');
   return [
-    "The sale through the edge (`POST /api/voucher-order/seckill/{id}`, logged-in users, the order worker off): CPU µs per request at saturation, median (lowest–highest) over the slices, of app + Redis + nginx (MariaDB left out: these requests touch no MySQL, its CPU meanwhile is others' work; shown apart) and of each; each edge scenario against its pair as its target reads (how many times cheaper the edge's refusal is; the edge's order in times the proxy's), paired per round of slices; \"reached the app\": the order route's requests the app answered over the run, of those measured:",
+    "The sale through the edge (`POST /api/voucher-order/seckill/{id}`, logged-in users, the order worker off): CPU µs per request at saturation, median (lowest–highest) over the slices, of app + Redis + nginx (MariaDB left out: these requests touch no MySQL, its CPU meanwhile is others' work; shown apart) and of each, beside the load generator's (bench/harness/wrk.ts: wrk saturates the sold-out pair, whose answers change nothing, since autocannon in Node cannot saturate nginx on two cores); each edge scenario against its pair as its target reads (how many times cheaper the edge's refusal is; the edge's order in times the proxy's), paired per round of slices; \"reached the app\": the order route's requests the app answered over the run, of those measured:",
     '',
-    '| scenario | answered by | req/s per slice | app + Redis + nginx µs | nginx µs | app µs | Redis µs | (MariaDB µs) | against its pair | reached the app |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | answered by | req/s per slice | app + Redis + nginx µs | nginx µs | app µs | Redis µs | (MariaDB µs) | load generator µs | against its pair | reached the app |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
     ...results.map(
       (result) =>
         `| ${result.scenario} | ${SALE_AT_EDGE_BY[result.scenario]} | ${formatSpread(spreadOf(result.slices.map((slice) => slice.rps)))} | ` +
         `${formatSpread(spreadOf(result.slices.map(servingWithoutMariadb)))} | ${cpu(result, 'nginx')} | ${cpu(result, 'server')} | ${cpu(result, 'redis')} | ${cpu(result, 'mariadb')} | ` +
-        `${versus(result)} | ${reached(result)} |`,
+        `${result.saturation.generator ?? 'autocannon'} ${cpu(result, 'generator')} | ${versus(result)} | ${reached(result)} |`,
     ),
     '',
     ...results.flatMap((result) => result.checks.map((check) => `- ${result.scenario}: ${check.pass ? 'PASS' : '**FAIL**'} ${check.name}: ${check.detail}`)),

@@ -9,6 +9,9 @@
  *   once, with stock for all of them), through the edge's nginx with its Lua off (today's plain
  *   proxy) and with everything on, both in front of one app. Aim: the edge's order ≤ 1.05× the proxy's.
  *
+ * The sold-out pair is saturated by wrk (harness/wrk.ts), the order pair by autocannon (its Sale
+ * keeps what each answer said).
+ *
  * The order worker stays off in all four: what is compared is the request's path (the MySQL write
  * is the same whichever way the order came), and two workers on one stream would take each
  * other's orders, their CPU counted for the wrong target.
@@ -28,6 +31,7 @@ import {
   type RequestSource,
   type ServerProcess,
   type World,
+  type WrkRequests,
 } from '../harness/index.js';
 import { Sale, type Check } from '../sale/index.js';
 import { httpResult, SERVER_ENV, type HttpResult, type PreparedScenario } from './prepared-scenario.js';
@@ -239,6 +243,8 @@ function measuredRequests(result: HttpResult): number {
 class Refusals implements RequestSource {
   readonly method = 'POST' as const;
   readonly answers: Record<string, number> = {};
+  /** The same orders for wrk: a refusal changes nothing, so the answers wrk drops when it stops cost no check. */
+  readonly wrk: WrkRequests;
   private index = 0;
 
   constructor(
@@ -246,7 +252,9 @@ class Refusals implements RequestSource {
     private readonly users: readonly BenchUser[],
     /** The app's sold-out answer, byte for byte. */
     private readonly refusal: string,
-  ) {}
+  ) {
+    this.wrk = { method: this.method, path, headerSets: users.map((user) => ({ authorization: user.token })) };
+  }
 
   next() {
     const user = this.users[this.index++ % this.users.length]!;

@@ -8,7 +8,16 @@
  */
 import { loadConfig } from '../../src/infra/config.js';
 import { startEdge, type Edge } from '../../kit/edge.js';
-import { parseCounter, scrapeMetrics, serverEnvironment, startServer, type LoadTarget, type ServerProcess, type World } from '../harness/index.js';
+import {
+  parseCounter,
+  repeatedRequest,
+  scrapeMetrics,
+  serverEnvironment,
+  startServer,
+  type LoadTarget,
+  type ServerProcess,
+  type World,
+} from '../harness/index.js';
 import { httpResult, SERVER_ENV, type HttpResult, type PreparedScenario } from './prepared-scenario.js';
 
 /** An edge's read: its measurements, and how many of the route's requests still reached the app behind it. */
@@ -27,7 +36,7 @@ export async function prepareShopRedis(world: World): Promise<PreparedScenario<H
   try {
     const path = shopPath(world);
     await answer(server.url, path);
-    const target: LoadTarget = { name: 'shop-redis', url: server.url, serverPid: server.child.pid, source: { method: 'GET', next: () => ({ path }) } };
+    const target: LoadTarget = { name: 'shop-redis', url: server.url, serverPid: server.child.pid, source: repeatedRequest('GET', path) };
     return {
       targets: [target],
       finish: async (measurements) => {
@@ -73,7 +82,7 @@ export async function prepareEdgeShop(world: World, level: 'l1' | 'l2'): Promise
       url: edge.url,
       serverPid: server.child.pid,
       nginxPid: edge.pid,
-      source: { method: 'GET', next: () => ({ path }) },
+      source: repeatedRequest('GET', path),
     };
     return {
       targets: [target],

@@ -1,5 +1,5 @@
 /** `shop-hot`: the cached shop route beside the same JSON served from memory, on one server. */
-import { startServer, type LoadTarget, type ServerProcess, type World } from '../harness/index.js';
+import { repeatedRequest, startServer, type LoadTarget, type ServerProcess, type World } from '../harness/index.js';
 import { httpResult, SERVER_ENV, type HttpResult, type PreparedScenario } from './prepared-scenario.js';
 
 /** Resolves to [cached route, bare route]; one server serves both (profiled into `cpuProfDir` if given). */
@@ -13,13 +13,13 @@ export async function prepareShopHot(world: World, cpuProfDir?: string): Promise
       name: 'shop-hot',
       url: server.url,
       serverPid: server.child.pid,
-      source: { method: 'GET', next: () => ({ path: cachedPath }) },
+      source: repeatedRequest('GET', cachedPath),
     };
     const bare: LoadTarget = {
       name: 'shop-hot bare route',
       url: server.url,
       serverPid: server.child.pid,
-      source: { method: 'GET', next: () => ({ path: barePath }) },
+      source: repeatedRequest('GET', barePath),
     };
     return {
       targets: [cached, bare],

@@ -54,6 +54,10 @@ describe('npm run bench --smoke', () => {
     }
     expect(report.shopHot?.cached.saturation.rps).toBeGreaterThan(0);
     expect(report.shopHot?.bare.saturation.rps).toBeGreaterThan(0);
+    // Each pair on one generator: wrk for the shop reads, whose answers change nothing; autocannon for the sales and the baseline they are judged against.
+    expect(report.shopHot!.cached.saturation.generator).toBe('wrk');
+    expect(report.shopHot!.bare.saturation.generator).toBe('wrk');
+    for (const scenario of [report.baseline!, ...report.seckill]) expect(scenario.saturation.generator, scenario.scenario).toBe('autocannon');
     expect(report.ids?.find((row) => row.name === 'IdGenerator.nextId')?.opsPerSecond).toBeGreaterThan(0);
     expect(report.locks?.some((row) => row.baseline === 'redlock' && row.opsPerSecond > 0)).toBe(true);
     // CPU per request of every process, per alternating slice: the measure that holds on a noisy machine.
@@ -152,6 +156,7 @@ describe('npm run bench --scenarios shop-hot,shop-redis,edge-shop-l1,edge-shop-l
       expect(result!.saturation.errors + result!.fixedRate.errors).toBe(0);
       expect(result!.saturation.non2xx + result!.fixedRate.non2xx).toBe(0);
       expect(result!.saturation.cpuSpread?.total.median).toBeGreaterThan(0);
+      expect(result!.saturation.generator).toBe('wrk');
     }
     // nginx's ticks (10 ms) over all slices: only the edge's targets count one.
     const nginxMicros = (result: NonNullable<typeof l1>) => result.slices.reduce((sum, slice) => sum + slice.cpu!.nginx * slice.requests, 0);
@@ -177,6 +182,7 @@ describe('npm run bench --scenarios shop-hot,shop-redis,edge-shop-l1,edge-shop-l
       /\| edge-shop-l1 \| the edge's L1 \(nginx shared dict\) \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+ \([\d,.]+–[\d,.]+\) \| [\d,.]+× \(/,
     );
     expect(markdown).toMatch(/\| edge-shop-l2 \| .* \| [\d,]+ of [\d,]+ \|/);
+    expect(markdown).toContain('Saturation by wrk for shop-hot, shop-hot bare route, shop-redis, edge-shop-l1, edge-shop-l2, whose answers change nothing');
   });
 });
 
