@@ -21,35 +21,41 @@ export interface CostFigure {
 }
 
 /** Sources are Markdown, their links relative to docs/ (they are rendered into docs/sizing.md). */
-const EDGE_READS = "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-29 02:46–02:52 UTC (load average 1.5–3.0)";
+const EDGE_READS =
+  "[BENCHMARKS.md, the edge's reads](BENCHMARKS.md#the-edges-reads), 3 runs of 2026-11-29 04:15–04:21 UTC, saturated by wrk (load average 1.3–2.0)";
+// The app's read from the earlier set: this machine ran ~1.5× slower for the later one, and the app's other figures are of 2026-11-28.
+const EDGE_READS_EARLIER =
+  "[benchmarks-history.md, the edge's reads](benchmarks-history.md#the-edges-reads-issue-41-runs-of-2026-11-29-02350252-utc-by-autocannon), 3 runs of 2026-11-29 02:46–02:52 UTC (load average 1.5–3.0)";
 const EDGE_SALE =
-  '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 02:25–02:34 UTC, 10 rounds (load average 1.2–2.4)';
+  '[BENCHMARKS.md, the sale at the edge](BENCHMARKS.md#the-sale-at-the-edge), 3 runs of 2026-11-29 04:24–04:33 UTC, 10 rounds, the refusals saturated by wrk (load average 2.1–2.7)';
+const EDGE_SALE_EARLIER =
+  '[benchmarks-history.md, the sale at the edge](benchmarks-history.md#the-sale-at-the-edge-issue-41-runs-of-2026-11-29-01590234-utc-by-autocannon), 3 runs of 2026-11-29 02:25–02:34 UTC, 10 rounds (load average 1.2–2.4)';
 const SALE_REQUESTS = "[the app's figures](#the-apps-figures) (`bench/costs/sale-requests.ts`), 3 runs of 2026-11-28 23:01–23:04 UTC";
 
 export const COSTS = {
   edgeL1Read: {
     tier: 'edge',
     what: 'a shop read answered from L1 (nginx master and workers)',
-    runs: [17.6, 16.9, 16.8],
+    runs: [12.3, 16.2, 13.1],
     source: `${EDGE_READS}: edge-shop-l1, nginx`,
   },
   edgeL2Read: {
     tier: 'edge',
     what: "a shop read answered from L2, the app's Redis record, concurrent reads of it sharing one GET (nginx)",
-    runs: [25.1, 23.6, 24.4],
+    runs: [25.2, 36.7, 29.0],
     source: `${EDGE_READS}: edge-shop-l2, nginx`,
   },
   edgeRefusal: {
     tier: 'edge',
     what: "a sale's refusal answered at the edge (nginx master and workers)",
-    runs: [17.3, 17.5, 17.8],
+    runs: [15.1, 14.7, 13.0],
     source: `${EDGE_SALE}: edge-sold-out, nginx`,
   },
   proxyPass: {
     tier: 'edge',
     what: "an order request passed to the app (nginx as a plain proxy; the edge's checks add 2–4 µs)",
     runs: [22.1, 22.1, 24.6],
-    source: `${EDGE_SALE}: proxy-order, nginx`,
+    source: `${EDGE_SALE_EARLIER}: proxy-order, nginx`,
   },
   appAccepted: {
     tier: 'app',
@@ -67,7 +73,7 @@ export const COSTS = {
     tier: 'app',
     what: "a shop read from the app's near cache (serving CPU)",
     runs: [58.7, 59.0, 60.9],
-    source: `${EDGE_READS}: shop-hot`,
+    source: `${EDGE_READS_EARLIER}: shop-hot`,
   },
   redisAccepted: {
     tier: 'redis',
@@ -84,7 +90,7 @@ export const COSTS = {
   redisL2Read: {
     tier: 'redis',
     what: "the edge's GETs for an L2 read of one hot record (shared by concurrent reads)",
-    runs: [3.11, 2.85, 3.21],
+    runs: [0.91, 1.3, 0.86],
     source: `${EDGE_READS}: edge-shop-l2, Redis`,
   },
   voucherMasterAccepted: {
