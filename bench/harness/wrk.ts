@@ -92,9 +92,10 @@ async function runUntil(wrk: string, args: string[], ms: number): Promise<WrkRep
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  // 'close', not 'exit': the report is read only once wrk's output has all arrived.
   const exited = new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', (code) => resolve(code));
+    child.once('close', (code) => resolve(code));
   });
   const timer = setTimeout(() => child.kill('SIGINT'), ms);
   try {
