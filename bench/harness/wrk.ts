@@ -12,26 +12,19 @@
  * 16,000 answers).
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PhaseResult, RequestSource, Ticker, WrkRequests } from './load-types.js';
 
-const WRK = '/usr/bin/wrk';
+const INSTALLER = new URL('../../scripts/debian-command.sh', import.meta.url).pathname;
+let installed = false;
 
-/** Debian's wrk, installed with apt-get when missing (as edge/packages.sh installs nginx); its path. */
+/** Debian's wrk, installed with apt-get when missing (scripts/debian-command.sh, as promtool is); its name on the PATH. */
 export function ensureWrk(): string {
-  if (!existsSync(WRK)) {
-    const run = (args: string[]) => {
-      const [file, ...rest] = process.getuid?.() === 0 ? args : ['sudo', ...args];
-      execFileSync(file!, rest, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-    };
-    process.stderr.write('bench: installing wrk from Debian packages\n');
-    run(['apt-get', 'update', '-qq']);
-    run(['apt-get', 'install', '-y', '-qq', 'wrk']);
-  }
-  return WRK;
+  if (!installed) execFileSync('bash', [INSTALLER, 'wrk', 'wrk'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  installed = true;
+  return 'wrk';
 }
 
 /** What the script's done() prints after this marker: the run as JSON. */
